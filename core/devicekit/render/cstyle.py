@@ -1,0 +1,308 @@
+"""CStyleRenderer: the base renderer for C-like languages (C for CPU, CUDA C, Metal Shading Language).
+
+It walks the linear form (docs/linear-form.md) once and turns each op into a line or an inline expression.
+Subclasses change the language through the hooks below (class attributes and small methods); none of them
+re-implements lowering. The keys of `code_for_op` (plus `math_fns`) are the ALU ops rendered natively, and so
+decide what the core decomposes before rendering, as in tinygrad.
+
+Naming: params keep the user's name when it is a safe C identifier (else `data<slot>`), vars keep theirs,
+ranges are `ridx<id>`, GPU indices `gidx<axis>` / `lidx<axis>`, accumulators `acc<id>`, loads `val<n>`,
+other values `alu<n>` / `cast<n>`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Callable, ClassVar
+
+from ..ir.dtypes import DType, dtypes
+from ..ir.ops import Ops
+from ..ir.uop import UOp
+from .renderer import Renderer
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_GENERATED = re.compile(r"^(alu|val|acc|cast|ridx|gidx|lidx|data|vec|gep|bc)\d+$")
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int
+long register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool
+bool half float2 float4 true false new delete this class template kernel device constant threadgroup thread""".split())
+
+# side-effecting ops: an expression is never inlined across one of these
+_ORDERED = frozenset({Ops.STORE, Ops.ASSIGN, Ops.RANGE, Ops.ENDRANGE, Ops.IF, Ops.ENDIF, Ops.BARRIER,
+                      Ops.DEFINE_ACC, Ops.DEFINE_LOCAL})
+# ops whose value may be inlined into its single user (pure, cheap to re-read)
+_INLINABLE = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.TRUNC, Ops.ADD, Ops.SUB,
+                        Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND,
+                        Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.MULACC, Ops.CAST, Ops.BITCAST, Ops.GEP})
+
+
+def _b(op: str) -> Callable[..., str]:
+    return lambda a, b, dtype: f"({a}{op}{b})"
+
+
+class CStyleRenderer(Renderer):
+    """Linear form -> C-like source. Override the hooks; keep `render_linear` as is."""
+
+    lang = "c"
+    core_split = False
+
+    # ---- kernel signature
+    kernel_prefix: ClassVar[str] = ""  # before the return type: 'extern "C" __global__ ', 'kernel ', ...
+    kernel_return: ClassVar[str] = "void"  # the entry point's return type
+    buffer_prefix: ClassVar[str] = ""  # before a buffer param's type: 'device ' (Metal)
+    buffer_const: ClassVar[str] = "const "  # qualifier of read-only buffers
+    buffer_restrict: ClassVar[str] = "restrict "  # after the '*': 'restrict ', '__restrict__ ', ''
+    arg_int_prefix: ClassVar[str] = "long long"  # type of an int var param: 'long long', 'constant long&' ...
+    extra_params: ClassVar[tuple[str, ...]] = ()  # appended to the signature (Metal's [[threadgroup_position_in_grid]])
+    # ---- memory and sync
+    smem_prefix: ClassVar[str] = ""  # local memory declaration prefix: '__shared__ ', 'threadgroup '
+    smem_align: ClassVar[str] = ""  # e.g. '__attribute__((aligned(16))) '
+    barrier: ClassVar[str] = ""  # '__syncthreads();', 'threadgroup_barrier(mem_flags::mem_threadgroup);'
+    # ---- literals
+    infinity: ClassVar[str] = "INFINITY"
+    nan: ClassVar[str] = "NAN"
+    float_suffix: ClassVar[dict[str, str]] = {"float32": "f", "float64": "", "float16": "f", "bfloat16": "f"}
+    int_suffix: ClassVar[dict[str, str]] = {"int64": "ll", "uint64": "ull", "uint32": "u", "int32": ""}
+    # ---- types
+    type_map: ClassVar[dict[str, str]] = {
+        "bool": "bool", "int8": "signed char", "int16": "short", "int32": "int", "int64": "long long",
+        "uint8": "unsigned char", "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long long",
+        "float16": "half", "bfloat16": "__bf16", "float32": "float", "float64": "double"}
+    # ---- ALU: op -> fn(*operand_strings, dtype=result dtype) -> expression. Keys = natively rendered ops.
+    code_for_op: ClassVar[dict[Ops, Callable[..., str]]] = {
+        Ops.NEG: lambda x, dtype: f"(!{x})" if dtype.scalar() == dtypes.bool else f"(-{x})",
+        Ops.RECIP: lambda x, dtype: f"(1/{x})",
+        Ops.ADD: _b("+"), Ops.SUB: _b("-"), Ops.MUL: _b("*"), Ops.FDIV: _b("/"), Ops.IDIV: _b("/"), Ops.MOD: _b("%"),
+        Ops.CMPLT: _b("<"), Ops.CMPNE: _b("!="), Ops.CMPEQ: _b("=="),
+        Ops.AND: _b("&"), Ops.OR: _b("|"), Ops.XOR: _b("^"), Ops.SHL: _b("<<"), Ops.SHR: _b(">>"),
+        Ops.MAX: lambda a, b, dtype: f"(({a}<{b}||{b}!={b})?{b}:{a})" if dtype.is_float else f"(({a}<{b})?{b}:{a})",
+        Ops.WHERE: lambda c, a, b, dtype: f"({c}?{a}:{b})",
+        Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
+    }
+    # unary math functions rendered as calls through `render_math`; keys are natively rendered ops too
+    math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
+                                          Ops.TRUNC: "trunc"}
+    # ops whose code repeats an operand: their operands are never inlined (keeps source size linear)
+    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
+
+    @property
+    def native_ops(self) -> frozenset[Ops]:  # type: ignore[override]
+        """ALU ops this renderer renders itself: the keys of `code_for_op` and `math_fns`."""
+        return frozenset(self.code_for_op) | frozenset(self.math_fns)
+
+    # ================= hooks: types and literals
+    def render_dtype(self, dt: DType) -> str:
+        """C spelling of a scalar or vector dtype."""
+        return self.type_map[dt.name] if dt.count == 1 else self.vector_type(dt)
+
+    def vector_type(self, dt: DType) -> str:
+        """Name of a vector type ('float4'); typedefs come from `render_preamble`."""
+        return f"{self.type_map[dt.name].replace(' ', '')}{dt.count}"
+
+    def render_const(self, value, dt: DType) -> str:
+        """A scalar literal of type dt (vector constants arrive as VECTORIZE of scalar CONSTs)."""
+        if dt.is_bool:
+            return "1" if value else "0"
+        if dt.is_float:
+            if math.isnan(value):
+                return self.nan if dt.name == "float32" else self.render_cast(self.nan, dtypes.float32, dt)
+            if math.isinf(value):
+                s = self.infinity if value > 0 else f"(-{self.infinity})"
+                return s if dt.name == "float32" else self.render_cast(s, dtypes.float32, dt)
+            return self.render_float(value, dt)
+        return self.render_int(int(value), dt)
+
+    def render_float(self, value: float, dt: DType) -> str:
+        """A finite float literal: shortest exact repr plus the type's suffix; half/bf16 through a cast."""
+        s = repr(float(value))
+        if "e" not in s and "." not in s:
+            s += ".0"
+        s += self.float_suffix.get(dt.name, "")
+        return s if dt.name in ("float32", "float64") else self.render_cast(s, dtypes.float32, dt)
+
+    def render_int(self, value: int, dt: DType) -> str:
+        """An integer literal of type dt (the most negative value spelled so C parses it)."""
+        suffix = self.int_suffix.get(dt.name)
+        if value == dt.min() and dt.is_int and not dt.is_unsigned and dt.bits >= 32:
+            s = f"({value + 1}{suffix or ''}-1)"
+        else:
+            s = f"{value}{suffix or ''}"
+        return s if suffix is not None else f"(({self.render_dtype(dt)}){s})"
+
+    # ================= hooks: conversions and vectors
+    def render_cast(self, x: str, src: DType, dst: DType) -> str:
+        """Value conversion (C cast). Override for bfloat16 or vector converts."""
+        return f"(({self.render_dtype(dst)})({x}))"
+
+    def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
+        """Reinterpret the bits of x (same size). Default: a union compound literal (valid C99)."""
+        return f"((union {{{self.render_dtype(src)} a; {self.render_dtype(dst)} b;}}){{.a = {x}}}).b"
+
+    def render_vectorize(self, lanes: list[str], dt: DType) -> str:
+        """Build a vector from lane expressions: '(float4){a,b,c,d}'; CUDA: make_float4(...); Metal: float4(...)."""
+        return f"(({self.render_dtype(dt)}){{{','.join(lanes)}}})"
+
+    def render_gep(self, x: str, lane: int, dt: DType) -> str:
+        """Lane `lane` of vector x: 'x[1]'; CUDA: 'x.y'."""
+        return f"{x}[{lane}]"
+
+    def render_math(self, fn: str, x: str, dt: DType) -> str:
+        """A unary math function call: exp2f(x) for float32, exp2(x) for float64."""
+        return f"{fn}{'f' if dt.scalar() == dtypes.float32 else ''}({x})"
+
+    # ================= hooks: memory
+    def render_load(self, buf: str, idx: str, dt: DType) -> str:
+        """Read element idx of buf; a vector dtype reads dt.count contiguous lanes."""
+        return f"{buf}[{idx}]" if dt.count == 1 else f"(*(({self.render_dtype(dt)}*)({buf}+{idx})))"
+
+    def render_store(self, buf: str, idx: str, value: str, dt: DType) -> str:
+        """Write value at element idx of buf (a statement, without the ';')."""
+        return f"{buf}[{idx}] = {value}" if dt.count == 1 else f"*(({self.render_dtype(dt)}*)({buf}+{idx})) = {value}"
+
+    def render_local(self, name: str, dt: DType, size: int) -> str:
+        """Declare local (shared) memory: '__shared__ float smem[256];'."""
+        return f"{self.smem_prefix}{self.smem_align}{self.render_dtype(dt)} {name}[{size}];"
+
+    def render_special(self, name: str, axis: int, extent: str) -> str:
+        """Expression of a GPU index SPECIAL (gidxN = block index, lidxN = thread index); e.g. 'blockIdx.x'."""
+        raise NotImplementedError(f"{type(self).__name__} has no GPU indices ({name})")
+
+    # ================= hooks: signature and file
+    def render_param(self, name: str, dt: DType, writable: bool) -> str:
+        """One buffer parameter declaration."""
+        const = "" if writable else self.buffer_const
+        return f"{self.buffer_prefix}{const}{self.render_dtype(dt)} *{self.buffer_restrict}{name}"
+
+    def render_var(self, name: str) -> str:
+        """One int var parameter declaration (vars are int64)."""
+        return f"{self.arg_int_prefix} {name}"
+
+    def render_preamble(self, used: set[DType]) -> str:
+        """Text before the kernel: includes, typedefs for the vector types in `used`, helpers."""
+        return ""
+
+    def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
+        """Assemble preamble, signature and indented body into the final source."""
+        pre = self.render_preamble(used)
+        sig = f"{self.kernel_prefix}{self.kernel_return} {name}({', '.join(params + list(self.extra_params))})"
+        return (pre + "\n" if pre else "") + sig + " {\n" + "\n".join(body) + "\n}\n"
+
+    def safe_name(self, name: str, fallback: str) -> str:
+        """The user's name when it is a usable identifier here, else `fallback`."""
+        ok = _IDENT.match(name) and name not in C_KEYWORDS and not _GENERATED.match(name) and not name.startswith("__")
+        return name if ok else fallback
+
+    # ================= the walk (not a hook)
+    def render_linear(self, lk, name: str) -> str:
+        uops = list(lk.uops)
+        pos = {u: i for i, u in enumerate(uops)}
+        uses: dict[UOp, list[int]] = {}
+        for i, u in enumerate(uops):
+            for s in u.src:
+                uses.setdefault(s, []).append(i)
+        epoch, e = [], 0
+        for u in uops:
+            epoch.append(e)
+            e += u.op in _ORDERED
+        r: dict = {}
+        index_parts: dict = {}  # INDEX uop -> (buf, idx, gate)
+        used: set[DType] = set()
+        lines: list[str] = []
+        depth = 1
+        counter = 0
+
+        def emit(s: str) -> None:
+            lines.append("  " * depth + s)
+
+        def inline_ok(u) -> bool:
+            us = uses.get(u, [])
+            if len(us) != 1 or u.op not in _INLINABLE:
+                return False
+            user = uops[us[0]]
+            # an address is used where its LOAD/STORE reads it: compare against those positions
+            at = uses.get(user, [us[0]]) if user.op is Ops.INDEX else us
+            return all(epoch[pos[u]] == epoch[i] for i in at) and user.op not in self.repeats_operands
+
+        def define(u, expr: str, prefix: str) -> None:
+            nonlocal counter
+            if inline_ok(u):
+                r[u] = expr
+                return
+            var = f"{prefix}{counter}"
+            counter += 1
+            emit(f"{self.render_dtype(u.dtype)} {var} = {expr};")
+            r[u] = var
+
+        param_names = {p.name: self.safe_name(p.name, f"data{i}") for i, p in enumerate(lk.params)}
+        sig = [self.render_param(param_names[p.name], p.dtype, p.writable) for p in lk.params]
+        sig += [self.render_var(v.name) for v in lk.vars]
+        if lk.core_split is not None:
+            sig += [self.render_var("core_start"), self.render_var("core_end")]
+        for p in lk.params:
+            used.add(p.dtype)
+
+        for u in uops:
+            op, dt, src = u.op, u.dtype, u.src
+            if dt != dtypes.void and op not in (Ops.PARAM,):
+                used.add(dt)
+            if op is Ops.PARAM:
+                r[u] = param_names.get(u.arg[1], u.arg[1])
+            elif op is Ops.VAR:
+                r[u] = u.arg[0]
+            elif op is Ops.CONST:
+                r[u] = self.render_const(u.arg, dt)
+            elif op is Ops.SPECIAL:
+                nm = u.arg[0]
+                emit(f"{self.render_dtype(dtypes.index)} {nm} = {self.render_special(nm, u.arg[1], r[src[0]])};")
+                r[u] = nm
+            elif op is Ops.RANGE:
+                v = f"ridx{u.arg[0]}"
+                emit(f"for ({self.render_dtype(dtypes.index)} {v} = {r[src[0]]}; {v} < {r[src[1]]}; {v}++) {{")
+                r[u] = v
+                depth += 1
+            elif op in (Ops.ENDRANGE, Ops.ENDIF):
+                depth -= 1
+                emit("}")
+            elif op is Ops.IF:
+                emit(f"if ({r[src[0]]}) {{")
+                depth += 1
+            elif op is Ops.DEFINE_ACC:
+                v = f"acc{u.arg}"
+                emit(f"{self.render_dtype(dt)} {v} = {r[src[0]]};")
+                r[u] = v
+            elif op is Ops.ASSIGN:
+                emit(f"{r[src[0]]} = {r[src[1]]};")
+                r[u] = r[src[0]]
+            elif op is Ops.DEFINE_LOCAL:
+                v = self.safe_name(u.arg[0], f"smem{counter}")
+                emit(self.render_local(v, dt, u.arg[1]))
+                r[u] = v
+            elif op is Ops.INDEX:
+                index_parts[u] = (r[src[0]], r[src[1]], r[src[2]] if len(src) > 2 else None)
+            elif op is Ops.LOAD:
+                buf, idx, gate = index_parts[src[0]]
+                expr = self.render_load(buf, idx, dt)
+                if gate is not None:
+                    expr = f"({gate}?{expr}:{r[src[1]]})"
+                define(u, expr, "val")
+            elif op is Ops.STORE:
+                buf, idx, gate = index_parts[src[0]]
+                st = self.render_store(buf, idx, r[src[1]], src[1].dtype) + ";"
+                emit(f"if ({gate}) {st}" if gate is not None else st)
+            elif op is Ops.BARRIER:
+                emit(self.barrier)
+            elif op in self.math_fns:
+                define(u, self.render_math(self.math_fns[op], r[src[0]], dt), "alu")
+            elif op in self.code_for_op:
+                define(u, self.code_for_op[op](*[r[s] for s in src], dtype=dt), "alu")
+            elif op is Ops.CAST:
+                define(u, self.render_cast(r[src[0]], src[0].dtype, dt), "cast")
+            elif op is Ops.BITCAST:
+                define(u, self.render_bitcast(r[src[0]], src[0].dtype, dt), "cast")
+            elif op is Ops.VECTORIZE:
+                define(u, self.render_vectorize([r[s] for s in src], dt), "vec")
+            elif op is Ops.GEP:
+                define(u, self.render_gep(r[src[0]], u.arg, src[0].dtype), "alu")
+            else:
+                raise NotImplementedError(f"{type(self).__name__} cannot render {u.short()}")
+        return self.render_kernel(name, sig, lines, used)
