@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 from ..ir.dtypes import DType, dtypes
 from ..ir.ops import Ops
@@ -25,7 +26,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _GENERATED = re.compile(r"^(alu|val|acc|cast|ridx|gidx|lidx|data|vec|gep|bc)\d+$")
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int
 long register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool
-bool half float2 float4 true false new delete this class template kernel device constant threadgroup thread""".split())
+bool half float2 float4 true false new delete this class template kernel device constant threadgroup thread""".split())  # noqa: SIM905
 
 # side-effecting ops: an expression is never inlined across one of these
 _ORDERED = frozenset({Ops.STORE, Ops.ASSIGN, Ops.RANGE, Ops.ENDRANGE, Ops.IF, Ops.ENDIF, Ops.BARRIER,
