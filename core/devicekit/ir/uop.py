@@ -1,0 +1,330 @@
+"""UOp: one immutable, hash-consed node of a kernel graph, with the operators that build expressions.
+
+Two UOps with the same (op, dtype, src, arg) are the same object, so graphs compare and hash by identity
+and common subexpressions are shared for free. The first place in user code that built a node is kept in
+`site`, so errors can point at the user's line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import weakref
+from typing import Any, Union
+
+from .dtypes import DType, dtypes
+from .ops import ALU, Ops
+
+_CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
+_SITES: weakref.WeakKeyDictionary[UOp, str] = weakref.WeakKeyDictionary()
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class KernelError(ValueError):
+    """A malformed kernel: the message names the node and the line of user code that built it."""
+
+    def __init__(self, message: str, node: UOp | None = None):
+        where = f" (built at {node.site})" if node is not None and node.site else ""
+        what = f"\n  node: {node.short()}" if node is not None else ""
+        super().__init__(f"{message}{where}{what}")
+        self.node = node
+
+
+def _user_site() -> str:
+    f = sys._getframe(2)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else ""
+
+
+ConstLike = Union[int, float, bool]
+
+
+class UOp:
+    __slots__ = ("op", "dtype", "src", "arg", "__weakref__", "_key")
+
+    op: Ops
+    dtype: DType
+    src: tuple[UOp, ...]
+    arg: Any
+
+    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
+        key = (op, dtype, src, arg if not isinstance(arg, float) or not math.isnan(arg) else "nan")
+        if (ret := _CACHE.get(key)) is not None:
+            return ret
+        self = object.__new__(cls)
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "src", src)
+        object.__setattr__(self, "arg", arg)
+        object.__setattr__(self, "_key", None)
+        _CACHE[key] = self
+        if (site := _user_site()):
+            _SITES[self] = site
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("UOp is immutable")
+
+    def __reduce__(self):
+        return (UOp, (self.op, self.dtype, self.src, self.arg))
+
+    def __repr__(self) -> str:
+        return self.short()
+
+    def short(self) -> str:
+        srcs = ", ".join(s.op.name for s in self.src)
+        arg = "" if self.arg is None else f", arg={self.arg!r}"
+        return f"UOp({self.op.name}, {self.dtype}{arg}, src=({srcs}))"
+
+    # identity semantics: `==` is structural identity (hash-consed); use .eq()/.ne() to build comparisons
+    __hash__ = object.__hash__
+
+    @property
+    def site(self) -> str:
+        return _SITES.get(self, "")
+
+    @property
+    def key(self) -> bytes:
+        """A stable content hash of the whole graph (for caches that outlive the process)."""
+        if self._key is None:
+            import hashlib
+            h = hashlib.sha256(repr((self.op.name, self.dtype.name, self.dtype.count, _arg_repr(self.arg))).encode())
+            for s in self.src:
+                h.update(s.key)
+            object.__setattr__(self, "_key", h.digest())
+        return self._key
+
+    # ---- graph helpers
+    def toposort(self) -> list[UOp]:
+        """Every node reachable from self, sources before users."""
+        order: list[UOp] = []
+        seen: set[int] = set()
+        stack: list[tuple[UOp, bool]] = [(self, False)]
+        while stack:
+            u, done = stack.pop()
+            if done:
+                order.append(u)
+                continue
+            if id(u) in seen:
+                continue
+            seen.add(id(u))
+            stack.append((u, True))
+            stack.extend((s, False) for s in reversed(u.src) if id(s) not in seen)
+        return order
+
+    def replace(self, **kw: Any) -> UOp:
+        return UOp(kw.get("op", self.op), kw.get("dtype", self.dtype), kw.get("src", self.src), kw.get("arg", self.arg))
+
+    # ---- constructors
+    @staticmethod
+    def const(dtype: DType, value: ConstLike) -> UOp:
+        return UOp(Ops.CONST, dtype, (), normalize_const(value, dtype))
+
+    def const_like(self, value: ConstLike) -> UOp:
+        return UOp.const(self.dtype, value)
+
+    def alu(self, op: Ops, *others: UOp | ConstLike) -> UOp:
+        srcs = (self, *(o if isinstance(o, UOp) else _weak_const(o, self.dtype) for o in others))
+        return make_alu(op, srcs)
+
+    # ---- python operators build ALU nodes (python scalars take the other operand's dtype)
+    def __add__(self, x): return binop(Ops.ADD, self, x)
+    def __radd__(self, x): return binop(Ops.ADD, x, self)
+    def __sub__(self, x): return binop(Ops.SUB, self, x)
+    def __rsub__(self, x): return binop(Ops.SUB, x, self)
+    def __mul__(self, x): return binop(Ops.MUL, self, x)
+    def __rmul__(self, x): return binop(Ops.MUL, x, self)
+    def __truediv__(self, x): return binop(Ops.FDIV, self, x)
+    def __rtruediv__(self, x): return binop(Ops.FDIV, x, self)
+    def __floordiv__(self, x): return binop(Ops.IDIV, self, x)
+    def __rfloordiv__(self, x): return binop(Ops.IDIV, x, self)
+    def __mod__(self, x): return binop(Ops.MOD, self, x)
+    def __rmod__(self, x): return binop(Ops.MOD, x, self)
+    def __and__(self, x): return binop(Ops.AND, self, x)
+    def __rand__(self, x): return binop(Ops.AND, x, self)
+    def __or__(self, x): return binop(Ops.OR, self, x)
+    def __ror__(self, x): return binop(Ops.OR, x, self)
+    def __xor__(self, x): return binop(Ops.XOR, self, x)
+    def __rxor__(self, x): return binop(Ops.XOR, x, self)
+    def __lshift__(self, x): return binop(Ops.SHL, self, x)
+    def __rshift__(self, x): return binop(Ops.SHR, self, x)
+    def __lt__(self, x): return binop(Ops.CMPLT, self, x)
+    def __gt__(self, x): return binop(Ops.CMPLT, x, self)
+    def __le__(self, x): return binop(Ops.CMPLT, x, self).logical_not()
+    def __ge__(self, x): return binop(Ops.CMPLT, self, x).logical_not()
+    def __neg__(self): return make_alu(Ops.NEG, (self,))
+    def __invert__(self): return self.logical_not() if self.dtype.scalar() == dtypes.bool else binop(Ops.XOR, self, -1)
+
+    def eq(self, x) -> UOp: return binop(Ops.CMPEQ, self, x)
+    def ne(self, x) -> UOp: return binop(Ops.CMPNE, self, x)
+    def logical_not(self) -> UOp: return binop(Ops.CMPNE, self, True)
+    def maximum(self, x) -> UOp: return binop(Ops.MAX, self, x)
+    def minimum(self, x) -> UOp: return -binop(Ops.MAX, -self, -x if isinstance(x, UOp) else -x)
+
+    def __bool__(self):
+        raise TypeError("a UOp has no truth value while building a kernel: use ir.where(cond, a, b), .eq() or .ne()")
+
+    # ---- reductions over a range
+    def sum(self, *ranges: UOp) -> UOp: return _reduce(self, Ops.ADD, ranges)
+    def max(self, *ranges: UOp) -> UOp: return _reduce(self, Ops.MAX, ranges)
+    def prod(self, *ranges: UOp) -> UOp: return _reduce(self, Ops.MUL, ranges)
+
+    # ---- conversions
+    def cast(self, dtype: DType) -> UOp:
+        if dtype.count != self.dtype.count:
+            if self.dtype.count == 1 and dtype.count > 1:
+                raise KernelError(f"cast {self.dtype} -> {dtype}: use ir.vectorize to build a vector", self)
+            dtype = dtype.scalar().vec(self.dtype.count) if self.dtype.count > 1 else dtype
+        return self if dtype == self.dtype else UOp(Ops.CAST, dtype, (self,))
+
+    def bitcast(self, dtype: DType) -> UOp:
+        if dtype.nbytes != self.dtype.nbytes:
+            raise KernelError(f"bitcast {self.dtype} -> {dtype} changes the size ({self.dtype.nbytes} vs {dtype.nbytes} bytes)", self)
+        return self if dtype == self.dtype else UOp(Ops.BITCAST, dtype, (self,))
+
+    def gep(self, lane: int) -> UOp:
+        if self.dtype.count == 1:
+            raise KernelError(f"gep on a scalar {self.dtype}", self)
+        if not 0 <= lane < self.dtype.count:
+            raise KernelError(f"lane {lane} out of range for {self.dtype}", self)
+        return UOp(Ops.GEP, self.dtype.scalar(), (self,), lane)
+
+    def __getitem__(self, lane: int) -> UOp:
+        if not isinstance(lane, int):
+            raise KernelError("only vector values can be indexed (by an int lane); index buffers through their handle", self)
+        return self.gep(lane)
+
+    # ---- symbolic bounds (for the verifier and for launch-size arithmetic)
+    @property
+    def vmin(self) -> int | float:
+        return bounds(self)[0]
+
+    @property
+    def vmax(self) -> int | float:
+        return bounds(self)[1]
+
+
+SymInt = Union[int, UOp]
+
+
+def _arg_repr(arg: Any) -> str:
+    if isinstance(arg, Ops):
+        return arg.name
+    if isinstance(arg, tuple):
+        return "(" + ",".join(_arg_repr(a) for a in arg) + ")"
+    if isinstance(arg, float):
+        return arg.hex() if math.isfinite(arg) else repr(arg)
+    return repr(arg)
+
+
+def normalize_const(value: ConstLike, dtype: DType) -> ConstLike:
+    s = dtype.scalar()
+    if s.is_bool:
+        return bool(value)
+    if s.is_int:
+        if isinstance(value, float):
+            raise KernelError(f"float constant {value} used where {dtype} is expected: cast explicitly")
+        v = int(value)
+        lo, hi = s.min(), s.max()
+        if not lo <= v <= hi:
+            v = (v - lo) % (hi - lo + 1) + lo  # two's-complement wrap, as C does for unsigned; stated for signed
+        return v
+    if s.is_float:
+        return float(value)
+    raise KernelError(f"no constants of type {dtype}")
+
+
+def _weak_const(x: ConstLike, like: DType) -> UOp:
+    if isinstance(x, bool) and not like.scalar().is_bool:
+        raise KernelError(f"bool constant {x} used with a {like} value")
+    if isinstance(x, float) and like.scalar().is_int:
+        raise KernelError(f"float constant {x} combined with an integer {like} value: cast the value first")
+    if not isinstance(x, (int, float, bool)):
+        raise KernelError(f"cannot use {type(x).__name__} {x!r} in a kernel expression")
+    c = UOp.const(like.scalar(), x)
+    return UOp(Ops.VECTORIZE, like, (c,) * like.count) if like.count > 1 else c
+
+
+def as_uop(x: Any, like: DType | None = None) -> UOp:
+    if isinstance(x, UOp):
+        return x
+    if like is not None:
+        return _weak_const(x, like)
+    if isinstance(x, bool):
+        return UOp.const(dtypes.bool, x)
+    if isinstance(x, int):
+        return UOp.const(dtypes.index, x)
+    if isinstance(x, float):
+        return UOp.const(dtypes.float32, x)
+    raise KernelError(f"cannot use {type(x).__name__} {x!r} in a kernel expression")
+
+
+def binop(op: Ops, a: Any, b: Any) -> UOp:
+    if not isinstance(a, UOp) and not isinstance(b, UOp):
+        raise KernelError(f"{op.name} of two python values")
+    a = as_uop(a, b.dtype if isinstance(b, UOp) else None)
+    b = as_uop(b, a.dtype)
+    return make_alu(op, (a, b))
+
+
+def make_alu(op: Ops, srcs: tuple[UOp, ...]) -> UOp:
+    """Type-check and build an ALU node; the result dtype follows the C-like rules in docs/ir.md."""
+    from .typing import alu_dtype
+    return UOp(op, alu_dtype(op, srcs), srcs)
+
+
+def _reduce(x: UOp, op: Ops, ranges: tuple[UOp, ...]) -> UOp:
+    if not ranges:
+        raise KernelError(f"{op.name.lower()} reduction needs at least one range", x)
+    for r in ranges:
+        if not isinstance(r, UOp) or r.op is not Ops.RANGE:
+            raise KernelError(f"reductions take ranges built with k.range(...), got {r!r}", x)
+    return UOp(Ops.REDUCE, x.dtype, (x, *ranges), op)
+
+
+def bounds(u: UOp) -> tuple[Any, Any]:
+    """Conservative [min, max] of an integer-valued node, from range ends and var declarations."""
+    from .typing import value_bounds
+    return value_bounds(u)
+
+
+def is_alu(u: UOp) -> bool:
+    return u.op in ALU
+
+
+def sym_eval(x: SymInt, vals: dict[str, int]) -> int:
+    """Evaluate a symbolic int (an int, or an expression over VARs) with the given var values."""
+    if isinstance(x, int):
+        return x
+    memo: dict[int, int] = {}
+    for u in x.toposort():
+        if u.op is Ops.CONST:
+            v = u.arg
+        elif u.op is Ops.VAR:
+            try:
+                v = int(vals[u.arg[0]])
+            except KeyError:
+                raise KeyError(f"no value given for var {u.arg[0]!r}") from None
+        else:
+            s = [memo[id(y)] for y in u.src]
+            v = _SYM_ALU[u.op](*s)
+        memo[id(u)] = v
+    return memo[id(x)]
+
+
+def _cdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _cmod(a: int, b: int) -> int:
+    return a - b * _cdiv(a, b)
+
+
+_SYM_ALU = {
+    Ops.ADD: lambda a, b: a + b, Ops.SUB: lambda a, b: a - b, Ops.MUL: lambda a, b: a * b,
+    Ops.IDIV: _cdiv, Ops.MOD: _cmod, Ops.MAX: max, Ops.NEG: lambda a: -a,
+    Ops.CMPLT: lambda a, b: a < b, Ops.WHERE: lambda c, a, b: a if c else b,
+}

@@ -1,0 +1,157 @@
+"""The verifier: every malformed kernel is refused here with a KernelError naming the node and its source line."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+from .dtypes import dtypes
+from .ops import ALU, Ops
+from .typing import alu_dtype
+from .uop import KernelError, UOp, sym_eval
+
+if TYPE_CHECKING:
+    from .builder import Kernel
+
+
+def free_ranges(nodes: list[UOp]) -> dict[UOp, frozenset[UOp]]:
+    """For each node, the ranges its value depends on (a REDUCE binds the ranges it reduces)."""
+    free: dict[UOp, frozenset[UOp]] = {}
+    for u in nodes:
+        s = frozenset().union(*(free[x] for x in u.src)) if u.src else frozenset()
+        if u.op is Ops.RANGE:
+            s = s | {u}
+        elif u.op is Ops.REDUCE:
+            s = free[u.src[0]] - set(u.src[1:])
+        free[u] = s
+    return free
+
+
+def verify(k: Kernel) -> None:
+    nodes = k.sink.toposort()
+    params, vars_ = set(k.param_uops), set(k.var_uops)
+    free = free_ranges(nodes)
+    reduced_by: dict[UOp, UOp] = {}
+    for u in nodes:
+        if u.op in ALU:
+            want = alu_dtype(u.op, u.src)
+            if want != u.dtype:
+                raise KernelError(f"{u.op.name} should have dtype {want}, has {u.dtype}", u)
+        elif u.op is Ops.PARAM and u not in params:
+            raise KernelError(f"param {u.arg[1]} belongs to another kernel", u)
+        elif u.op is Ops.VAR and u not in vars_:
+            raise KernelError(f"var {u.arg[0]} belongs to another kernel", u)
+        elif u.op is Ops.INDEX:
+            if u.src[0].op not in (Ops.PARAM, Ops.DEFINE_LOCAL):
+                raise KernelError("only params and local arrays can be indexed", u)
+            if not u.src[1].dtype.is_int or u.src[1].dtype.count != 1:
+                raise KernelError(f"index must be a scalar integer, got {u.src[1].dtype}", u.src[1])
+        elif u.op is Ops.STORE:
+            buf = u.src[0].src[0]
+            if buf.op is Ops.PARAM and not buf.arg[2]:
+                raise KernelError(f"store to read-only param {buf.arg[1]}", u)
+            if u.src[1].dtype != buf.dtype:
+                raise KernelError(f"store of {u.src[1].dtype} into {buf.dtype} buffer", u)
+        elif u.op is Ops.CAST or u.op is Ops.BITCAST:
+            if u.src[0].dtype.count != u.dtype.count:
+                raise KernelError(f"{u.op.name} changes the number of lanes", u)
+        elif u.op is Ops.REDUCE:
+            if u.arg not in (Ops.ADD, Ops.MAX, Ops.MUL):
+                raise KernelError(f"reduce op must be ADD, MAX or MUL, got {u.arg}", u)
+            if u.dtype.scalar() == dtypes.bool:
+                raise KernelError("reduce over bool values: cast to an integer type first", u)
+            for r in u.src[1:]:
+                if r.op is not Ops.RANGE:
+                    raise KernelError("reduce over something that is not a range", u)
+                if r not in free[u.src[0]]:
+                    raise KernelError(f"reduce over range {r.arg[0]} that its expression does not use", u)
+                if r.arg[1] in ("global", "local"):
+                    raise KernelError(f"reduce over a {r.arg[1]} range: use kind='reduce' (or loop/unroll)", r)
+                if r in reduced_by and reduced_by[r] is not u:
+                    raise KernelError(f"range {r.arg[0]} is reduced twice: build one range per reduction", u)
+                reduced_by[r] = u
+    for st in k.sink.src:
+        for r in free[st]:
+            if r in reduced_by or r.arg[1] == "reduce":
+                what = "is reduced elsewhere" if r in reduced_by else "is a reduce range that no reduction consumes"
+                raise KernelError(f"range {r.arg[0]} used outside its scope: it {what}", st)
+    _check_bounds(k, nodes)
+
+
+# ---- out-of-bounds analysis -------------------------------------------------------------------------------------------
+
+def _var_samples(k: Kernel) -> list[dict[str, int]]:
+    vs = list(k.vars)
+    if not vs:
+        return [{}]
+    choices = [sorted({v.lo, v.hi, min(v.hi, v.lo + 1)}) for v in vs]
+    if len(vs) <= 4:
+        return [dict(zip([v.name for v in vs], c)) for c in itertools.product(*choices)]
+    return [{v.name: v.lo for v in vs}, {v.name: v.hi for v in vs}]
+
+
+def _check_bounds(k: Kernel, nodes: list[UOp]) -> None:
+    indexes = [u for u in nodes if u.op is Ops.INDEX and len(u.src) == 2]
+    if not indexes:
+        return
+    for env in _var_samples(k):
+        memo: dict[UOp, tuple | None] = {}
+        for ix in indexes:
+            buf = ix.src[0]
+            size = sym_eval(buf.src[0], env) if buf.op is Ops.PARAM else buf.arg[1]
+            iv = _interval(ix.src[1], env, memo)
+            if iv is None:
+                continue  # an empty range: never executed
+            lo, hi, exact, _ = iv
+            name = buf.arg[1] if buf.op is Ops.PARAM else buf.arg[0]
+            where = f" with {', '.join(f'{a}={b}' for a, b in env.items())}" if env else ""
+            if (exact and lo < 0) or hi < 0:
+                raise KernelError(f"index into {name} can be negative (min {lo}){where}", ix)
+            if (exact and hi >= size) or lo >= size:
+                raise KernelError(f"index into {name} out of bounds: reaches {hi}, size is {size}{where}", ix)
+
+
+def _interval(u: UOp, env: dict[str, int], memo: dict) -> tuple | None:
+    """(lo, hi, exact, ranges) of an index expression for concrete var values; exact: the bounds are attained."""
+    if u in memo:
+        return memo[u]
+    INF = float("inf")
+    r: tuple | None
+    src = []
+    for s in u.src if u.op is not Ops.RANGE else ():
+        x = _interval(s, env, memo)
+        if x is None:
+            memo[u] = None
+            return None
+        src.append(x)
+    if u.op is Ops.CONST:
+        r = (u.arg, u.arg, True, frozenset())
+    elif u.op is Ops.VAR:
+        r = (env[u.arg[0]], env[u.arg[0]], True, frozenset())
+    elif u.op is Ops.RANGE:
+        end = sym_eval(u.src[-1], env)
+        r = None if end <= 0 else (0, end - 1, True, frozenset({u}))
+    elif u.op in (Ops.ADD, Ops.SUB):
+        (a0, a1, ae, ar), (b0, b1, be, br) = src
+        lo, hi = (a0 + b0, a1 + b1) if u.op is Ops.ADD else (a0 - b1, a1 - b0)
+        r = (lo, hi, ae and be and not (ar & br), ar | br)
+    elif u.op is Ops.MUL:
+        (a0, a1, ae, ar), (b0, b1, be, br) = src
+        c = [x * y for x in (a0, a1) for y in (b0, b1)]
+        exact = (ae and b0 == b1 and not br) or (be and a0 == a1 and not ar)
+        r = (min(c), max(c), exact, ar | br)
+    elif u.op is Ops.IDIV and src[1][0] == src[1][1] and src[1][0] > 0:
+        a0, a1, ae, ar = src[0]
+        d = src[1][0]
+        r = (int(a0 / d), int(a1 / d), ae, ar)
+    elif u.op is Ops.MOD and src[1][0] == src[1][1] and src[1][0] > 0 and src[0][0] >= 0:
+        a0, a1, ae, ar = src[0]
+        d = src[1][0]
+        r = (a0, a1, ae, ar) if a1 < d else (0, d - 1, False, ar)
+    elif u.op is Ops.CAST and u.src[0].dtype.is_int:
+        r = src[0]
+    else:
+        ranges = frozenset().union(*(s[3] for s in src)) if src else frozenset()
+        r = (-INF, INF, False, ranges)
+    memo[u] = r
+    return r

@@ -1,0 +1,67 @@
+"""Renderer: turns a kernel into source for one language. It declares what it can do; the core lowers the rest."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from ..ir.dtypes import DType, dtypes
+from ..ir.ops import ALU, Ops
+from .program_spec import ProgramSpec
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a renderer renders natively. Lowering decomposes everything outside it."""
+
+    dtypes: frozenset[DType]
+    ops: frozenset[Ops]  # ALU ops rendered natively; others are decomposed (exp2 -> polynomial, ...)
+    gpu_indexing: bool = False  # global/local ranges become SPECIAL thread indices instead of loops
+    core_split: bool = False  # CPU: the outermost global range is split by the runtime (start/end args)
+    has_local: bool = False  # local ranges and shared memory exist
+    vectors: bool = True  # vector dtypes may reach the renderer
+    global_max: tuple[int, ...] | None = None
+    local_max: tuple[int, ...] | None = None
+    shared_max: int = 0  # bytes
+    max_buffers: int | None = None
+
+
+class Renderer(ABC):
+    device: str = ""  # the kind it renders for
+    lang: str = ""  # the language of ProgramSpec.src
+    supported_dtypes: frozenset[DType] = frozenset(dtypes.all())
+    native_ops: frozenset[Ops] = ALU
+    gpu_indexing = False
+    core_split = False
+    has_local = False
+    vectors = True
+    global_max: tuple[int, ...] | None = None
+    local_max: tuple[int, ...] | None = None
+    shared_max = 0
+    max_buffers: int | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(frozenset(self.supported_dtypes), frozenset(self.native_ops), self.gpu_indexing,
+                            self.core_split, self.has_local, self.vectors, self.global_max, self.local_max,
+                            self.shared_max, self.max_buffers)
+
+    def render(self, kernel, name: str | None = None) -> ProgramSpec:
+        """Lower `kernel` (an ir.Kernel) for this renderer's capabilities and render the linear form."""
+        from ..ir.linearize import lower
+        lk = lower(kernel, self.capabilities)
+        name = name or lk.name
+        src = self.render_linear(lk, name)
+        return ProgramSpec(name=name, src=src, device=self.device, lang=self.lang, params=lk.params, vars=lk.vars,
+                           global_size=lk.global_size, local_size=lk.local_size, core_split=lk.core_split,
+                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk))
+
+    @abstractmethod
+    def render_linear(self, lk, name: str) -> str:
+        """Turn the linear op list of `lk` (an ir.LinearKernel) into source text."""
+
+    def meta(self, lk) -> tuple:
+        return ()
+
+    def __reduce__(self):
+        return (type(self), ())
