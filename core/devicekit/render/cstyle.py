@@ -75,10 +75,11 @@ class CStyleRenderer(Renderer):
         Ops.RECIP: lambda x, dtype: f"(1/{x})",
         Ops.ADD: _b("+"), Ops.SUB: _b("-"), Ops.MUL: _b("*"), Ops.FDIV: _b("/"), Ops.IDIV: _b("/"), Ops.MOD: _b("%"),
         Ops.CMPLT: _b("<"), Ops.CMPNE: _b("!="), Ops.CMPEQ: _b("=="),
-        Ops.AND: _b("&"), Ops.OR: _b("|"), Ops.XOR: _b("^"), Ops.SHL: _b("<<"), Ops.SHR: _b(">>"),
-        Ops.MAX: lambda a, b, dtype: f"(({a}<{b}||{b}!={b})?{b}:{a})" if dtype.is_float else f"(({a}<{b})?{b}:{a})",
+        Ops.AND: _b("&"), Ops.OR: _b("|"), Ops.XOR: _b("^"), Ops.SHL: lambda a, b, dtype: f"({a}<<({b}&{dtype.bits - 1}))",  # amount modulo width
+        Ops.SHR: lambda a, b, dtype: f"({a}>>({b}&{dtype.bits - 1}))",
+        Ops.MAX: lambda a, b, dtype: f"(({a}<{b})?{b}:{a})",  # NaN in a propagates, NaN in b does not
         Ops.WHERE: lambda c, a, b, dtype: f"({c}?{a}:{b})",
-        Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
+        Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",  # two roundings: compile without fp contraction
     }
     # unary math functions rendered as calls through `render_math`; keys are natively rendered ops too
     math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
