@@ -1,0 +1,98 @@
+"""devicekit: a plugin-based device framework for kernel compilers.
+
+    import devicekit as dk
+    dev = dk.device("CPU")                  # dk.device() is the default device
+    outs = dk.run(kernel, device="CPU", x=x, out=np.empty(n, np.float32), n=n)
+
+Importing devicekit is light: submodules (and every backend's toolchain) load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+from .plugin import API_VERSION
+
+_LAZY: dict[str, tuple[str, str | None]] = {
+    # name -> (module, attribute); attribute None: the module itself
+    "device": ("devicekit.registry", "device"),
+    "target": ("devicekit.registry", "target"),
+    "devices": ("devicekit.registry", "devices"),
+    "register_plugin": ("devicekit.registry", "register_plugin"),
+    "unregister_plugin": ("devicekit.registry", "unregister_plugin"),
+    "DeviceInfo": ("devicekit.registry", "DeviceInfo"),
+    "run": ("devicekit.runtime", "run"),
+    "Program": ("devicekit.runtime", "Program"),
+    "Buffer": ("devicekit.memory", "Buffer"),
+    "BufferOptions": ("devicekit.memory", "BufferOptions"),
+    "Allocator": ("devicekit.memory", "Allocator"),
+    "Device": ("devicekit.device", "Device"),
+    "Target": ("devicekit.device", "Target"),
+    "DeviceSpec": ("devicekit.spec", "DeviceSpec"),
+    "hookimpl": ("devicekit.hookspecs", "hookimpl"),
+    "Compiler": ("devicekit.compile.compiler", "Compiler"),
+    "CompiledSpec": ("devicekit.compile.compiler", "CompiledSpec"),
+    "CompileError": ("devicekit.errors", "CompileError"),
+    "DeviceKitError": ("devicekit.errors", "DeviceKitError"),
+    "DeviceNotFoundError": ("devicekit.errors", "DeviceNotFoundError"),
+    "DeviceUnavailableError": ("devicekit.errors", "DeviceUnavailableError"),
+    "PluginError": ("devicekit.errors", "PluginError"),
+    "cache_info": ("devicekit.compile.cache", "cache_info"),
+    "cache_clear": ("devicekit.compile.cache", "cache_clear"),
+    "ir": ("devicekit.ir", None),
+    "dtypes": ("devicekit.ir.dtypes", "dtypes"),
+}
+
+__all__ = ["API_VERSION", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        try:
+            from importlib_metadata import version
+            return version("devicekit")
+        except Exception:  # noqa: BLE001 - running from a source tree
+            return "0+unknown"
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'devicekit' has no attribute {name!r}") from None
+    mod = importlib.import_module(module)
+    value = mod if attr is None else getattr(mod, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """`dk.device` is the function of the design, but `devicekit/device.py` is also a submodule, and importing a
+    submodule binds it on the package. Keep the function: the module stays in sys.modules (`from devicekit.device
+    import Device` works as usual)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY and _LAZY[name][1] is not None and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+if TYPE_CHECKING:
+    from . import ir
+    from .compile.cache import cache_clear, cache_info
+    from .compile.compiler import CompiledSpec, Compiler
+    from .device import Device, Target
+    from .errors import CompileError, DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, PluginError
+    from .hookspecs import hookimpl
+    from .ir.dtypes import dtypes
+    from .memory import Allocator, Buffer, BufferOptions
+    from .registry import DeviceInfo, device, devices, register_plugin, target, unregister_plugin
+    from .runtime import Program, run
+    from .spec import DeviceSpec

@@ -1,0 +1,139 @@
+"""Target (the compile side of a kind: renderer + compiler pairs) and Device (a Target plus allocator and runtime)."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .debug import dprint
+from .errors import DeviceKitError
+from .spec import DeviceSpec
+
+if TYPE_CHECKING:
+    from .compile.compiler import Compiler
+    from .memory import Allocator
+    from .render.renderer import Renderer
+    from .runtime import Program, RuntimeFactory
+
+__all__ = ["Device", "Target"]
+
+CompilerPair = tuple["Renderer", "Compiler"]
+
+
+class Target:
+    """What compiles for a kind, even where it cannot run: (renderer, compiler) pairs, best first.
+
+    `fallback_reason` is None when the best declared pair was built, else why better pairs were skipped.
+    """
+
+    def __init__(self, spec: DeviceSpec | str, compilers: Sequence[CompilerPair], pair_names: Sequence[str],
+                 fallback_reason: str | None = None):
+        self.spec = DeviceSpec.parse(spec)
+        if not compilers:
+            raise DeviceKitError(f"{self.spec}: a target needs at least one (renderer, compiler) pair")
+        if len(pair_names) != len(compilers):
+            raise ValueError(f"{self.spec}: {len(compilers)} compiler pairs but {len(pair_names)} names")
+        self.compilers: list[CompilerPair] = [tuple(p) for p in compilers]  # type: ignore[misc]
+        self.pair_names: list[str] = list(pair_names)
+        self.fallback_reason = fallback_reason
+
+    @property
+    def renderer(self) -> Renderer:
+        return self.compilers[0][0]
+
+    @property
+    def compiler(self) -> Compiler:
+        return self.compilers[0][1]
+
+    @property
+    def base_device_key(self) -> str:
+        """The kind without the index: compiled bytes are shared between CUDA:0 and CUDA:1 under this key."""
+        return self.spec.kind
+
+    def pair(self, which: int | str | None = None) -> CompilerPair:
+        """A compiler pair by index or name (None: the best)."""
+        if which is None:
+            return self.compilers[0]
+        if isinstance(which, int):
+            return self.compilers[which]
+        try:
+            return self.compilers[self.pair_names.index(which)]
+        except ValueError:
+            raise KeyError(f"{self.spec} has no compiler pair {which!r}; it has {', '.join(self.pair_names)}") from None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec} pairs={self.pair_names}>"
+
+
+class Device(Target):
+    """A complete unit for one device: compiler pairs, an allocator and a runtime (CompiledSpec -> Program).
+
+    `Device(spec, allocator, renderer, compiler, runtime)` builds one with a single pair; the registry uses
+    `Device.from_pairs` with every pair the plugins offer.
+    """
+
+    def __init__(self, spec: DeviceSpec | str, allocator: Allocator, renderer: Renderer, compiler: Compiler,
+                 runtime: RuntimeFactory):
+        name = getattr(compiler, "name", None) or type(compiler).__name__
+        self._init(spec, allocator, [(renderer, compiler)], [name], runtime, None)
+
+    def _init(self, spec, allocator, compilers, pair_names, runtime, fallback_reason) -> None:
+        Target.__init__(self, spec, compilers, pair_names, fallback_reason)
+        self.allocator = allocator
+        self.runtime = runtime
+        self._programs: dict[tuple[Any, str | None, int], Program] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_pairs(cls, spec: DeviceSpec | str, allocator: Allocator, compilers: Sequence[CompilerPair],
+                   pair_names: Sequence[str], runtime: RuntimeFactory, fallback_reason: str | None = None) -> Device:
+        self = cls.__new__(cls)
+        self._init(spec, allocator, compilers, pair_names, runtime, fallback_reason)
+        return self
+
+    def _pair_index(self, pair: int | str | None) -> int:
+        if pair is None:
+            return 0
+        if isinstance(pair, int):
+            if not -len(self.compilers) <= pair < len(self.compilers):
+                raise IndexError(f"{self.spec} has {len(self.compilers)} compiler pairs, no pair {pair}")
+            return pair % len(self.compilers)
+        if pair not in self.pair_names:
+            raise KeyError(f"{self.spec} has no compiler pair {pair!r}; it has {', '.join(self.pair_names)}")
+        return self.pair_names.index(pair)
+
+    def _program(self, compiled) -> Program:
+        program = self.runtime(compiled)
+        if getattr(program, "device", None) is None:
+            program.device = self
+        return program
+
+    def compile(self, kernel: Any, name: str | None = None, pair: int | str | None = None) -> Program:
+        """render -> compile -> runtime, memoized per device by (kernel.key, name, pair)."""
+        idx = self._pair_index(pair)
+        key = (kernel.key, name, idx)
+        if (prog := self._programs.get(key)) is not None:
+            return prog
+        renderer, compiler = self.compilers[idx]
+        dprint(2, f"{self.spec}: compiling {getattr(kernel, 'name', kernel)} with pair {self.pair_names[idx]!r}")
+        program = self._program(compiler.compile(renderer.render(kernel, name=name)))
+        with self._lock:
+            return self._programs.setdefault(key, program)
+
+    def program_from_source(self, src: str, entry: str) -> Program:
+        """A Program from hand-written source: the first pair whose renderer can `parse_source(src, entry)` reads
+        the kernel's signature, its compiler compiles it."""
+        for (renderer, compiler), pname in zip(self.compilers, self.pair_names):
+            parse = getattr(renderer, "parse_source", None)
+            if callable(parse):
+                dprint(2, f"{self.spec}: reading {entry!r} from source with pair {pname!r}")
+                return self._program(compiler.compile(parse(src, entry)))
+        raise DeviceKitError(f"{self.spec}: none of its compiler pairs ({', '.join(self.pair_names)}) can read "
+                             "hand-written source (no renderer with parse_source); use a kind whose plugin offers "
+                             "it, e.g. CPU with devicekit-cpu installed")
+
+    def synchronize(self) -> None:
+        self.allocator.synchronize()
+
+    def __repr__(self) -> str:
+        return f"<Device {self.spec} pairs={self.pair_names}>"

@@ -1,0 +1,84 @@
+"""The exceptions devicekit raises. All are picklable (they cross process pools and test workers)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "CompileError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "PluginError",
+    "ResolutionError",
+]
+
+
+class DeviceKitError(Exception):
+    """Base class of devicekit's own errors."""
+
+
+class PluginError(DeviceKitError):
+    """A plugin failed (import, API version, hook). Raised only under DEVICEKIT_STRICT_PLUGINS=1; otherwise recorded."""
+
+
+class ResolutionError(DeviceKitError):
+    """Two plugins answered a hook with the same top priority: the registry refuses to pick by registration order."""
+
+
+class DeviceNotFoundError(DeviceKitError, LookupError):
+    """No plugin declares this device; the message lists the devices that exist and the plugins that failed."""
+
+
+class DeviceUnavailableError(DeviceKitError, RuntimeError):
+    """The kind is known but cannot run here (no driver, wrong OS, its plugin failed); the message says why."""
+
+
+# "file:12:5: error", "kernel.cu(12): error", "line 12", "<stdin>:12: error"
+_LINE_PATTERNS = (
+    re.compile(r":(\d+):(?:\d+:)?\s*(?:fatal )?error", re.IGNORECASE),
+    re.compile(r"\((\d+)\):\s*error", re.IGNORECASE),
+    re.compile(r"\bline (\d+)\b", re.IGNORECASE),
+    re.compile(r":(\d+):\d+:"),
+)
+
+
+def _error_lines(log: str) -> list[int]:
+    found: list[int] = []
+    for pat in _LINE_PATTERNS:
+        for m in pat.finditer(log):
+            n = int(m.group(1))
+            if n not in found:
+                found.append(n)
+        if found:
+            break
+    return found
+
+
+class CompileError(DeviceKitError):
+    """A compiler rejected a source. `str()` shows the message, the compiler's log and the source lines it names."""
+
+    def __init__(self, message: str, log: str = "", src: str = ""):
+        super().__init__(message, log, src)
+        self.message, self.log, self.src = message, log, src
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.log, self.src))
+
+    def source_excerpt(self, context: int = 1) -> str:
+        """The source lines the log points at (1-based line numbers), with `context` lines around each."""
+        if not self.src:
+            return ""
+        lines = self.src.splitlines()
+        shown: list[str] = []
+        for n in _error_lines(self.log)[:5]:
+            if not 1 <= n <= len(lines):
+                continue
+            for i in range(max(1, n - context), min(len(lines), n + context) + 1):
+                shown.append(f"{'>' if i == n else ' '}{i:5d} | {lines[i - 1]}")
+            shown.append("")
+        return "\n".join(shown).rstrip()
+
+    def __str__(self) -> str:
+        out = self.message
+        if self.log:
+            out += "\n--- compiler log ---\n" + self.log.rstrip()
+        if excerpt := self.source_excerpt():
+            out += "\n--- source ---\n" + excerpt
+        return out

@@ -1,0 +1,87 @@
+"""What plugins declare: cheap dataclasses returned from hooks. Nothing heavy is built until a device is asked for.
+
+A plugin module sets `DEVICEKIT_API = (1, 0)` (the API it was built for; `API_VERSION` is the core's) and defines
+`@devicekit.hookimpl` functions from `devicekit.hookspecs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from .compile.compiler import Compiler
+    from .memory import Allocator
+    from .render.renderer import Renderer
+    from .runtime import RuntimeFactory
+    from .spec import DeviceSpec
+
+API_VERSION: tuple[int, int] = (1, 0)
+"""The plugin API this core provides. A plugin declaring another major version is refused; a newer minor is noted."""
+
+
+@dataclass(frozen=True)
+class Availability:
+    """The answer of a kind's probe: available, or not with the reason in words ("no CUDA driver", "needs macOS")."""
+
+    ok: bool
+    reason: str = ""
+
+    @classmethod
+    def yes(cls) -> Availability:
+        return cls(True, "")
+
+    @classmethod
+    def no(cls, reason: str) -> Availability:
+        return cls(False, reason)
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _always() -> Availability:
+    return Availability.yes()
+
+
+def _one() -> int:
+    return 1
+
+
+@dataclass(frozen=True)
+class DeviceKind:
+    """A device kind a plugin owns. `probe()` must be cheap and must not raise for "not here"; `count()` is the
+    number of ids (CUDA:0..count-1) and is only called when the probe said yes. The highest `priority` among
+    available kinds is the default device."""
+
+    name: str
+    description: str = ""
+    priority: int = 0
+    probe: Callable[[], Availability] = _always
+    count: Callable[[], int] = _one
+
+
+@dataclass(frozen=True)
+class AllocatorFactory:
+    """Builds the allocator of one device. The highest priority answer wins; a tie at the top is an error."""
+
+    factory: Callable[[DeviceSpec], Allocator]
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class CompilerPairFactory:
+    """One (renderer, compiler) pair for a kind, by name ("llvm", "clang", "nvrtc"). Any plugin may add pairs to any
+    kind. Pairs are ordered by priority, best first; a factory that raises is skipped and the reason kept."""
+
+    name: str
+    renderer: Callable[[DeviceSpec], Renderer]
+    compiler: Callable[[DeviceSpec], Compiler]
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class RuntimeFactoryDecl:
+    """Builds the runtime of one device: `factory(spec)` returns a RuntimeFactory (CompiledSpec -> Program)."""
+
+    factory: Callable[[DeviceSpec], RuntimeFactory]
+    priority: int = 0

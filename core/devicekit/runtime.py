@@ -1,0 +1,150 @@
+"""Program: compiled bytes loaded on a device, checked and launched. RuntimeFactory: CompiledSpec -> Program."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from .debug import dprint
+from .render.program_spec import ProgramSpec
+
+if TYPE_CHECKING:
+    from .compile.compiler import CompiledSpec
+    from .device import Device
+
+__all__ = ["Program", "RuntimeFactory"]
+
+
+class Program(ABC):
+    """A kernel ready to run. `execute` checks every argument against the ProgramSpec, then calls `_launch`.
+
+    Backends implement `_launch(handles, vals, var_vals, global_size, local_size, wait)`: the allocator handles of
+    the buffers in param order, the int vars in declaration order (and by name), the launch dims (from the spec
+    when the caller gave none), and whether to wait; return elapsed seconds when `wait` is true.
+    """
+
+    def __init__(self, compiled: CompiledSpec, device: Device | None = None):
+        self.compiled = compiled
+        self.device = device
+
+    @property
+    def spec(self) -> ProgramSpec:
+        return self.compiled.spec
+
+    @property
+    def name(self) -> str:
+        return self.compiled.spec.name
+
+    def _kind(self) -> str:
+        if self.device is not None:
+            return self.device.spec.kind
+        return self.spec.device
+
+    def check(self, buffers: Sequence[Any], vals: Sequence[int] = ()) -> dict[str, int]:
+        """Validate buffers and vars; returns the vars by name. Raises TypeError/ValueError naming the argument."""
+        from .memory import Buffer
+
+        spec = self.spec
+        if len(buffers) != len(spec.params):
+            names = ", ".join(p.name for p in spec.params) or "none"
+            raise TypeError(f"{spec.name}: expected {len(spec.params)} buffers ({names}), got {len(buffers)}")
+        var_vals = spec.check_vars(tuple(vals))
+        needed = spec.buffer_sizes(var_vals)
+        kind = self._kind()
+        for p, buf, n in zip(spec.params, buffers, needed):
+            if not isinstance(buf, Buffer):
+                raise TypeError(f"{spec.name}: param {p.name!r} must be a devicekit Buffer, got {type(buf).__name__}")
+            if kind and buf.device.spec.kind != kind:
+                raise ValueError(f"{spec.name}: param {p.name!r} is a buffer on {buf.device.spec}, "
+                                 f"the program runs on {kind}")
+            if buf.dtype != p.dtype:
+                raise TypeError(f"{spec.name}: param {p.name!r} is {p.dtype}, the buffer is {buf.dtype}")
+            if buf.size < n:
+                raise ValueError(f"{spec.name}: param {p.name!r} needs {n} elements for "
+                                 f"{var_vals or 'this launch'}, the buffer has {buf.size}")
+        return var_vals
+
+    def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
+                local_size: tuple[int, ...] | None = None, wait: bool = False) -> float | None:
+        """Run the kernel on `buffers` (in param order) with int `vals` (in var order). Seconds when `wait`."""
+        var_vals = self.check(buffers, vals)
+        g, loc = self.spec.launch_dims(var_vals)
+        global_size = g if global_size is None else tuple(global_size)
+        local_size = loc if local_size is None else tuple(local_size)
+        handles = [b.handle for b in buffers]
+        dprint(4, f"launch {self.name} vars={var_vals} global={global_size} local={local_size}")
+        t = self._launch(handles, [var_vals[v.name] for v in self.spec.vars], var_vals, global_size, local_size, wait)
+        if wait and t is not None:
+            dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")
+        return t
+
+    __call__ = execute
+
+    @abstractmethod
+    def _launch(self, handles: list, vals: list[int], var_vals: dict[str, int], global_size: tuple[int, ...] | None,
+                local_size: tuple[int, ...] | None, wait: bool) -> float | None:
+        """Launch natively. Everything was checked by `execute`."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} on {self.device.spec if self.device else self.spec.device}>"
+
+
+RuntimeFactory = Callable[["CompiledSpec"], Program]
+
+
+def run(kernel: Any, device: Any = None, **named: Any) -> dict[str, Any]:
+    """Compile `kernel` for `device` (a Device, a spec string, or None for the default), run it once and return
+    every writable param as a numpy array, by name.
+
+    Named arguments: one numpy array per param (dtype and size checked; writable params may be omitted: they are
+    allocated zeroed, sized from the vars) and one int per var. Arrays passed in are never modified. A returned
+    array has the shape of the array passed for it when the sizes agree, else it is flat.
+    """
+    import numpy as np
+
+    from .memory import Buffer, BufferOptions
+    from .registry import device as get_device
+
+    dev = device if device is not None and not isinstance(device, str) else get_device(device)
+    program = dev.compile(kernel)
+    spec = program.spec
+    pnames, vnames = [p.name for p in spec.params], [v.name for v in spec.vars]
+    if extra := sorted(set(named) - set(pnames) - set(vnames)):
+        raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
+                        f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
+    if missing := [v for v in vnames if v not in named]:
+        raise TypeError(f"{spec.name}: missing int var(s) {', '.join(missing)}")
+    vals = []
+    for v in vnames:
+        x = named[v]
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            raise TypeError(f"{spec.name}: var {v!r} must be an int, got {type(x).__name__}")
+        vals.append(int(x))
+    var_vals = spec.check_vars(vals)
+    sizes = spec.buffer_sizes(var_vals)
+    buffers, shapes = [], {}
+    for p, n in zip(spec.params, sizes):
+        if p.name in named:
+            arr = np.asarray(named[p.name])
+            lanes = p.dtype.count
+            if arr.size % lanes:
+                raise ValueError(f"{spec.name}: param {p.name!r} is {p.dtype}; {arr.size} scalars is not a whole "
+                                 f"number of {lanes}-lane elements")
+            try:
+                buf = Buffer(dev, arr.size // lanes, p.dtype).copyin(arr)
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"{spec.name}: param {p.name!r}: {e}") from None
+            shapes[p.name] = arr.shape
+        elif p.writable:
+            buf = Buffer(dev, n, p.dtype, BufferOptions(zero=True))
+        else:
+            raise TypeError(f"{spec.name}: missing input array for param {p.name!r} ({p.dtype}, {n} elements)")
+        buffers.append(buf)
+    program.execute(buffers, vals, wait=True)
+    out = {}
+    for p, buf in zip(spec.params, buffers):
+        if p.writable:
+            a = buf.numpy()
+            shape = shapes.get(p.name)
+            out[p.name] = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
+    return out
