@@ -1,0 +1,158 @@
+"""CUDACompiler: CUDA C++ -> PTX (NVRTC, in process) -> cubin for one real arch (nvJitLink, or ptxas).
+
+Two link steps exist, one per compiler pair:
+  * "nvrtc"        NVRTC -> PTX -> nvJitLink (pip wheel nvidia-nvjitlink), the default;
+  * "nvrtc-ptxas"  NVRTC -> PTX -> ptxas (CUDA toolkit), the fallback when nvJitLink is missing or unusable.
+Constructing a compiler loads its libraries and checks its tools, so a pair whose toolchain is missing fails at
+construction with the reason, and the registry records it (`devicekit info` shows the pair used and why the
+better one was skipped). Nothing here needs a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+
+from devicekit.compile import Compiler
+from devicekit.debug import dprint
+from devicekit.errors import CompileError
+
+from . import arch as archmod
+from . import toolchain
+
+LINKERS = ("nvjitlink", "ptxas")
+
+
+def default_flags() -> list[str]:
+    """NVRTC flags: no FMA contraction (MULACC and a*b+c round twice, as the reference computes them; set
+    DEVICEKIT_CUDA_FMAD=1 to allow FMA), then extra flags from $DEVICEKIT_CUDA_FLAGS. All are part of the identity,
+    so of the cache key."""
+    from devicekit.debug import env_flag
+    return [f"--fmad={'true' if env_flag('DEVICEKIT_CUDA_FMAD') else 'false'}",
+            *shlex.split(os.environ.get("DEVICEKIT_CUDA_FLAGS", ""))]
+
+
+class CUDACompiler(Compiler):
+    def __init__(self, arch: str = archmod.DEFAULT_ARCH, linker: str = "nvjitlink", flags: list[str] | None = None,
+                 arch_origin: str = ""):
+        if linker not in LINKERS:
+            raise ValueError(f"linker must be one of {LINKERS}, got {linker!r}")
+        from . import nvrtc
+        self.arch = archmod.normalize(arch)
+        self.arch_origin = arch_origin
+        self.linker = linker
+        self.flags = list(default_flags() if flags is None else flags)
+        self.nvrtc = nvrtc.load()
+        self.notes: list[str] = []  # things the user should know (ptxas .version lowering, ...)
+        self._notes_lock = threading.Lock()
+        num = archmod.number(self.arch)
+        if self.nvrtc.supported_archs and num not in self.nvrtc.supported_archs:
+            raise ValueError(f"NVRTC {self.nvrtc.version[0]}.{self.nvrtc.version[1]} cannot target {self.arch}; it "
+                             f"supports sm_{', sm_'.join(map(str, self.nvrtc.supported_archs))}")
+        if linker == "nvjitlink":
+            from . import nvjitlink
+            self.jitlink = nvjitlink.load()
+            if self.jitlink.version != (0, 0) and self.jitlink.version < self.nvrtc.version:
+                raise RuntimeError(f"nvJitLink {self.jitlink.version[0]}.{self.jitlink.version[1]} is older than NVRTC "
+                                   f"{self.nvrtc.version[0]}.{self.nvrtc.version[1]} and cannot read its PTX; "
+                                   "upgrade nvidia-nvjitlink")
+            self.link_version = "%d.%d" % self.jitlink.version
+            self.name = "nvrtc"
+        else:
+            from . import ptxas
+            self.ptxas_path = ptxas.path()
+            self.link_version = ptxas.version(self.ptxas_path) or "unknown"
+            self.name = "nvrtc-ptxas"
+        inc, _ = toolchain.include_dir()
+        self.include = inc
+
+    # ---- identity: everything that changes the bytes
+    def identity(self) -> str:
+        nv = "%d.%d" % self.nvrtc.version
+        inc = self.include.origin if self.include else "no-headers"
+        return (f"{self.name} nvrtc-{nv} {self.linker}-{self.link_version} arch={self.arch} "
+                f"flags={' '.join(self.nvrtc_options(needs_headers=False))} headers=[{inc}]")
+
+    def nvrtc_options(self, needs_headers: bool) -> list[str]:
+        opts = [f"--gpu-architecture={archmod.virtual(self.arch)}", *self.flags]
+        if needs_headers and self.include is not None:
+            opts.append(f"--include-path={self.include.path}")
+        return opts
+
+    # ---- the two steps
+    def to_ptx(self, src: str, name: str = "kernel") -> bytes:
+        from .nvrtc import NVRTCError
+        needs_headers = "#include <cuda_fp16.h>" in src or "#include <cuda_bf16.h>" in src
+        if needs_headers and self.include is None:
+            _, searched = toolchain.include_dir()
+            raise CompileError("this kernel uses half/bfloat16 and needs cuda_fp16.h / cuda_bf16.h, which were not "
+                               "found (pip install nvidia-cuda-runtime, or set DEVICEKIT_CUDA_INCLUDE); searched: "
+                               + ", ".join(searched), src=src)
+        try:
+            ptx, log = self.nvrtc.compile(src, name, self.nvrtc_options(needs_headers))
+        except NVRTCError as e:
+            raise CompileError(f"NVRTC {self.nvrtc.version[0]}.{self.nvrtc.version[1]} rejected the kernel "
+                               f"({self.arch}): {e}", e.log, src) from e
+        if log:
+            dprint(2, f"NVRTC log for {name}:\n{log}")
+        return ptx
+
+    def link(self, ptx: bytes, name: str = "kernel") -> bytes:
+        if self.linker == "nvjitlink":
+            from .nvjitlink import NvJitLinkError
+            try:
+                return self.jitlink.link_ptx(ptx, self.arch, name)
+            except NvJitLinkError as e:
+                raise CompileError(f"nvJitLink {self.link_version} failed to build a cubin for {self.arch}: {e}",
+                                   e.log or ptx.decode(errors="replace")) from e
+        from . import ptxas
+        notes: list[str] = []
+        try:
+            cubin = ptxas.assemble(ptx, self.arch, notes=notes)
+        except ptxas.PtxasError as e:
+            raise CompileError(f"ptxas {self.link_version} failed for {self.arch}: {e}", e.log) from e
+        for n in notes:
+            self._note(n)
+        return cubin
+
+    def _note(self, msg: str) -> None:
+        with self._notes_lock:
+            if msg in self.notes:
+                return
+            self.notes.append(msg)
+        dprint(1, f"CUDA compiler: {msg}")
+
+    def compile_src(self, src: str) -> bytes:
+        name = _kernel_name(src)
+        return self.link(self.to_ptx(src, name), name)
+
+    def disassemble(self, lib: bytes) -> str:
+        """SASS of a cubin via cuobjdump/nvdisasm when the toolkit has one (a debugging aid)."""
+        import shutil
+        import subprocess
+        import tempfile
+        exe = shutil.which("cuobjdump") or next((p for r, _ in toolchain._toolkit_roots()
+                                                 if os.path.isfile(p := os.path.join(r, "bin", "cuobjdump"))), None)
+        if exe is None:
+            return "(cuobjdump not found)"
+        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+            f.write(lib)
+            f.flush()
+            return subprocess.run([exe, "-sass", f.name], capture_output=True, text=True).stdout
+
+    def __reduce__(self):
+        return (type(self), (self.arch, self.linker, self.flags, self.arch_origin))
+
+
+def _kernel_name(src: str) -> str:
+    import re
+    m = re.search(r'__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?([A-Za-z_]\w*)\s*\(', src)
+    return m.group(1) if m else "kernel"
+
+
+def make(spec, linker: str) -> CUDACompiler:
+    """The compiler for a DeviceSpec: its arch comes from the device when there is one."""
+    index = getattr(spec, "index", 0) or 0
+    a, origin = archmod.resolve(index)
+    return CUDACompiler(a, linker, arch_origin=origin)

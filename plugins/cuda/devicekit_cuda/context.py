@@ -1,0 +1,71 @@
+"""One CUDA context per device id (the device's primary context, via pycuda), entered with `with ctx:`.
+
+pycuda keeps a per-thread context stack, so every driver call is made between a push and a pop; the per-device
+RLock makes a device safe to use from several threads (calls on one device are serialized). pycuda is imported
+here, and this module is only imported when a CUDA device is created.
+"""
+
+from __future__ import annotations
+
+import threading
+
+_lock = threading.Lock()
+_contexts: dict[int, CUDAContext] = {}
+
+
+def pycuda_driver():
+    try:
+        import pycuda.driver as cuda
+    except ImportError as e:
+        raise RuntimeError("the CUDA runtime needs pycuda: pip install 'devicekit-cuda[runtime]' "
+                           f"(import failed: {e})") from e
+    return cuda
+
+
+class CUDAContext:
+    def __init__(self, index: int):
+        cuda = pycuda_driver()
+        cuda.init()
+        if not 0 <= index < cuda.Device.count():
+            raise RuntimeError(f"CUDA:{index} does not exist: the driver reports {cuda.Device.count()} device(s)")
+        self.cuda = cuda
+        self.index = index
+        self.device = cuda.Device(index)
+        self.name = self.device.name()
+        self.compute_capability = self.device.compute_capability()
+        self.ctx = self.device.retain_primary_context()
+        self.lock = threading.RLock()
+        with self:
+            self.stream = cuda.Stream()  # a blocking stream: ordered with the synchronous pycuda calls too
+            self.attrs = {str(k): v for k, v in self.device.get_attributes().items()}
+
+    @property
+    def arch(self) -> str:
+        return "sm_%d%d" % self.compute_capability
+
+    def __enter__(self) -> CUDAContext:
+        self.lock.acquire()
+        try:
+            self.ctx.push()
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.cuda.Context.pop()
+        finally:
+            self.lock.release()
+
+    def synchronize(self) -> None:
+        with self:
+            self.stream.synchronize()
+
+
+def get(index: int) -> CUDAContext:
+    with _lock:
+        ctx = _contexts.get(index)
+        if ctx is None:
+            ctx = _contexts[index] = CUDAContext(index)
+        return ctx

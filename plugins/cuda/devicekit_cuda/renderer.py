@@ -1,0 +1,207 @@
+"""CUDARenderer: the linear form -> CUDA C++ for NVRTC, on the core's C-style base.
+
+Language choices (all in hooks of devicekit.render.cstyle.CStyleRenderer):
+  * `extern "C" __global__ void name(...)` with `__launch_bounds__(threads)` when the block size is a constant;
+    buffers are `T *__restrict__`, int vars `long long`.
+  * SPECIAL gidxN / lidxN -> blockIdx / threadIdx (.x .y .z); launch dims stay in the ProgramSpec.
+  * DEFINE_LOCAL -> `__shared__`, BARRIER -> `__syncthreads()`.
+  * half (cuda_fp16.h) and __nv_bfloat16 (cuda_bf16.h): every arithmetic op and math function on them is computed
+    in float and rounded once, as the reference interpreter does (numpy computes float16 the same way); casts
+    between them and non-float types go through float.
+  * vectors: one struct per vector type used, `dk_float4 { float v[4]; }`, aligned to its size when that is a
+    power of two <= 16 bytes (so vector loads become ld.v2/ld.v4); lanes are `.v[i]`.
+  * small ints (8/16 bit) are truncated after every arithmetic op so inlined expressions wrap like the
+    reference; 8/16/32-bit add/sub/mul/neg/shl are done in unsigned arithmetic (defined wrap-around); int64
+    arithmetic (which is also all index arithmetic) is left plain.
+  * INFINITY / NAN from their bit patterns (NVRTC has no math.h); bitcast through memcpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+from devicekit.ir.dtypes import DType, dtypes
+from devicekit.ir.ops import Ops
+from devicekit.render.cstyle import CStyleRenderer
+
+_LOW = ("float16", "bfloat16")
+_AXES = "xyz"
+
+
+def _is_low(dt: DType) -> bool:
+    return dt.scalar().name in _LOW
+
+
+def _float_via(fn):
+    """Wrap an ALU renderer so half/bfloat16 results are computed in float and rounded once."""
+    def render(*xs, dtype: DType) -> str:
+        if _is_low(dtype) and dtype.count == 1:
+            t = "half" if dtype.name == "float16" else "__nv_bfloat16"
+            return f"(({t})({fn(*[f'((float)({x}))' for x in xs], dtype=dtypes.float32)}))"
+        return fn(*xs, dtype=dtype)
+    return render
+
+
+_WRAPPING = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL, Ops.MULACC})
+_UNSIGNED = {8: "unsigned int", 16: "unsigned int", 32: "unsigned int"}
+
+
+def _int_wrap(fn, op: Ops):
+    """Wrap an ALU renderer so integer results wrap around exactly as the reference's fixed-width ints do:
+    add/sub/mul/neg/shl/mulacc run in unsigned arithmetic (no signed-overflow UB, no int promotion overflow),
+    and 8/16-bit results are truncated after every op (an inlined expression must not keep extra bits)."""
+    def render(*xs, dtype: DType) -> str:
+        s = dtype.scalar()
+        if dtype.count != 1 or not s.is_int:
+            return fn(*xs, dtype=dtype)
+        t = CUDARenderer.type_map[s.name]
+        if op in _WRAPPING and s.bits < 64:  # int64 is also the index type: keep its arithmetic plain
+            u = _UNSIGNED[s.bits]
+            if op is Ops.SHL:
+                return f"(({t})((({u})({xs[0]}))<<(({xs[1]})&{s.bits - 1})))"
+            return f"(({t})({fn(*[f'(({u})({x}))' for x in xs], dtype=dtype)}))"
+        if s.bits < 32:
+            return f"(({t})({fn(*xs, dtype=dtype)}))"
+        return fn(*xs, dtype=dtype)
+    return render
+
+
+_BASE = CStyleRenderer.code_for_op
+_CODE = {op: _float_via(_int_wrap(fn, op)) for op, fn in _BASE.items()}
+_CODE[Ops.RECIP] = _float_via(lambda x, dtype: f"(1.0{'f' if dtype.scalar() != dtypes.float64 else ''}/{x})")
+_CODE[Ops.MULACC] = _float_via(_int_wrap(lambda a, b, c, dtype: f"(({a}*{b})+{c})", Ops.MULACC))
+# comparisons and where keep their operands' types (bool result / pass-through)
+for _op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
+    _CODE[_op] = _BASE[_op]
+_CODE[Ops.WHERE] = _BASE[Ops.WHERE]
+
+
+class CUDARenderer(CStyleRenderer):
+    device = "CUDA"
+    lang = "cuda"
+    gpu_indexing = True
+    has_local = True
+    core_split = False
+    vectors = True
+    global_max = (2**31 - 1, 65535, 65535)  # grid dims (blocks)
+    local_max = (1024, 1024, 64)  # block dims (threads); at most 1024 threads a block in total
+    local_total_max = 1024
+    shared_max = 49152  # static __shared__ bytes a block may declare
+    max_buffers = 1024  # kernel params: 32 KiB of param space on CUDA 12.1+ / Volta+, 8 bytes each + vars
+
+    kernel_prefix: ClassVar[str] = 'extern "C" __global__ '
+    buffer_restrict: ClassVar[str] = "__restrict__ "
+    buffer_const: ClassVar[str] = "const "
+    arg_int_prefix: ClassVar[str] = "long long"
+    smem_prefix: ClassVar[str] = "__shared__ "
+    smem_align: ClassVar[str] = "__align__(16) "
+    barrier: ClassVar[str] = "__syncthreads();"
+    type_map: ClassVar[dict[str, str]] = {
+        **CStyleRenderer.type_map, "float16": "half", "bfloat16": "__nv_bfloat16", "int8": "signed char"}
+    code_for_op = _CODE
+    math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
+                                          Ops.TRUNC: "trunc"}
+    # operands of vector casts are repeated per lane: never inline into them
+    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX, Ops.CAST, Ops.BITCAST})
+
+    def __init__(self, arch: str | None = None):
+        self.arch = arch  # informational only; the compiler targets the arch
+
+    def __reduce__(self):
+        return (type(self), (self.arch,))
+
+    # ---- types
+    def vector_type(self, dt: DType) -> str:
+        return f"dk_{dt.name}{dt.count}"
+
+    def render_cast(self, x: str, src: DType, dst: DType) -> str:
+        if dst.count > 1:
+            s, d = src.scalar(), dst.scalar()
+            lanes = [self.render_cast(f"({x}).v[{i}]", s, d) for i in range(dst.count)]
+            return self.render_vectorize(lanes, dst)
+        t = self.render_dtype(dst)
+        if src == dst:
+            return x
+        if dst.is_bool:
+            return f"((bool)({x}))" if not _is_low(src) else f"((bool)((float)({x})))"
+        if (_is_low(dst) and src != dtypes.float32) or (_is_low(src) and dst != dtypes.float32):
+            if _is_low(src) and dst == dtypes.float64:
+                return f"((double)((float)({x})))"
+            return f"(({t})((float)({x})))"
+        return f"(({t})({x}))"
+
+    def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
+        return f"dk_bitcast<{self.render_dtype(dst)}>({x})"
+
+    def render_vectorize(self, lanes: list[str], dt: DType) -> str:
+        return f"{self.render_dtype(dt)}{{{{{','.join(lanes)}}}}}"
+
+    def render_gep(self, x: str, lane: int, dt: DType) -> str:
+        return f"({x}).v[{lane}]"
+
+    def render_math(self, fn: str, x: str, dt: DType) -> str:
+        if _is_low(dt):
+            return self.render_cast(f"{fn}f((float)({x}))", dtypes.float32, dt)
+        return f"{fn}{'f' if dt.scalar() == dtypes.float32 else ''}({x})"
+
+    def render_special(self, name: str, axis: int, extent: str) -> str:
+        if axis > 2:
+            raise ValueError(f"CUDA has 3 launch axes; {name} uses axis {axis}")
+        base = "blockIdx" if name.startswith("g") else "threadIdx"
+        return f"((long long){base}.{_AXES[axis]})"
+
+    def render_const(self, value, dt: DType) -> str:
+        if dt.is_float and _is_low(dt) and math.isfinite(value):
+            return f"(({self.render_dtype(dt)})({self.render_float(value, dtypes.float32)}))"
+        return super().render_const(value, dt)
+
+    # ---- file
+    def render_preamble(self, used: set[DType]) -> str:
+        names = {d.scalar().name for d in used}
+        out = []
+        if "float16" in names:
+            out.append("#include <cuda_fp16.h>")
+        if "bfloat16" in names:
+            out.append("#include <cuda_bf16.h>")
+        out += ["#ifndef INFINITY", "#define INFINITY (__int_as_float(0x7f800000))", "#endif",
+                "#ifndef NAN", "#define NAN (__int_as_float(0x7fffffff))", "#endif",
+                "template <class D, class S> __device__ __forceinline__ D dk_bitcast(S s) "
+                "{ D d; memcpy(&d, &s, sizeof(D)); return d; }"]
+        for d in sorted((d for d in used if d.count > 1), key=lambda d: (d.name, d.count)):
+            nb = d.nbytes
+            align = nb if nb <= 16 and nb & (nb - 1) == 0 else d.itemsize
+            out.append(f"struct __align__({align}) {self.vector_type(d)} {{ {self.type_map[d.name]} v[{d.count}]; }};")
+        return "\n".join(out)
+
+    def render_linear(self, lk, name: str) -> str:
+        src = super().render_linear(lk, name)
+        threads = _const_prod(lk.local_size)
+        if threads is not None:
+            if threads > self.local_total_max:
+                raise ValueError(f"{name}: {threads} threads a block exceeds CUDA's {self.local_total_max}")
+            head = f"{self.kernel_prefix}{self.kernel_return} {name}("
+            src = src.replace(head, f"{self.kernel_prefix}{self.kernel_return} __launch_bounds__({threads}) "
+                                    f"{name}(", 1)
+        smem = shared_bytes(lk)
+        if smem > self.shared_max:
+            raise ValueError(f"{name}: {smem} bytes of shared memory exceed CUDA's static limit of {self.shared_max}")
+        return src
+
+    def meta(self, lk) -> tuple:
+        return (("shared_bytes", shared_bytes(lk)), ("arch", self.arch))
+
+
+def shared_bytes(lk) -> int:
+    return sum(u.dtype.nbytes * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
+
+
+def _const_prod(dims) -> int | None:
+    if not dims:
+        return None if dims is None else 1
+    p = 1
+    for d in dims:
+        if not isinstance(d, int):
+            return None
+        p *= d
+    return p

@@ -1,0 +1,66 @@
+"""CUDAProgram: a cubin loaded as a module on one device (pycuda), launched with grid = global_size (blocks) and
+block = local_size (threads). With wait=True the launch is timed with CUDA events and the seconds returned.
+"""
+
+from __future__ import annotations
+
+import math
+
+from devicekit.runtime import Program
+
+from . import context
+
+
+def _dims3(d, what: str) -> tuple[int, int, int]:
+    d = tuple(int(x) for x in (d or ()))
+    if len(d) > 3:
+        raise ValueError(f"CUDA launches have 3 axes; {what} has {len(d)}: {d}")
+    return (d + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+class CUDAProgram(Program):
+    def __init__(self, compiled, device=None, index: int = 0):
+        super().__init__(compiled, device)
+        self.ctx = context.get(index)
+        cuda = self.ctx.cuda
+        spec = compiled.spec
+        with self.ctx:
+            try:
+                self.module = cuda.module_from_buffer(compiled.lib)
+            except cuda.Error as e:
+                raise RuntimeError(f"CUDA:{index} ({self.ctx.name}, {self.ctx.arch}) cannot load {spec.name}: {e}; "
+                                   f"it was compiled by {compiled.compiler_id}") from e
+            self.function = self.module.get_function(spec.name)
+            self.max_threads = self.function.get_attribute(cuda.function_attribute.MAX_THREADS_PER_BLOCK)
+        self.function.prepare("P" * len(spec.params) + "q" * len(spec.vars))
+
+    def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
+        grid, block = _dims3(global_size, "global_size"), _dims3(local_size, "local_size")
+        if math.prod(grid) == 0 or math.prod(block) == 0:
+            return 0.0 if wait else None
+        if math.prod(block) > self.max_threads:
+            raise ValueError(f"{self.name}: a block of {block} = {math.prod(block)} threads exceeds this kernel's "
+                             f"limit of {self.max_threads} on {self.ctx.name}")
+        args = [int(h) for h in handles] + [int(v) for v in vals]
+        cuda = self.ctx.cuda
+        with self.ctx:
+            stream = self.ctx.stream
+            if wait:
+                start, end = cuda.Event(), cuda.Event()
+                start.record(stream)
+            self.function.prepared_async_call(grid, block, stream, *args)
+            if not wait:
+                return None
+            end.record(stream)
+            end.synchronize()
+            return start.time_till(end) * 1e-3
+
+
+def factory(spec):
+    """RuntimeFactory for one device: CompiledSpec -> CUDAProgram on CUDA:<index>."""
+    index = spec.index
+    context.get(index)  # fail here, with the reason, rather than at the first program
+
+    def make(compiled) -> CUDAProgram:
+        return CUDAProgram(compiled, index=index)
+    return make
