@@ -94,7 +94,7 @@ _NP_STORAGE = {
 }
 
 
-class dtypes:  # noqa: N801 - namespace, spelled as in tinygrad
+class dtypes:
     """The scalar dtypes; `dtypes.float32.vec(4)` for vectors."""
 
     void = DType("void", 0, "v")

@@ -25,13 +25,13 @@ class Ops(Enum):
     CAST = auto()
     BITCAST = auto()
     # unary ALU
-    NEG = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); SQRT = auto(); RECIP = auto(); TRUNC = auto()  # noqa: E702
+    NEG = auto(); EXP2 = auto(); LOG2 = auto(); SIN = auto(); SQRT = auto(); RECIP = auto(); TRUNC = auto()
     # binary ALU
-    ADD = auto(); SUB = auto(); MUL = auto(); FDIV = auto(); IDIV = auto(); MOD = auto(); MAX = auto()  # noqa: E702
-    CMPLT = auto(); CMPNE = auto(); CMPEQ = auto()  # noqa: E702
-    AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()  # noqa: E702
+    ADD = auto(); SUB = auto(); MUL = auto(); FDIV = auto(); IDIV = auto(); MOD = auto(); MAX = auto()
+    CMPLT = auto(); CMPNE = auto(); CMPEQ = auto()
+    AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHR = auto()
     # ternary ALU
-    WHERE = auto(); MULACC = auto()  # noqa: E702
+    WHERE = auto(); MULACC = auto()
     # only in the linear form (after lowering)
     SPECIAL = auto()  # GPU index: arg (name "gidx0"/"lidx0", axis); src (extent,)
     ENDRANGE = auto()  # src: (range,)

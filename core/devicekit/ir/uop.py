@@ -42,7 +42,7 @@ ConstLike = Union[int, float, bool]
 
 
 class UOp:
-    __slots__ = ("op", "dtype", "src", "arg", "__weakref__", "_key")
+    __slots__ = ("__weakref__", "_key", "arg", "dtype", "op", "src")
 
     op: Ops
     dtype: DType

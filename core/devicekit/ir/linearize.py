@@ -1,0 +1,409 @@
+"""Lowering + linearization: a verified Kernel becomes the ordered op list of docs/linear-form.md.
+
+Pipeline: unroll expansion -> half/bfloat16 handling -> constant folding -> range mapping (loops, GPU indices or the
+CPU core split) -> decomposition of ops the renderer lacks -> scheduling into nested blocks -> a flat list.
+
+Scheduling places every node in the shallowest loop that holds all the ranges it depends on (loop-invariant code is
+hoisted: a row max in softmax is computed once per row), turns each REDUCE into an accumulator + loop, and never moves
+a load from a buffer the kernel writes, nor anything after a barrier, out of the block where it is used.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from . import semantics
+from .builder import Kernel
+from .dtypes import dtypes
+from .ops import Ops
+from .passes import decompose, emulate_bf16, expand_unroll, promote_half, simplify
+from .rewrite import graph_rewrite, substitute
+from .uop import KernelError, SymInt, UOp
+
+_KIND_RANK = {"global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
+_ACC_IDS = itertools.count()
+
+
+@dataclass
+class LinearKernel:
+    name: str
+    params: tuple
+    vars: tuple
+    uops: list[UOp]
+    global_size: tuple[SymInt, ...] | None
+    local_size: tuple[SymInt, ...] | None
+    core_split: SymInt | None
+    outs: tuple[int, ...]
+    ins: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return format_linear(self.uops)
+
+
+def lower(kernel: Kernel, caps: Any) -> LinearKernel:
+    sink = graph_rewrite(kernel.sink, _strip_orderings)
+    sink = promote_half(sink)
+    sink = expand_unroll(sink)
+    sink = simplify(sink)
+    sink, gsize, lsize, split, guard = _map_ranges(sink, caps)
+    if dtypes.bfloat16 not in caps.dtypes:
+        sink = emulate_bf16(sink)
+    sink = decompose(sink, caps.ops)
+    sink = simplify(sink)
+    _check_dtypes(sink, caps)
+    params = tuple(p.replace(src=()) if p.dtype != dtypes.bfloat16 or dtypes.bfloat16 in caps.dtypes
+                   else p.replace(src=(), dtype=dtypes.uint16) for p in kernel.param_uops)
+    sink = substitute(sink, {p: q for p, q in zip(kernel.param_uops, params) if p is not q})
+    sink = graph_rewrite(sink, lambda u: u.replace(src=()) if u.op is Ops.PARAM and u.src else None)
+    core_vars = ()
+    if split is not None:
+        core_vars = tuple(u for u in sink.toposort() if u.op is Ops.VAR and u.arg[0] in ("core_start", "core_end"))
+        core_vars = tuple(sorted(core_vars, key=lambda u: u.arg[0] != "core_start"))
+    head = [*params, *kernel.var_uops, *core_vars]
+    uops = _Scheduler(sink, caps, head, guard).run()
+    outs = tuple(sorted({u.src[0].src[0].arg[0] for u in uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}))
+    ins = tuple(sorted({u.src[0].src[0].arg[0] for u in uops if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM}))
+    return LinearKernel(kernel.name, kernel.params, kernel.vars, uops, gsize, lsize, split, outs, ins)
+
+
+def _strip_orderings(u: UOp) -> UOp | None:
+    """Barrier dependencies only served to order the builder's statements; the scheduler keeps that order itself."""
+    if u.op is Ops.BARRIER and u.src:
+        return u.replace(src=())
+    if u.op is Ops.LOAD and u.src and u.src[-1].op is Ops.BARRIER:
+        return u.replace(src=u.src[:-1])
+    if u.op is Ops.STORE and len(u.src) == 3:
+        return u.replace(src=u.src[:2])
+    return None
+
+
+def _sym(u: UOp) -> SymInt:
+    return u.arg if u.op is Ops.CONST else u
+
+
+def _check_dtypes(sink: UOp, caps: Any) -> None:
+    allowed = set(caps.dtypes) | {dtypes.void, dtypes.bool, dtypes.index}
+    for u in sink.toposort():
+        s = u.dtype.scalar()
+        if s not in allowed:
+            raise KernelError(f"the renderer does not support {s}", u)
+        if u.dtype.count > 1 and not caps.vectors:
+            raise KernelError(f"the renderer has no vector types ({u.dtype})", u)
+
+
+# ---- ranges -> loops, GPU indices, the CPU core split -----------------------------------------------------------------
+
+def _map_ranges(sink: UOp, caps: Any):
+    from .verify import free_ranges
+    nodes = sink.toposort()
+    free = free_ranges(nodes)
+    stmt_ranges = sorted(set().union(*(free[s] for s in sink.src)), key=lambda r: (_KIND_RANK[r.arg[1]], r.arg[0]))
+    all_ranges = [u for u in nodes if u.op is Ops.RANGE]
+    zero = UOp.const(dtypes.index, 0)
+    mapping: dict[UOp, UOp] = {r: UOp(Ops.RANGE, dtypes.index, (zero, r.src[0]), r.arg) for r in all_ranges}
+    gsize = lsize = split = guard = None
+    if caps.gpu_indexing:
+        glob = [r for r in stmt_ranges if r.arg[1] == "global"][:3]
+        loc = [r for r in stmt_ranges if r.arg[1] == "local"]
+        if len(loc) > 3:
+            raise KernelError("at most 3 local ranges", loc[3])
+        if loc:
+            for k, g in enumerate(glob):
+                mapping[g] = UOp(Ops.SPECIAL, dtypes.index, (g.src[0],), (f"gidx{k}", k))
+            for k, lr in enumerate(loc):
+                mapping[lr] = UOp(Ops.SPECIAL, dtypes.index, (lr.src[0],), (f"lidx{k}", k))
+            gsize = tuple(_sym(g.src[0]) for g in glob) or (1,)
+            lsize = tuple(_sym(lr.src[0]) for lr in loc)
+        elif glob:
+            end = glob[0].src[0]
+            lmax = caps.local_max[0] if caps.local_max else 256
+            width = min(256, lmax)
+            if end.op is Ops.CONST and end.arg < width:
+                width = max(1, end.arg)
+            nblocks = (end + (width - 1)) // width if end.op is not Ops.CONST else -(-end.arg // width)
+            g0 = UOp(Ops.SPECIAL, dtypes.index, (nblocks if isinstance(nblocks, UOp) else UOp.const(dtypes.index, nblocks),), ("gidx0", 0))
+            l0 = UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, width),), ("lidx0", 0))
+            idx = g0 * width + l0
+            mapping[glob[0]] = idx
+            if not (end.op is Ops.CONST and end.arg % width == 0):
+                guard = idx < end
+            for k, g in enumerate(glob[1:], start=1):
+                mapping[g] = UOp(Ops.SPECIAL, dtypes.index, (g.src[0],), (f"gidx{k}", k))
+            gsize = (_sym(nblocks) if isinstance(nblocks, UOp) else nblocks, *(_sym(g.src[0]) for g in glob[1:]))
+            lsize = (width,) + (1,) * (len(glob) - 1)
+        else:
+            gsize, lsize = (1,), (1,)
+    elif caps.core_split:
+        glob = [r for r in stmt_ranges if r.arg[1] == "global"]
+        if glob:
+            g = glob[0]
+            hi = g.src[0].vmax
+            start = UOp(Ops.VAR, dtypes.index, (), ("core_start", 0, hi))
+            stop = UOp(Ops.VAR, dtypes.index, (), ("core_end", 0, hi))
+            mapping[g] = UOp(Ops.RANGE, dtypes.index, (start, stop), g.arg)
+            split = _sym(g.src[0])
+    sink = substitute(sink, mapping)
+    return sink, gsize, lsize, split, guard
+
+
+# ---- scheduling --------------------------------------------------------------------------------------------------------
+
+class _Block:
+    __slots__ = ("items", "kind", "open", "orig", "rng")
+
+    def __init__(self, rng: UOp | None, orig: Any, kind: str = "loop"):
+        self.rng, self.orig, self.items, self.open, self.kind = rng, orig, [], None, kind
+
+    def insert(self, x: Any) -> None:
+        if self.open is None:
+            self.items.append(x)
+        else:
+            self.items.insert(len(self.items) - 1, x)
+
+
+_GUARD = "guard"
+
+
+class _Scheduler:
+    def __init__(self, sink: UOp, caps: Any, head: list[UOp], guard: UOp | None):
+        self.sink, self.caps, self.head, self.guard = sink, caps, head, guard
+        self.free: dict[UOp, frozenset] = {}
+        self.nodes = sink.toposort()
+        self.reduce_of: dict[UOp, UOp] = {}
+        for u in self.nodes:
+            if u.op is Ops.REDUCE:
+                for r in u.src[1:]:
+                    self.reduce_of[r] = u
+        stmt_ranges: set[UOp] = set()
+        for s in sink.src:
+            stmt_ranges |= {r for r in self._free(s) if r != _GUARD}
+        self.order = sorted(stmt_ranges, key=lambda r: (_KIND_RANK[r.arg[1]], r.arg[0]))
+        if guard is not None:
+            self.order.insert(0, _GUARD)
+        self.written = {u.src[0].src[0] for u in self.nodes if u.op is Ops.STORE}
+        self.pinned_memo: dict[UOp, bool] = {}
+        self.placed: dict[UOp, tuple[_Block, UOp]] = {}
+        self.origin: dict[UOp, UOp] = {}  # copied range -> original range
+        self.opened: set[UOp] = set()
+        self.nest_memo: dict[UOp, tuple] = {}
+
+    # free ranges (and the guard, for anything that depends on a GPU index when there is a guard)
+    def _free(self, u: UOp) -> frozenset:
+        if (f := self.free.get(u)) is not None:
+            return f
+        for x in u.toposort():
+            if x in self.free:
+                continue
+            s = frozenset().union(*(self.free[y] for y in x.src)) if x.src else frozenset()
+            if x.op is Ops.RANGE:
+                s = s | {x}
+            elif x.op is Ops.SPECIAL and self.guard is not None:
+                s = s | {_GUARD}
+            elif x.op is Ops.REDUCE:
+                s = self.free[x.src[0]] - set(x.src[1:])
+            self.free[x] = s
+        return self.free[u]
+
+    def _pinned(self, u: UOp) -> bool:
+        """Loads from buffers this kernel writes (and what depends on them) stay where they are used."""
+        if (p := self.pinned_memo.get(u)) is not None:
+            return p
+        for x in u.toposort():
+            if x not in self.pinned_memo:
+                own = x.op is Ops.LOAD and x.src[0].src[0] in self.written
+                self.pinned_memo[x] = own or any(self.pinned_memo[s] for s in x.src)
+        return self.pinned_memo[u]
+
+    def _orig(self, r: Any) -> Any:
+        return self.origin.get(r, r)
+
+    def _loopnest(self, r: Any) -> tuple:
+        r = self._orig(r)
+        if r == _GUARD or r in self.order:
+            return tuple(self.order[: self.order.index(r) + 1])
+        red = self.reduce_of.get(r)
+        if red is None:
+            raise KernelError("range has no enclosing loop (internal scheduling error)", r)
+        return self._nest(red) + (r,)
+
+    def _nest(self, u: UOp) -> tuple:
+        if (n := self.nest_memo.get(u)) is not None:
+            return n
+        best: tuple = ()
+        for r in self._free(u):
+            ln = self._loopnest(r)
+            if len(ln) > len(best):
+                best = ln
+        self.nest_memo[u] = best
+        return best
+
+    # ---- emission
+    def run(self) -> list[UOp]:
+        root = _Block(None, None, "root")
+        for u in self.head:
+            root.insert(u)
+            self.placed[u] = (root, u)
+        self.stack: list[_Block] = [root]
+        if self.guard is not None:
+            cond = self._emit(self.guard, [root])
+            gb = _Block(UOp(Ops.IF, dtypes.void, (cond,)), _GUARD, "if")
+            root.items.append(gb)
+            root.open = gb
+            self.stack.append(gb)
+        prev_nest: tuple = ()
+        stmts = self.sink.src
+        for n, st in enumerate(stmts):
+            if st.op is Ops.BARRIER:
+                nxt = self._nest(stmts[n + 1]) if n + 1 < len(stmts) else ()
+                k = 0
+                while k < min(len(prev_nest), len(nxt)) and prev_nest[k] is nxt[k]:
+                    k += 1
+                self._enter(prev_nest[:k])
+                self.stack[-1].insert(UOp(Ops.BARRIER, dtypes.void, (), st.arg))
+                prev_nest = prev_nest[:k]
+                continue
+            st = self._enter_for(st)
+            idx = self._emit(st.src[0], self.stack)
+            val = self._emit(st.src[1], self.stack)
+            self.stack[-1].insert(UOp(Ops.STORE, dtypes.void, (idx, val), st.arg))
+            prev_nest = tuple(self._orig(b.orig) for b in self.stack[1:])
+        out: list[UOp] = []
+        _flatten(root, out)
+        return out
+
+    def _enter_for(self, st: UOp) -> UOp:
+        """Open the statement's loops (reopened loops get fresh copies of their ranges) and return it rewritten."""
+        target = self._nest(st)
+        self._enter(target)
+        sub = {self._orig(b.orig): b.rng for b in self.stack[1:] if b.kind == "loop" and b.rng is not self._orig(b.orig)}
+        if sub:
+            st = substitute(st, sub)
+        return st
+
+    def _enter(self, target: tuple) -> None:
+        k = 1
+        while k < len(self.stack) and k - 1 < len(target) and self._orig(self.stack[k].orig) is target[k - 1]:
+            k += 1
+        del self.stack[k:]
+        self.stack[-1].open = None
+        for r in target[k - 1:]:
+            parent = self.stack[-1]
+            rng = self._fresh_range(r) if r is not _GUARD else None
+            if rng is not None:
+                for s in rng.src:
+                    self._emit(s, self.stack)
+            b = _Block(rng, r, "loop")
+            if rng is not None:
+                self.placed[rng] = (b, rng)
+            parent.items.append(b)
+            parent.open = b
+            self.stack.append(b)
+
+    def _fresh_range(self, r: UOp) -> UOp:
+        if r not in self.opened:
+            self.opened.add(r)
+            return r
+        c = r.replace(arg=(*r.arg[:2], len([x for x in self.origin if self.origin[x] is r]) + 1))
+        self.origin[c] = r
+        self.opened.add(c)
+        return c
+
+    def _visible(self, u: UOp, stack: list[_Block]) -> UOp | None:
+        p = self.placed.get(u)
+        if p is not None and any(b is p[0] for b in stack):
+            return p[1]
+        return None
+
+    def _depth_of(self, u: UOp, stack: list[_Block]) -> int:
+        blk = self.placed[u][0]
+        for i, b in enumerate(stack):
+            if b is blk:
+                return i
+        raise KernelError("internal scheduling error: a source is not visible", u)
+
+    def _emit(self, u: UOp, stack: list[_Block]) -> UOp:
+        if (v := self._visible(u, stack)) is not None:
+            return v
+        if u.op is Ops.REDUCE:
+            return self._emit_reduce(u, stack)
+        if u.op is Ops.RANGE:
+            raise KernelError("internal scheduling error: range used outside its loop", u)
+        srcs = tuple(self._emit(s, stack) for s in u.src)
+        depth = len(stack) - 1 if self._pinned(u) else min(len(self._nest(u)), len(stack) - 1)
+        for s in u.src:
+            depth = max(depth, self._depth_of(s, stack))
+        nu = u if all(a is b for a, b in zip(srcs, u.src)) else u.replace(src=srcs)
+        stack[depth].insert(nu)
+        self.placed[u] = (stack[depth], nu)
+        if nu is not u:
+            self.placed[nu] = (stack[depth], nu)
+        return nu
+
+    def _emit_reduce(self, red: UOp, stack: list[_Block]) -> UOp:
+        depth = len(stack) - 1 if self._pinned(red) else min(len(self._nest(red)), len(stack) - 1)
+        x = red.src[0]
+        ranges = list(red.src[1:])
+        # a reduce loop emitted before (in a closed block) gets fresh range copies
+        sub = {}
+        for i, r in enumerate(ranges):
+            c = self._fresh_range(r)
+            if c is not r:
+                sub[r] = c
+                self.reduce_of[c] = red
+            ranges[i] = c
+        if sub:
+            x = substitute(x, sub)
+        for r in ranges:
+            self._emit(r.src[0], stack[: depth + 1])
+            self._emit(r.src[1], stack[: depth + 1])
+        init = UOp.const(red.dtype.scalar(), semantics.identity(red.arg, red.dtype))
+        if red.dtype.count > 1:
+            init = UOp(Ops.VECTORIZE, red.dtype, (init,) * red.dtype.count)
+        init = self._emit(init, stack[:1])
+        acc = UOp(Ops.DEFINE_ACC, red.dtype, (init,), next(_ACC_IDS))
+        blocks = []
+        inner = stack[: depth + 1]
+        for r in ranges:
+            b = _Block(r, r, "reduce")
+            self.placed[r] = (b, r)
+            blocks.append(b)
+            inner = [*inner, b]
+        for b_outer, b_inner in zip(blocks, blocks[1:]):
+            b_outer.items.append(b_inner)
+        self.placed[acc] = (stack[depth], acc)
+        val = self._emit(x, inner)
+        comb = decompose(UOp(red.arg, red.dtype, (acc, val)), self.caps.ops)
+        cval = self._emit(comb, inner)
+        inner[-1].insert(UOp(Ops.ASSIGN, red.dtype, (acc, cval)))
+        stack[depth].insert(acc)
+        stack[depth].insert(blocks[0])
+        self.placed[red] = (stack[depth], acc)
+        return acc
+
+
+def _flatten(b: _Block, out: list[UOp]) -> None:
+    for it in b.items:
+        if isinstance(it, _Block):
+            out.append(it.rng)
+            _flatten(it, out)
+            out.append(UOp(Ops.ENDIF if it.kind == "if" else Ops.ENDRANGE, dtypes.void, (it.rng,)))
+        else:
+            out.append(it)
+
+
+def format_linear(uops: list[UOp]) -> str:
+    """A readable listing of a linear op list (used by docs, DEVICEKIT_DEBUG and `devicekit compile --show ir`)."""
+    names: dict[UOp, str] = {}
+    lines, depth = [], 0
+    for n, u in enumerate(uops):
+        names[u] = f"%{n}"
+        if u.op in (Ops.ENDRANGE, Ops.ENDIF):
+            depth -= 1
+        srcs = " ".join(names.get(s, "?") for s in u.src)
+        arg = "" if u.arg is None else f" {u.arg!r}"
+        lines.append(f"{n:4d} {'  ' * depth}{u.op.name:<12} {u.dtype!s:<22} {srcs}{arg}")
+        if u.op in (Ops.RANGE, Ops.IF):
+            depth += 1
+    return "\n".join(lines)

@@ -1,0 +1,209 @@
+"""Lowering passes on the kernel graph: unroll expansion, bfloat16 handling, decomposition, constant folding.
+
+Each pass is a graph rewrite; `linearize.lower` runs them in order, then schedules the result.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import semantics
+from .dtypes import DType, dtypes
+from .ops import ALU, COMPARE, Ops
+from .rewrite import graph_rewrite, substitute
+from .uop import KernelError, UOp, make_alu
+from .verify import free_ranges
+
+
+def combine(op: Ops, a: UOp, b: UOp) -> UOp:
+    return UOp(op, a.dtype, (a, b))
+
+
+# ---- unroll ---------------------------------------------------------------------------------------------------------
+
+def expand_unroll(sink: UOp) -> UOp:
+    """Unroll ranges disappear: a reduce over one becomes a chain of its lanes, a store in one is repeated."""
+    def reduce_unroll(u: UOp) -> UOp | None:
+        if u.op is not Ops.REDUCE:
+            return None
+        unr = [r for r in u.src[1:] if r.arg[1] == "unroll"]
+        if not unr:
+            return None
+        r, rest = unr[0], tuple(x for x in u.src[1:] if x is not unr[0])
+        lanes = [substitute(u.src[0], {r: UOp.const(dtypes.index, c)}) for c in range(r.src[0].arg)]
+        acc = lanes[0]
+        for x in lanes[1:]:
+            acc = combine(u.arg, acc, x)
+        return UOp(Ops.REDUCE, u.dtype, (acc, *rest), u.arg) if rest else acc
+
+    sink = graph_rewrite(sink, reduce_unroll)
+    free = free_ranges(sink.toposort())
+    stmts: list[UOp] = []
+    for st in sink.src:
+        unr = sorted((r for r in free[st] if r.arg[1] == "unroll"), key=lambda r: r.arg[0])
+        if not unr:
+            stmts.append(st)
+            continue
+        for n, vals in enumerate(itertools.product(*(range(r.src[0].arg) for r in unr))):
+            s = substitute(st, {r: UOp.const(dtypes.index, v) for r, v in zip(unr, vals)})
+            stmts.append(s.replace(arg=(st.arg, n)))
+    return sink.replace(src=tuple(stmts))
+
+
+# ---- float16 / bfloat16 ---------------------------------------------------------------------------------------------
+
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+def promote_half(sink: UOp) -> UOp:
+    """bfloat16 arithmetic runs in float32, rounded after each op; half/bfloat16 reductions accumulate in float32."""
+    f32 = dtypes.float32
+
+    def to32(x: UOp) -> UOp:
+        return UOp(Ops.CAST, f32.vec(x.dtype.count) if x.dtype.count > 1 else f32, (x,))
+
+    def fn(u: UOp) -> UOp | None:
+        if u.op is Ops.REDUCE and u.dtype.scalar() in _HALF:
+            return UOp(Ops.CAST, u.dtype, (UOp(Ops.REDUCE, f32, (to32(u.src[0]), *u.src[1:]), u.arg),))
+        if u.op in ALU and u.op is not Ops.WHERE and any(s.dtype.scalar() == dtypes.bfloat16 for s in u.src):
+            srcs = tuple(to32(s) if s.dtype.scalar() == dtypes.bfloat16 else s for s in u.src)
+            out = UOp(u.op, u.dtype if u.op in COMPARE else to32(u).dtype, srcs)
+            return out if u.op in COMPARE else UOp(Ops.CAST, u.dtype, (out,))
+        if u.op is Ops.CAST and u.src[0].dtype.scalar() == dtypes.bfloat16 and u.dtype.scalar() not in (f32, dtypes.bfloat16):
+            return UOp(Ops.CAST, u.dtype, (to32(u.src[0]),))
+        if u.op is Ops.CAST and u.dtype.scalar() == dtypes.bfloat16 and u.src[0].dtype.scalar() != f32:
+            return UOp(Ops.CAST, u.dtype, (to32(u.src[0]),))
+        return None
+
+    return graph_rewrite(sink, fn)
+
+
+def emulate_bf16(sink: UOp) -> UOp:
+    """For renderers without bfloat16: values live as uint16 bits; conversions are integer code (round to nearest even)."""
+    u16, u32, f32 = dtypes.uint16, dtypes.uint32, dtypes.float32
+
+    def bits_to_f32(b: UOp) -> UOp:
+        return UOp(Ops.BITCAST, f32, (make_alu(Ops.SHL, (UOp(Ops.CAST, u32, (b,)), UOp.const(u32, 16))),))
+
+    def f32_to_bits(f: UOp) -> UOp:
+        u = UOp(Ops.BITCAST, u32, (f,))
+        hi = make_alu(Ops.SHR, (u, UOp.const(u32, 16)))
+        rnd = make_alu(Ops.ADD, (make_alu(Ops.ADD, (u, UOp.const(u32, 0x7FFF))), make_alu(Ops.AND, (hi, UOp.const(u32, 1)))))
+        r = make_alu(Ops.SHR, (rnd, UOp.const(u32, 16)))
+        nan = make_alu(Ops.CMPNE, (f, f))
+        r = make_alu(Ops.WHERE, (nan, make_alu(Ops.OR, (hi, UOp.const(u32, 0x40))), r))
+        return UOp(Ops.CAST, u16, (r,))
+
+    return _bf16_pass(sink, bits_to_f32, f32_to_bits)
+
+
+def _bf16_pass(sink: UOp, bits_to_f32, f32_to_bits) -> UOp:
+    u16 = dtypes.uint16
+    memo: dict[UOp, UOp] = {}
+    for u in sink.toposort():
+        src = tuple(memo[s] for s in u.src)
+        d = u.dtype
+        if d.count > 1 and d.scalar() == dtypes.bfloat16:
+            raise KernelError("bfloat16 vectors need a renderer with native bfloat16", u)
+        was_bf16 = [s.dtype == dtypes.bfloat16 for s in u.src]
+        if u.op is Ops.CAST and was_bf16[0]:
+            f = bits_to_f32(src[0])
+            nu = f if d == dtypes.float32 else UOp(Ops.CAST, d, (f,))
+        elif u.op is Ops.CAST and d == dtypes.bfloat16:
+            x = src[0] if src[0].dtype == dtypes.float32 else UOp(Ops.CAST, dtypes.float32, (src[0],))
+            nu = f32_to_bits(x)
+        elif u.op is Ops.CONST and d == dtypes.bfloat16:
+            bits = int(semantics.bitcast(np.asarray(u.arg, np.float32), dtypes.float32, dtypes.uint32)) >> 16
+            nu = UOp.const(u16, bits)
+        elif u.op is Ops.BITCAST and d == dtypes.bfloat16:
+            nu = src[0] if src[0].dtype == u16 else UOp(Ops.BITCAST, u16, src)
+        elif u.op is Ops.BITCAST and was_bf16[0]:
+            nu = src[0] if d == u16 else UOp(Ops.BITCAST, d, src)
+        elif d == dtypes.bfloat16:
+            nu = UOp(u.op, u16, src, u.arg)
+        else:
+            nu = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+        memo[u] = nu
+    return memo[sink]
+
+
+# ---- decomposition of ops a renderer lacks ---------------------------------------------------------------------------
+
+def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer") -> UOp:
+    def fn(u: UOp) -> UOp | None:
+        if u.op not in ALU or u.op in ops:
+            return None
+        s, d = u.src, u.dtype
+        if u.op is Ops.MULACC:
+            return UOp(Ops.ADD, d, (UOp(Ops.MUL, d, s[:2]), s[2]))
+        if u.op is Ops.MAX:
+            return UOp(Ops.WHERE, d, (UOp(Ops.CMPLT, _boolv(d), s), s[1], s[0]))
+        if u.op is Ops.RECIP:
+            return UOp(Ops.FDIV, d, (UOp.const(d, 1.0) if d.count == 1 else _vconst(d, 1.0), s[0]))
+        if u.op is Ops.CMPEQ and Ops.CMPNE in ops:
+            return UOp(Ops.CMPNE, d, (UOp(Ops.CMPNE, d, s), UOp.const(dtypes.bool, True) if d.count == 1 else _vconst(d, True)))
+        if u.op is Ops.NEG:
+            z = s[0].dtype
+            if z.scalar().is_float:
+                return UOp(Ops.MUL, d, (s[0], _vconst(z, -1.0) if z.count > 1 else UOp.const(z, -1.0)))
+            return UOp(Ops.SUB, d, (_vconst(z, 0) if z.count > 1 else UOp.const(z, 0), s[0]))
+        if u.op is Ops.SUB and Ops.NEG in ops:
+            return UOp(Ops.ADD, d, (s[0], UOp(Ops.NEG, d, (s[1],))))
+        raise KernelError(f"{renderer} does not render {u.op.name} and the core has no decomposition for it", u)
+    return graph_rewrite(sink, fn)
+
+
+def _boolv(d: DType) -> DType:
+    return dtypes.bool.vec(d.count) if d.count > 1 else dtypes.bool
+
+
+def _vconst(d: DType, v) -> UOp:
+    c = UOp.const(d.scalar(), v)
+    return UOp(Ops.VECTORIZE, d, (c,) * d.count)
+
+
+# ---- constant folding and algebraic simplification -------------------------------------------------------------------
+
+def _is_const(u: UOp, v=None) -> bool:
+    return u.op is Ops.CONST and (v is None or u.arg == v) and not isinstance(u.arg, bool) or (
+        u.op is Ops.CONST and isinstance(u.arg, bool) and v is None)
+
+
+def simplify(sink: UOp) -> UOp:
+    def fn(u: UOp) -> UOp | None:
+        s = u.src
+        if u.op in ALU and u.dtype.count == 1 and s and all(x.op is Ops.CONST for x in s):
+            arrs = [semantics.const_array(x.arg, x.dtype) for x in s]
+            val = semantics.alu(u.op, u.dtype, *arrs)
+            return UOp.const(u.dtype, val.item())
+        if u.op is Ops.CAST and s[0].op is Ops.CONST and u.dtype.count == 1:
+            val = semantics.cast(semantics.const_array(s[0].arg, s[0].dtype), s[0].dtype, u.dtype)
+            return UOp.const(u.dtype, val.item())
+        if u.op is Ops.WHERE and s[0].op is Ops.CONST:
+            return s[1] if s[0].arg else s[2]
+        if u.dtype.count != 1 or len(s) != 2:
+            return None
+        a, b = s
+        is_int = u.dtype.is_int
+        if u.op is Ops.ADD and is_int:
+            if _is_const(b, 0):
+                return a
+            if _is_const(a, 0):
+                return b
+        if u.op is Ops.SUB and _is_const(b, 0) and is_int:
+            return a
+        if u.op is Ops.MUL:
+            if _is_const(b, 1):
+                return a
+            if _is_const(a, 1):
+                return b
+            if is_int and (_is_const(a, 0) or _is_const(b, 0)):
+                return UOp.const(u.dtype, 0)
+        if u.op is Ops.IDIV and is_int and _is_const(b, 1):
+            return a
+        if u.op is Ops.MOD and is_int and _is_const(b, 1):
+            return UOp.const(u.dtype, 0)
+        return None
+    return graph_rewrite(sink, fn)

@@ -1,0 +1,36 @@
+"""Graph rewriting: bottom-up substitution to a fixed point, the one mechanism every lowering pass uses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .uop import UOp
+
+RewriteFn = Callable[[UOp], UOp | None]
+
+
+def graph_rewrite(root: UOp, fn: RewriteFn, max_passes: int = 16) -> UOp:
+    """Rebuild `root` bottom-up, replacing each node by fn(node) when fn returns one; repeat until nothing changes."""
+    for _ in range(max_passes):
+        new = _one_pass(root, fn)
+        if new is root:
+            return root
+        root = new
+    return root
+
+
+def _one_pass(root: UOp, fn: RewriteFn) -> UOp:
+    memo: dict[UOp, UOp] = {}
+    for u in root.toposort():
+        src = tuple(memo[s] for s in u.src)
+        nu = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+        r = fn(nu)
+        memo[u] = nu if r is None else r
+    return memo[root]
+
+
+def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
+    """Replace nodes by identity (one pass; the replacements are not rewritten again)."""
+    if not mapping:
+        return root
+    return _one_pass(root, mapping.get)
