@@ -1,0 +1,148 @@
+"""Check Metal Shading Language without a Mac: a libclang syntax check and a host emulation with g++.
+
+Both compile the MSL exactly as rendered against the shim header `shim/metal_stdlib`, which declares the Metal types,
+address spaces (empty macros), attributes and builtins the renderer uses. Neither is Metal's compiler: they catch
+malformed source and wrong arithmetic, not Metal-specific type rules.
+
+- `syntax_check(src)` parses the source as C++17 with libclang (the `libclang` wheel) and returns the error
+  diagnostics (an empty list means it parsed).
+- `HostKernel(spec)` compiles a ProgramSpec's MSL with g++ (or $CXX) into a shared library whose entry point loops
+  over every threadgroup and thread position and calls the kernel; `run(arrays, vals)` executes it on numpy arrays.
+  Only kernels without barriers can be emulated this way (threads run one after another).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+SHIM_DIR = Path(__file__).parent / "shim"
+_SHIM_ARGS = ["-x", "c++", "-std=c++17", f"-I{SHIM_DIR}"]
+
+
+class HostCheckError(RuntimeError):
+    pass
+
+
+def libclang_available() -> str | None:
+    """None when clang.cindex can parse here, else why not."""
+    try:
+        import clang.cindex as ci
+        ci.Index.create()
+    except Exception as e:  # noqa: BLE001 - any failure means "not here"
+        return f"libclang is not usable: {e} (pip install libclang)"
+    return None
+
+
+@functools.cache
+def _builtin_include_args() -> list[str]:
+    """The `libclang` wheel ships no compiler builtin headers (stddef.h, ...): borrow the host compiler's."""
+    for cc in ("gcc", "cc", "clang"):
+        if shutil.which(cc) is None:
+            continue
+        try:
+            p = subprocess.run([cc, "-print-file-name=include"], capture_output=True, text=True, check=False, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        d = p.stdout.strip()
+        if p.returncode == 0 and os.path.isfile(os.path.join(d, "stddef.h")):
+            return ["-isystem", d]
+    return []
+
+
+def syntax_check(src: str, filename: str = "kernel.metal") -> list[str]:
+    """Parse MSL as C++17 against the shim with libclang; return error diagnostics as 'line:col: message'."""
+    import clang.cindex as ci
+    index = ci.Index.create()
+    name = filename if filename.endswith(".cpp") else filename + ".cpp"
+    args = [*_SHIM_ARGS, *_builtin_include_args(), "-Wno-unknown-attributes", "-fsyntax-only"]
+    tu = index.parse(name, args=args,
+                     unsaved_files=[(name, src)], options=0)
+    errs = []
+    for d in tu.diagnostics:
+        if d.severity >= ci.Diagnostic.Error:
+            loc = d.location
+            errs.append(f"{loc.line}:{loc.column}: {d.spelling}")
+    return errs
+
+
+def cxx() -> str | None:
+    for c in (os.environ.get("CXX"), "g++", "clang++", "c++"):
+        if c and shutil.which(c):
+            return c
+    return None
+
+
+def _c_type(renderer, dt) -> str:
+    return renderer.render_dtype(dt)
+
+
+def harness_source(spec, renderer) -> str:
+    """The MSL source plus an extern "C" entry point that runs every thread of the grid in turn."""
+    args = []
+    for i, p in enumerate(spec.params):
+        args.append(f"({_c_type(renderer, p.dtype)}*)bufs[{i}]")
+    for j, _ in enumerate(spec.vars):
+        args.append(f"vals[{j}]")
+    args += ["uint3((uint)gx, (uint)gy, (uint)gz)", "uint3((uint)lx, (uint)ly, (uint)lz)"]
+    call = f"{spec.name}({', '.join(args)});"
+    return f"""{spec.src}
+extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group) {{
+  for (long gz = 0; gz < grid[2]; gz++) for (long gy = 0; gy < grid[1]; gy++) for (long gx = 0; gx < grid[0]; gx++)
+    for (long lz = 0; lz < group[2]; lz++) for (long ly = 0; ly < group[1]; ly++) for (long lx = 0; lx < group[0]; lx++)
+      {call}
+  return 0;
+}}
+"""
+
+
+class HostKernel:
+    """A rendered Metal kernel compiled for the host CPU through the shim (barrier-free kernels only)."""
+
+    def __init__(self, spec, renderer, workdir: str | None = None):
+        if "threadgroup_barrier" in spec.src:
+            raise HostCheckError(f"{spec.name} uses threadgroup barriers: threads run one after another on the "
+                                 "host, so it cannot be emulated (it is only syntax-checked)")
+        compiler = cxx()
+        if compiler is None:
+            raise HostCheckError("no C++ compiler (g++/clang++) for the host emulation")
+        self.spec = spec
+        src = harness_source(spec, renderer)
+        digest = hashlib.sha256(src.encode()).hexdigest()[:16]
+        self._dir = workdir or tempfile.mkdtemp(prefix="dk_metal_host_")
+        cpp = Path(self._dir) / f"{spec.name}_{digest}.cpp"
+        so = cpp.with_suffix(".so")
+        cpp.write_text(src)
+        cmd = [compiler, "-std=c++17", "-O1", "-fPIC", "-shared", "-fno-fast-math", "-ffp-contract=off",
+               f"-I{SHIM_DIR}", "-Wno-attributes", "-o", str(so), str(cpp)]
+        p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            raise HostCheckError(f"host compile of {spec.name} failed:\n{p.stderr}\n--- source ---\n{src}")
+        self._lib = ctypes.CDLL(str(so))
+        self._fn = self._lib.dk_host_run
+        self._fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_long),
+                             ctypes.POINTER(ctypes.c_long), ctypes.POINTER(ctypes.c_long)]
+
+    def run(self, arrays: list[np.ndarray], vals: list[int] = ()) -> None:
+        """Run the kernel over its whole grid, in place on `arrays` (param order; storage dtypes, contiguous)."""
+        spec = self.spec
+        var_vals = spec.check_vars(list(vals))
+        grid, group = spec.launch_dims(var_vals)
+        grid = tuple(grid or (1,)) + (1,) * (3 - len(grid or (1,)))
+        group = tuple(group or (1,)) + (1,) * (3 - len(group or (1,)))
+        if len(arrays) != len(spec.params):
+            raise ValueError(f"{spec.name}: expected {len(spec.params)} arrays, got {len(arrays)}")
+        for a, p in zip(arrays, spec.params):
+            if not a.flags.c_contiguous or a.dtype != p.dtype.np:
+                raise ValueError(f"{spec.name}: {p.name} must be a contiguous {p.dtype.np} array")
+        bufs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+        cvals = (ctypes.c_long * max(1, len(vals)))(*[int(v) for v in vals])
+        self._fn(bufs, cvals, (ctypes.c_long * 3)(*grid), (ctypes.c_long * 3)(*group))

@@ -1,0 +1,311 @@
+"""MetalRenderer: the linear form -> Metal Shading Language (MSL), on the core's C-style base.
+
+What it produces for a kernel `saxpy(x, y, out, n)`:
+
+    #include <metal_stdlib>
+    using namespace metal;
+    kernel void saxpy(device const float *x [[buffer(0)]], ..., constant long& n [[buffer(3)]],
+                      uint3 gid [[threadgroup_position_in_grid]], uint3 lid [[thread_position_in_threadgroup]]) {
+      long gidx0 = gid.x; ...
+    }
+
+Choices (see docs/architecture.md, "Metal plugin"):
+- Buffers are `device T*` with `[[buffer(i)]]` in slot order; int vars follow as `constant long&` (64-bit, set with
+  setBytes by the runtime). Metal has 31 buffer slots, so params + vars <= 31 is checked at render time.
+- SPECIAL gidxN/lidxN read `threadgroup_position_in_grid` / `thread_position_in_threadgroup`; the runtime dispatches
+  `dispatchThreadgroups(global_size, local_size)`.
+- No float64 (Metal has no double): it is left out of `supported_dtypes`, so lowering/verification reports it.
+- float32 math is `precise::` (the compiler is also asked for non-fast math); half math functions and every bfloat
+  ALU op are computed in float32 and rounded back, which is what the reference interpreter does.
+- Vectors of 2-4 lanes are Metal's own (float4, half2, ...); 8 and 16 lanes are a small struct template emitted in
+  the preamble (Metal has no wider vectors). Vector loads/stores go lane by lane: a linear-form vector access is not
+  known to be aligned, and Metal's vector types need natural alignment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import ClassVar
+
+from devicekit.ir.dtypes import DType, dtypes
+from devicekit.ir.ops import ALU, COMPARE, Ops
+from devicekit.ir.uop import KernelError, UOp
+from devicekit.render.cstyle import CStyleRenderer
+
+MAX_BUFFERS = 31  # Metal's buffer argument table (params + vars)
+SHARED_MAX = 32768  # threadgroup memory every Apple GPU has (bytes)
+MAX_THREADS_PER_GROUP = 1024
+_LANES = "xyzw"
+_F32_MATH = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT})
+
+
+def _is_vec(dt: DType) -> bool:
+    return dt.count > 1
+
+
+def _small_int(dtype: DType) -> bool:
+    return dtype.scalar().is_int and dtype.itemsize < 4
+
+
+def _wrap(expr: str, dtype: DType) -> str:
+    """C promotes char/short operands to int: convert back so the value wraps as the reference's does."""
+    if not _small_int(dtype):
+        return expr
+    t = MetalRenderer.type_map[dtype.name] + (str(dtype.count) if dtype.count > 1 else "")
+    return f"{t}({expr})" if dtype.count > 1 else f"(({t}){expr})"
+
+
+def _bin(op: str) -> Callable[..., str]:
+    return lambda a, b, dtype: _wrap(f"({a}{op}{b})", dtype)
+
+
+def _shift(op: str) -> Callable[..., str]:
+    # the reference shifts by the amount modulo the bit width (C leaves >= width undefined)
+    return lambda a, b, dtype: _wrap(f"({a}{op}({b}&{dtype.bits - 1}))", dtype)
+
+
+def _neg(x: str, dtype: DType) -> str:
+    return f"(!{x})" if dtype.scalar() == dtypes.bool else _wrap(f"(-{x})", dtype)
+
+
+def _max(a: str, b: str, dtype: DType) -> str:
+    # (a < b) ? b : a exactly as the reference defines it (NaN in a propagates, NaN in b does not)
+    return f"select({a},{b},{a}<{b})" if _is_vec(dtype) else f"(({a}<{b})?{b}:{a})"
+
+
+def _where(c: str, a: str, b: str, dtype: DType) -> str:
+    return f"select({b},{a},{c})" if _is_vec(dtype) else f"({c}?{a}:{b})"
+
+
+class MetalRenderer(CStyleRenderer):
+    device = "METAL"
+    lang = "metal"
+    supported_dtypes = frozenset(d for d in dtypes.all() if d != dtypes.float64)
+    gpu_indexing = True
+    has_local = True
+    vectors = True
+    global_max = (2**31 - 1, 2**31 - 1, 2**31 - 1)  # threadgroups per grid axis (uint3 gid)
+    local_max = (MAX_THREADS_PER_GROUP, MAX_THREADS_PER_GROUP, MAX_THREADS_PER_GROUP)  # product <= 1024 too
+    shared_max = SHARED_MAX
+    max_buffers = MAX_BUFFERS
+
+    # ---- signature
+    kernel_prefix: ClassVar[str] = "kernel "
+    kernel_return: ClassVar[str] = "void"
+    buffer_prefix: ClassVar[str] = "device "
+    buffer_const: ClassVar[str] = "const "
+    buffer_restrict: ClassVar[str] = ""
+    arg_int_prefix: ClassVar[str] = "constant long&"
+    extra_params: ClassVar[tuple[str, ...]] = ("uint3 gid [[threadgroup_position_in_grid]]",
+                                               "uint3 lid [[thread_position_in_threadgroup]]")
+    # ---- memory and sync
+    smem_prefix: ClassVar[str] = "threadgroup "
+    smem_align: ClassVar[str] = "__attribute__((aligned(16))) "
+    barrier: ClassVar[str] = "threadgroup_barrier(mem_flags::mem_threadgroup);"
+    # ---- literals (MSL has no `long long`: int64 is `long`)
+    float_suffix: ClassVar[dict[str, str]] = {"float32": "f", "float16": "f", "bfloat16": "f"}
+    int_suffix: ClassVar[dict[str, str]] = {"int64": "l", "uint64": "ul", "uint32": "u", "int32": ""}
+    type_map: ClassVar[dict[str, str]] = {
+        "bool": "bool", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
+        "uint8": "uchar", "uint16": "ushort", "uint32": "uint", "uint64": "ulong",
+        "float16": "half", "bfloat16": "bfloat", "float32": "float", "float64": "double"}
+    code_for_op: ClassVar[dict[Ops, Callable[..., str]]] = {
+        **CStyleRenderer.code_for_op,
+        Ops.NEG: _neg, Ops.ADD: _bin("+"), Ops.SUB: _bin("-"), Ops.MUL: _bin("*"), Ops.FDIV: _bin("/"),
+        Ops.IDIV: _bin("/"), Ops.MOD: _bin("%"), Ops.AND: _bin("&"), Ops.OR: _bin("|"), Ops.XOR: _bin("^"),
+        Ops.SHL: _shift("<<"), Ops.SHR: _shift(">>"), Ops.MAX: _max, Ops.WHERE: _where,
+        Ops.MULACC: lambda a, b, c, dtype: _wrap(f"(({a}*{b})+{c})", dtype),
+    }
+    math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
+                                          Ops.TRUNC: "trunc"}
+    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
+
+    def __init__(self, language_version: str | None = None):
+        # the MSL version the source needs is decided per kernel (bfloat needs 3.1); this only records an override
+        self.language_version = language_version
+
+    def __reduce__(self):
+        return (type(self), (self.language_version,))
+
+    # ================= types, literals, conversions
+    def vector_type(self, dt: DType) -> str:
+        base = self.type_map[dt.name]
+        return f"{base}{dt.count}" if dt.count <= 4 else f"dk_{base}{dt.count}"
+
+    def render_cast(self, x: str, src: DType, dst: DType) -> str:
+        t = self.render_dtype(dst)
+        bf = dtypes.bfloat16
+        # bfloat converts only to/from float: route other types through float32
+        if (src.scalar() == bf) != (dst.scalar() == bf) and dtypes.float32 not in (src.scalar(), dst.scalar()):
+            mid = dtypes.float32.vec(src.count) if src.count > 1 else dtypes.float32
+            x = self.render_cast(x, src, mid)
+        if _is_vec(dst):
+            return f"{t}({x})"
+        return f"(({t})({x}))"
+
+    def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
+        return f"as_type<{self.render_dtype(dst)}>({x})"
+
+    def render_vectorize(self, lanes: list[str], dt: DType) -> str:
+        return f"{self.render_dtype(dt)}({','.join(lanes)})"
+
+    def render_gep(self, x: str, lane: int, dt: DType) -> str:
+        return f"{x}.{_LANES[lane]}" if dt.count <= 4 else f"{x}[{lane}]"
+
+    def render_math(self, fn: str, x: str, dt: DType) -> str:
+        # float32 only reaches here for exp2/log2/sin/sqrt (half and bfloat are routed through float32 first)
+        if dt.count > 4:
+            return f"dk_{fn}({x})"
+        return f"{fn}({x})" if fn == "trunc" else f"precise::{fn}({x})"
+
+    # ================= memory
+    def render_load(self, buf: str, idx: str, dt: DType) -> str:
+        if dt.count == 1:
+            return f"{buf}[{idx}]"
+        return f"{self.render_dtype(dt)}(" + ",".join(f"{buf}[({idx})+{i}]" for i in range(dt.count)) + ")"
+
+    def render_store(self, buf: str, idx: str, value: str, dt: DType) -> str:
+        if dt.count == 1:
+            return f"{buf}[{idx}] = {value}"
+        lanes = " ".join(f"{buf}[({idx})+{i}] = {self.render_gep('dk_v', i, dt)};" for i in range(dt.count))
+        return f"{{ {self.render_dtype(dt)} dk_v = {value}; {lanes} }}"
+
+    def render_special(self, name: str, axis: int, extent: str) -> str:
+        if not 0 <= axis < 3:
+            raise KernelError(f"Metal has 3 grid axes; {name} asks for axis {axis}")
+        return f"{'gid' if name.startswith('g') else 'lid'}.{_LANES[axis]}"
+
+    # ================= file
+    def render_preamble(self, used: set[DType]) -> str:
+        lines = ["#include <metal_stdlib>", "using namespace metal;"]
+        wide = sorted({d for d in used if d.count > 4}, key=lambda d: (d.name, d.count))
+        if wide:
+            lines.append(_WIDE_VEC_TEMPLATE)
+            for d in wide:
+                lines.append(f"typedef dk_vec<{self.type_map[d.name]}, {d.count}> {self.vector_type(d)};")
+        return "\n".join(lines)
+
+    def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
+        if len(params) > MAX_BUFFERS:
+            raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params + int vars) but Metal has "
+                              f"{MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")
+        params = [f"{p} [[buffer({i})]]" for i, p in enumerate(params)]
+        return super().render_kernel(name, params, body, used)
+
+    # ================= the linear pass: limits, then bfloat/half through float32, then the base walk
+    def render_linear(self, lk, name: str) -> str:
+        shared = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
+        if shared > SHARED_MAX:
+            raise KernelError(f"kernel {name} declares {shared} bytes of threadgroup memory; Metal allows {SHARED_MAX}")
+        threads = _launch_threads(lk)
+        if threads is not None and threads > MAX_THREADS_PER_GROUP:
+            raise KernelError(f"kernel {name} launches {threads} threads per threadgroup; Metal allows "
+                              f"{MAX_THREADS_PER_GROUP}")
+        uops = route_through_float32(list(lk.uops))
+        return super().render_linear(_with_uops(lk, uops), name)
+
+    def meta(self, lk) -> tuple:
+        shared = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
+        uses_bf16 = any(u.dtype.scalar() == dtypes.bfloat16 for u in lk.uops) or \
+            any(p.dtype == dtypes.bfloat16 for p in lk.params)
+        version = self.language_version or ("3.1" if uses_bf16 else "2.4")
+        return (("shared_bytes", shared), ("max_threads_per_threadgroup", MAX_THREADS_PER_GROUP),
+                ("buffer_slots", len(lk.params) + len(lk.vars)), ("msl_version", version))
+
+
+def _launch_threads(lk) -> int | None:
+    loc = getattr(lk, "local_size", None)
+    if not loc:
+        return None
+    n = 1
+    for x in loc:
+        if not isinstance(x, int):
+            return None  # symbolic: checked at launch
+        n *= x
+    return n
+
+
+def _with_uops(lk, uops: list[UOp]):
+    if uops == list(lk.uops):
+        return lk
+    if dataclasses.is_dataclass(lk):
+        return dataclasses.replace(lk, uops=uops)
+    import copy
+    new = copy.copy(lk)
+    new.uops = uops
+    return new
+
+
+def _needs_f32(u: UOp) -> bool:
+    if u.op not in ALU or u.op is Ops.WHERE:
+        return False
+    operand = u.src[0].dtype.scalar()
+    if operand == dtypes.bfloat16 or (u.dtype.scalar() == dtypes.bfloat16 and u.op not in COMPARE):
+        return True
+    return u.op in _F32_MATH and operand == dtypes.float16
+
+
+def route_through_float32(uops: list[UOp]) -> list[UOp]:
+    """Rewrite ALU ops on bfloat16 (all of them) and float16 math functions to compute in float32.
+
+    `bfloat` in MSL is a storage-and-convert type on most Apple GPUs, and half-precision exp2/log2/sin/sqrt are
+    less accurate than the reference; float32 then one rounding matches the reference interpreter.
+    """
+    if not any(_needs_f32(u) for u in uops):
+        return uops
+    out: list[UOp] = []
+    placed: set[int] = set()
+    m: dict[int, UOp] = {}
+
+    def put(u: UOp) -> UOp:
+        if id(u) not in placed:
+            placed.add(id(u))
+            out.append(u)
+        return u
+
+    def f32(dt: DType) -> DType:
+        return dtypes.float32.vec(dt.count) if dt.count > 1 else dtypes.float32
+
+    for u in uops:
+        src = tuple(m.get(id(s), s) for s in u.src)
+        if _needs_f32(u):
+            low = {dtypes.bfloat16, dtypes.float16}
+            csrc = tuple(put(UOp(Ops.CAST, f32(s.dtype), (s,))) if s.dtype.scalar() in low else s for s in src)
+            res_dt = f32(u.dtype) if u.dtype.scalar() in low else u.dtype
+            new = put(UOp(u.op, res_dt, csrc, u.arg))
+            if res_dt != u.dtype:
+                new = put(UOp(Ops.CAST, u.dtype, (new,)))
+        else:
+            new = put(u if src == u.src else u.replace(src=src))
+        m[id(u)] = new
+    return out
+
+
+# Metal has vectors of 2, 3 and 4 lanes only; 8 and 16 lanes are this struct (elementwise operators, lane access,
+# conversions, select). Only emitted when a kernel uses such a vector.
+_WIDE_VEC_TEMPLATE = r"""template <typename T, int N> struct dk_vec {
+  T v[N];
+  dk_vec() = default;
+  template <typename... A> explicit dk_vec(T a0, A... a) : v{a0, T(a)...} {}
+  template <typename U> explicit dk_vec(dk_vec<U, N> o) { for (int i = 0; i < N; i++) v[i] = T(o.v[i]); }
+  thread T& operator[](int i) { return v[i]; }
+  T operator[](int i) const { return v[i]; }
+};
+#define DK_VEC_BIN(OP, R) \
+  template <typename T, int N> dk_vec<R, N> operator OP(dk_vec<T, N> a, dk_vec<T, N> b) { \
+    dk_vec<R, N> r; for (int i = 0; i < N; i++) r.v[i] = a.v[i] OP b.v[i]; return r; }
+DK_VEC_BIN(+, T) DK_VEC_BIN(-, T) DK_VEC_BIN(*, T) DK_VEC_BIN(/, T) DK_VEC_BIN(%, T)
+DK_VEC_BIN(&, T) DK_VEC_BIN(|, T) DK_VEC_BIN(^, T) DK_VEC_BIN(<<, T) DK_VEC_BIN(>>, T)
+DK_VEC_BIN(<, bool) DK_VEC_BIN(!=, bool) DK_VEC_BIN(==, bool)
+#undef DK_VEC_BIN
+template <typename T, int N> dk_vec<T, N> operator-(dk_vec<T, N> a) { for (int i = 0; i < N; i++) a.v[i] = -a.v[i]; return a; }
+template <typename T, int N> dk_vec<T, N> operator!(dk_vec<T, N> a) { for (int i = 0; i < N; i++) a.v[i] = !a.v[i]; return a; }
+template <typename T, int N> dk_vec<T, N> select(dk_vec<T, N> a, dk_vec<T, N> b, dk_vec<bool, N> c) {
+  for (int i = 0; i < N; i++) a.v[i] = c.v[i] ? b.v[i] : a.v[i]; return a; }
+#define DK_VEC_MATH(F, G) template <typename T, int N> dk_vec<T, N> dk_##F(dk_vec<T, N> a) { \
+  for (int i = 0; i < N; i++) a.v[i] = G(a.v[i]); return a; }
+DK_VEC_MATH(exp2, precise::exp2) DK_VEC_MATH(log2, precise::log2) DK_VEC_MATH(sin, precise::sin)
+DK_VEC_MATH(sqrt, precise::sqrt) DK_VEC_MATH(trunc, trunc)
+#undef DK_VEC_MATH"""
+
