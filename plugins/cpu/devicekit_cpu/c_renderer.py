@@ -1,0 +1,54 @@
+"""CRenderer: the linear form -> C for the host compiler (clang or cc), on the core's CStyleRenderer."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+from devicekit.ir.dtypes import DType, dtypes
+from devicekit.ir.ops import Ops
+from devicekit.render.cstyle import CStyleRenderer
+
+from .cost import split_cost
+
+_LITERAL = re.compile(r"^\(*-?\d+(u|ll|ull)?\)*$")
+
+
+def _guarded(op: str):
+    """Integer / and % that give 0 for a zero divisor (as the reference does) instead of killing the process."""
+    def fn(a: str, b: str, dtype: DType) -> str:
+        if not dtype.is_int or (_LITERAL.match(b) and b.strip("()") not in ("0", "0u", "0ll", "0ull")):
+            return f"({a}{op}{b})"
+        return f"(({b})==0?0:({a}{op}{b}))"
+    return fn
+
+
+class CRenderer(CStyleRenderer):
+    """C11 (GNU) for a shared object: `restrict` pointers, int64 vars, libm math, no vector types (the C
+    compiler vectorizes the loops itself). The entry point is the only exported symbol."""
+
+    device = "CPU"
+    lang = "c"
+    core_split = True
+    vectors = False
+    kernel_prefix = '__attribute__((visibility("default"))) '
+    supported_dtypes = frozenset(d for d in dtypes.all() if d.name != "bfloat16")
+    type_map: ClassVar = {**CStyleRenderer.type_map, "bool": "_Bool", "float16": "_Float16"}
+    code_for_op: ClassVar = {**CStyleRenderer.code_for_op, Ops.IDIV: _guarded("/"), Ops.MOD: _guarded("%")}
+    repeats_operands = CStyleRenderer.repeats_operands | {Ops.IDIV, Ops.MOD}
+
+    def render_preamble(self, used: set[DType]) -> str:
+        return "#include <math.h>"
+
+    def render_math(self, fn: str, x: str, dt: DType) -> str:
+        if dt.scalar() == dtypes.float16:  # libm has no half functions: compute in float, round back
+            return f"((_Float16){fn}f((float)({x})))"
+        return super().render_math(fn, x, dt)
+
+    def meta(self, lk) -> tuple:
+        return (("split_cost", split_cost(lk)),)
+
+    def parse_source(self, src: str, entry: str, sizes: dict | None = None):
+        """A ProgramSpec for hand-written C: the signature of `entry`, read with libclang (see source_parse)."""
+        from .source_parse import parse_c_source
+        return parse_c_source(src, entry, sizes=sizes, device=self.device, lang=self.lang)

@@ -1,0 +1,68 @@
+"""LLVMCompiler: LLVM IR text -> optimized host object code, with llvmlite, in process."""
+
+from __future__ import annotations
+
+import os
+
+from devicekit.compile import Compiler
+from devicekit.errors import CompileError
+
+from . import llvm_jit
+
+
+class LLVMCompiler(Compiler):
+    """Parses and verifies the IR, runs the new pass manager's O3 pipeline (loop + SLP vectorization, unrolling,
+    interleaving) tuned for the host CPU, and emits an ELF/Mach-O object. `identity()` names llvmlite and LLVM
+    versions, triple, CPU, its features and the opt level: all of them change the bytes."""
+
+    name = "llvm"
+
+    def __init__(self, opt: int = 3, cpu: str | None = None, features: str | None = None):
+        triple, host_cpu, host_features = llvm_jit.host()
+        self.opt = int(os.environ.get("DEVICEKIT_CPU_OPT", opt))
+        self.triple = triple
+        self.cpu = cpu or host_cpu
+        self.features = host_features if features is None else features
+        self._tm = llvm_jit.target_machine(self.cpu, self.features, self.opt)
+        self._id = f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O{self.opt} features={self.features}"
+
+    def identity(self) -> str:
+        return self._id
+
+    def compile_src(self, src: str) -> bytes:
+        import llvmlite.binding as llvm
+
+        with llvm_jit.LOCK:
+            try:
+                mod = llvm.parse_assembly(src)
+                mod.verify()
+            except RuntimeError as e:
+                raise CompileError("LLVM rejected the IR", str(e), src) from None
+            mod.triple = self._tm.triple
+            mod.data_layout = str(self._tm.target_data)
+            if self.opt > 0:
+                pto = llvm.create_pipeline_tuning_options(speed_level=min(self.opt, 3))
+                pto.loop_vectorization = True
+                pto.slp_vectorization = True
+                pto.loop_unrolling = True
+                pto.loop_interleaving = True
+                pb = llvm.create_pass_builder(self._tm, pto)
+                pb.getModulePassManager().run(mod, pb)
+            return bytes(self._tm.emit_object(mod))
+
+    def disassemble(self, src: str) -> str:
+        """The optimized IR and the host assembly of `src` (for DEVICEKIT_DEBUG and the curious)."""
+        import llvmlite.binding as llvm
+
+        with llvm_jit.LOCK:
+            mod = llvm.parse_assembly(src)
+            mod.triple = self._tm.triple
+            mod.data_layout = str(self._tm.target_data)
+            pto = llvm.create_pipeline_tuning_options(speed_level=min(self.opt, 3))
+            pto.loop_vectorization = pto.slp_vectorization = True
+            pb = llvm.create_pass_builder(self._tm, pto)
+            pb.getModulePassManager().run(mod, pb)
+            return str(mod) + "\n" + self._tm.emit_assembly(mod)
+
+    def __reduce__(self):
+        return (type(self), (self.opt, self.cpu, self.features))

@@ -1,0 +1,379 @@
+"""LLVMRenderer: the linear form -> LLVM IR text (for llvmlite). Pure text: imports no llvmlite.
+
+Semantics follow devicekit.ir.semantics: MAX is (a<b)?b:a, shifts take the amount modulo the width, integer
+division by zero gives 0 (instead of a SIGFPE that would kill the process). Floats keep IEEE semantics, with
+one licence: the update of a reduction accumulator carries `reassoc contract`, because the order of a
+reduction is not part of the contract (threads split it anyway), and without it LLVM cannot vectorize sums.
+
+Accumulators live in allocas (promoted to registers by the optimizer); ranges are loops with a phi.
+Gated loads clamp the index to 0 when the gate is off (buffers are never empty on the CPU allocator), so they
+stay branch-free and vectorizable; gated stores branch.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import numpy as np
+from devicekit.ir.dtypes import DType, dtypes
+from devicekit.ir.ops import ALU, Ops
+from devicekit.render.renderer import Renderer
+
+_SCALAR = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "i8", "uint16": "i16",
+           "uint32": "i32", "uint64": "i64", "float16": "half", "bfloat16": "bfloat", "float32": "float",
+           "float64": "double"}
+_SUFFIX = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def lty(dt: DType) -> str:
+    """LLVM type of a value (bool is i1)."""
+    s = _SCALAR[dt.name]
+    return s if dt.count == 1 else f"<{dt.count} x {s}>"
+
+
+def mty(dt: DType) -> str:
+    """LLVM type of a value in memory (bool is a byte)."""
+    s = "i8" if dt.name == "bool" else _SCALAR[dt.name]
+    return s if dt.count == 1 else f"<{dt.count} x {s}>"
+
+
+def intrinsic_suffix(dt: DType) -> str:
+    s = _SCALAR[dt.name]
+    s = _SUFFIX.get(s, s)
+    return s if dt.count == 1 else f"v{dt.count}{s}"
+
+
+def const_literal(value, dt: DType) -> str:
+    """An LLVM literal of scalar dtype dt."""
+    if dt.is_bool:
+        return "true" if value else "false"
+    if dt.is_int:
+        v = int(value) & ((1 << dt.bits) - 1)
+        return str(v - (1 << dt.bits) if v >> (dt.bits - 1) else v)
+    if dt.name == "float16":
+        return f"0xH{int(np.float16(value).view(np.uint16)):04X}"
+    if dt.name == "bfloat16":
+        from devicekit.ir.dtypes import f32_to_bf16
+        return f"0xR{int(f32_to_bf16(np.array([value], np.float32))[0]):04X}"
+    if dt.name == "float32":
+        value = float(np.float32(value))
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
+
+
+class LLVMRenderer(Renderer):
+    """Linear form -> LLVM IR, one function named after the kernel, no target triple (the compiler sets it)."""
+
+    device = "CPU"
+    lang = "llvm-ir"
+    core_split = True
+    vectors = True
+    supported_dtypes = frozenset(d for d in dtypes.all() if d.name != "bfloat16")
+    native_ops = ALU
+
+    def render_linear(self, lk, name: str) -> str:
+        return _Emitter(lk, name).run()
+
+    def meta(self, lk) -> tuple:
+        from .cost import split_cost
+        return (("split_cost", split_cost(lk)),)
+
+
+class _Emitter:
+    def __init__(self, lk, name: str):
+        self.lk, self.name = lk, name
+        self.uops = list(lk.uops)
+        self.lines: list[str] = []
+        self.allocas: list[str] = []
+        self.decls: set[str] = set()
+        self.r: dict = {}
+        self.n = 0
+        self.block = "entry"
+        self.loops: dict = {}  # RANGE uop -> (head, body, latch, exit, pred, name)
+        self.ifs: dict = {}
+        self.index: dict = {}  # INDEX uop -> (buf uop, idx uop, gate uop | None)
+        self.accs: dict = {}  # DEFINE_ACC / ASSIGN uop -> (alloca name, dtype)
+        # values that depend on memory or accumulators: index math without them gets `nsw`
+        self.data: set = set()
+        for u in self.uops:
+            if u.op in (Ops.LOAD, Ops.DEFINE_ACC, Ops.ASSIGN) or any(s in self.data for s in u.src):
+                self.data.add(u)
+        self.acc_update: set = set()  # ALU uops whose value is stored straight back into an accumulator they read
+        for u in self.uops:
+            if u.op is Ops.ASSIGN and u.src[1].op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MULACC) and u.src[0] in u.src[1].src:
+                self.acc_update.add(u.src[1])
+                if u.src[1].op is Ops.ADD:  # acc + a*b: let it contract to fma
+                    self.acc_update.update(s for s in u.src[1].src if s.op is Ops.MUL)
+
+    # ---- helpers
+    def tmp(self) -> str:
+        self.n += 1
+        return f"%t{self.n}"
+
+    def emit(self, s: str) -> None:
+        self.lines.append("  " + s)
+
+    def label(self, lbl: str) -> None:
+        self.lines.append(f"{lbl}:")
+        self.block = lbl
+
+    def ins(self, expr: str) -> str:
+        t = self.tmp()
+        self.emit(f"{t} = {expr}")
+        return t
+
+    def v(self, u) -> str:
+        """Operand text of uop u (loading accumulators at the point of use)."""
+        if u in self.accs:
+            name, dt = self.accs[u]
+            return self.ins(f"load {lty(dt)}, ptr {name}")
+        if u.op is Ops.CONST:
+            return const_literal(u.arg, u.dtype)
+        return self.r[u]
+
+    def call(self, fn: str, ret: str, args: list[str], flags: str = "") -> str:
+        self.decls.add(f"declare {ret} @{fn}({', '.join(a.rsplit(' ', 1)[0] for a in args)})")
+        return self.ins(f"call {flags}{ret} @{fn}({', '.join(args)})")
+
+    def splat_like(self, lit: str, dt: DType) -> str:
+        """A literal of dt's scalar type, splatted to dt's lanes."""
+        if dt.count == 1:
+            return lit
+        return f"<{', '.join(f'{_SCALAR[dt.name]} {lit}' for _ in range(dt.count))}>"
+
+    def zero(self, dt: DType) -> str:
+        return self.splat_like(const_literal(0, dt.scalar()), dt)
+
+    # ---- ops
+    def alu(self, u) -> str:
+        op, dt = u.op, u.dtype
+        sdt = u.src[0].dtype if u.src else dt
+        a = [self.v(s) for s in u.src]
+        t = lty(dt)
+        fl = sdt.is_float
+        sig = sdt.is_int and not sdt.is_unsigned
+        fm = "reassoc contract " if u in self.acc_update and fl else ""
+        nsw = "nsw " if sdt == dtypes.index and u not in self.data else ""
+        if op is Ops.NEG:
+            if fl:
+                return self.ins(f"fneg {t} {a[0]}")
+            if sdt.is_bool:
+                return self.ins(f"xor {t} {a[0]}, {self.splat_like('true', dt)}")
+            return self.ins(f"sub {t} {self.zero(dt)}, {a[0]}")
+        if op in (Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.TRUNC):
+            fn = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt", Ops.TRUNC: "trunc"}[op]
+            return self.call(f"llvm.{fn}.{intrinsic_suffix(dt)}", t, [f"{t} {a[0]}"])
+        if op is Ops.RECIP:
+            return self.ins(f"fdiv {t} {self.splat_like(const_literal(1.0, dt.scalar()), dt)}, {a[0]}")
+        if op in (Ops.ADD, Ops.SUB, Ops.MUL):
+            base = {Ops.ADD: "add", Ops.SUB: "sub", Ops.MUL: "mul"}[op]
+            if sdt.is_bool:
+                base = {Ops.ADD: "or", Ops.SUB: "xor", Ops.MUL: "and"}[op]
+                return self.ins(f"{base} {t} {a[0]}, {a[1]}")
+            return self.ins(f"f{base} {fm}{t} {a[0]}, {a[1]}" if fl else f"{base} {nsw}{t} {a[0]}, {a[1]}")
+        if op is Ops.FDIV:
+            return self.ins(f"fdiv {t} {a[0]}, {a[1]}")
+        if op in (Ops.IDIV, Ops.MOD):
+            ins = ("s" if sig else "u") + ("div" if op is Ops.IDIV else "rem")
+            if u.src[1].op is Ops.CONST and u.src[1].arg != 0:
+                return self.ins(f"{ins} {t} {a[0]}, {a[1]}")
+            z = self.ins(f"icmp eq {t} {a[1]}, {self.zero(dt)}")
+            d = self.ins(f"select {self.booltype(dt)} {z}, {t} {self.splat_like('1', dt)}, {t} {a[1]}")
+            q = self.ins(f"{ins} {t} {a[0]}, {d}")
+            return self.ins(f"select {self.booltype(dt)} {z}, {t} {self.zero(dt)}, {t} {q}")
+        if op is Ops.MAX:
+            if fl and u in self.acc_update:  # reductions: the vectorizer knows maxnum-like intrinsics; NaN: see docs
+                c = self.ins(f"fcmp {fm}olt {t} {a[0]}, {a[1]}")
+            else:
+                c = self.ins(f"fcmp olt {t} {a[0]}, {a[1]}" if fl else f"icmp {'s' if sig else 'u'}lt {t} {a[0]}, {a[1]}")
+            return self.ins(f"select {fm}{self.booltype(dt)} {c}, {t} {a[1]}, {t} {a[0]}")
+        if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
+            st = lty(sdt)
+            if fl:
+                cc = {Ops.CMPLT: "olt", Ops.CMPNE: "une", Ops.CMPEQ: "oeq"}[op]
+                return self.ins(f"fcmp {cc} {st} {a[0]}, {a[1]}")
+            cc = {Ops.CMPLT: "slt" if sig else "ult", Ops.CMPNE: "ne", Ops.CMPEQ: "eq"}[op]
+            return self.ins(f"icmp {cc} {st} {a[0]}, {a[1]}")
+        if op in (Ops.AND, Ops.OR, Ops.XOR):
+            return self.ins(f"{op.name.lower()} {t} {a[0]}, {a[1]}")
+        if op in (Ops.SHL, Ops.SHR):
+            amt = self.ins(f"and {t} {a[1]}, {self.splat_like(str(dt.bits - 1), dt)}")
+            ins = "shl" if op is Ops.SHL else ("ashr" if sig else "lshr")
+            return self.ins(f"{ins} {t} {a[0]}, {amt}")
+        if op is Ops.WHERE:
+            return self.ins(f"select {lty(u.src[0].dtype)} {a[0]}, {t} {a[1]}, {t} {a[2]}")
+        if op is Ops.MULACC:
+            if fl:
+                if u in self.acc_update:
+                    return self.call(f"llvm.fmuladd.{intrinsic_suffix(dt)}", t, [f"{t} {x}" for x in a], fm)
+                m = self.ins(f"fmul {t} {a[0]}, {a[1]}")
+                return self.ins(f"fadd {t} {m}, {a[2]}")
+            m = self.ins(f"mul {t} {a[0]}, {a[1]}")
+            return self.ins(f"add {t} {m}, {a[2]}")
+        raise NotImplementedError(f"LLVMRenderer: no rendering for {u.short()}")
+
+    @staticmethod
+    def booltype(dt: DType) -> str:
+        return "i1" if dt.count == 1 else f"<{dt.count} x i1>"
+
+    def cast(self, x: str, s: DType, d: DType) -> str:
+        ts, td = lty(s), lty(d)
+        if d.is_bool:
+            if s.is_bool:
+                return x
+            if s.is_float:
+                return self.ins(f"fcmp une {ts} {x}, {self.zero(s)}")
+            return self.ins(f"icmp ne {ts} {x}, {self.zero(s)}")
+        if s.is_bool:
+            return self.ins(f"uitofp {ts} {x} to {td}" if d.is_float else f"zext {ts} {x} to {td}")
+        if s.is_float and d.is_float:
+            if s.scalar() == d.scalar():
+                return x
+            if s.itemsize == d.itemsize:  # half <-> bfloat16, through float32
+                f32 = dtypes.float32 if d.count == 1 else dtypes.float32.vec(d.count)
+                return self.cast(self.ins(f"fpext {ts} {x} to {lty(f32)}"), f32, d)
+            return self.ins(f"{'fpext' if d.itemsize > s.itemsize else 'fptrunc'} {ts} {x} to {td}")
+        if s.is_float:
+            return self.ins(f"{'fptoui' if d.is_unsigned else 'fptosi'} {ts} {x} to {td}")
+        if d.is_float:
+            return self.ins(f"{'uitofp' if s.is_unsigned else 'sitofp'} {ts} {x} to {td}")
+        if d.bits == s.bits:
+            return x
+        if d.bits < s.bits:
+            return self.ins(f"trunc {ts} {x} to {td}")
+        return self.ins(f"{'zext' if s.is_unsigned else 'sext'} {ts} {x} to {td}")
+
+    def address(self, idx_uop, dt: DType, clamp: bool) -> str:
+        buf, i, gate = self.index[idx_uop]
+        iv = self.v(i)
+        if clamp and gate is not None:
+            iv = self.ins(f"select i1 {self.v(gate)}, i64 {iv}, i64 0")
+        return self.ins(f"getelementptr inbounds {mty(dt.scalar())}, ptr {self.v(buf)}, i64 {iv}")
+
+    def load(self, u) -> str:
+        dt = u.dtype
+        p = self.address(u.src[0], dt, clamp=True)
+        x = self.ins(f"load {mty(dt)}, ptr {p}, align {dt.itemsize}")
+        if dt.scalar().is_bool:
+            x = self.ins(f"icmp ne {mty(dt)} {x}, {self.splat_like('0', dtypes.int8 if dt.count == 1 else dtypes.int8.vec(dt.count))}")
+        gate = self.index[u.src[0]][2]
+        if gate is not None:
+            x = self.ins(f"select i1 {self.v(gate)}, {lty(dt)} {x}, {lty(dt)} {self.v(u.src[1])}")
+        return x
+
+    def store(self, u) -> None:
+        idx, val = u.src
+        dt = val.dtype
+        gate = self.index[idx][2]
+        if gate is not None:
+            k = self.tmp()[2:]
+            g = self.v(gate)
+            self.emit(f"br i1 {g}, label %st{k}, label %stx{k}")
+            self.label(f"st{k}")
+        p = self.address(idx, dt, clamp=False)
+        x = self.v(val)
+        if dt.scalar().is_bool:
+            x = self.ins(f"zext {lty(dt)} {x} to {mty(dt)}")
+        self.emit(f"store {mty(dt)} {x}, ptr {p}, align {dt.itemsize}")
+        if gate is not None:
+            self.emit(f"br label %stx{k}")
+            self.label(f"stx{k}")
+
+    # ---- the walk
+    def run(self) -> str:
+        lk = self.lk
+        args = []
+        pnames = {}
+        for i, p in enumerate(lk.params):
+            nm = f"%{p.name}" if _IDENT.match(p.name) else f"%arg{i}"
+            pnames[p.name] = nm
+            attrs = "noalias" + ("" if p.writable else " readonly")
+            args.append(f"ptr {attrs} align {p.dtype.itemsize} {nm}")
+        vnames = [v.name for v in lk.vars] + (["core_start", "core_end"] if lk.core_split is not None else [])
+        for i, vn in enumerate(vnames):
+            args.append(f"i64 %{vn}" if _IDENT.match(vn) else f"i64 %var{i}")
+        vmap = {vn: a.split(" ", 1)[1] for vn, a in zip(vnames, args[len(lk.params):])}
+        for u in self.uops:
+            op, dt, src = u.op, u.dtype, u.src
+            if op is Ops.PARAM:
+                self.r[u] = pnames.get(u.arg[1], f"%arg{u.arg[0]}")
+            elif op is Ops.VAR:
+                self.r[u] = vmap[u.arg[0]]
+            elif op is Ops.CONST:
+                pass
+            elif op is Ops.RANGE:
+                k = u.arg[0]
+                start, end = self.v(src[0]), self.v(src[1])
+                pred = self.block
+                self.emit(f"br label %loop{k}")
+                self.label(f"loop{k}")
+                iv = f"%ridx{k}"
+                self.emit(f"{iv} = phi i64 [{start}, %{pred}], [{iv}.next, %latch{k}]")
+                c = self.ins(f"icmp slt i64 {iv}, {end}")
+                self.emit(f"br i1 {c}, label %body{k}, label %exit{k}")
+                self.label(f"body{k}")
+                self.r[u] = iv
+            elif op is Ops.ENDRANGE:
+                k = src[0].arg[0]
+                self.emit(f"br label %latch{k}")
+                self.label(f"latch{k}")
+                self.emit(f"%ridx{k}.next = add nsw i64 %ridx{k}, 1")
+                self.emit(f"br label %loop{k}")
+                self.label(f"exit{k}")
+            elif op is Ops.IF:
+                k = self.tmp()[2:]
+                self.ifs[u] = k
+                self.emit(f"br i1 {self.v(src[0])}, label %if{k}, label %endif{k}")
+                self.label(f"if{k}")
+            elif op is Ops.ENDIF:
+                k = self.ifs[src[0]]
+                self.emit(f"br label %endif{k}")
+                self.label(f"endif{k}")
+            elif op is Ops.DEFINE_ACC:
+                nm = f"%acc{u.arg}"
+                self.allocas.append(f"  {nm} = alloca {lty(dt)}")
+                self.emit(f"store {lty(dt)} {self.v(src[0])}, ptr {nm}")
+                self.accs[u] = (nm, dt)
+            elif op is Ops.ASSIGN:
+                nm, adt = self.accs[src[0]]
+                self.emit(f"store {lty(adt)} {self.v(src[1])}, ptr {nm}")
+                self.accs[u] = (nm, adt)
+            elif op is Ops.DEFINE_LOCAL:
+                nm = f"%local{self.tmp()[2:]}"
+                self.allocas.append(f"  {nm} = alloca {mty(dt)}, i64 {u.arg[1]}, align 64")
+                self.r[u] = nm
+            elif op is Ops.INDEX:
+                self.index[u] = (src[0], src[1], src[2] if len(src) > 2 else None)
+            elif op is Ops.LOAD:
+                self.r[u] = self.load(u)
+            elif op is Ops.STORE:
+                self.store(u)
+            elif op is Ops.BARRIER:
+                pass  # one thread per chunk: nothing to wait for
+            elif op in ALU:
+                self.r[u] = self.alu(u)
+            elif op is Ops.CAST:
+                self.r[u] = self.cast(self.v(src[0]), src[0].dtype, dt)
+            elif op is Ops.BITCAST:
+                self.r[u] = self.ins(f"bitcast {lty(src[0].dtype)} {self.v(src[0])} to {lty(dt)}")
+            elif op is Ops.VECTORIZE:
+                if all(s.op is Ops.CONST for s in src):
+                    self.r[u] = "<" + ", ".join(f"{lty(s.dtype)} {const_literal(s.arg, s.dtype)}" for s in src) + ">"
+                else:
+                    x = "poison"
+                    for i, s in enumerate(src):
+                        x = self.ins(f"insertelement {lty(dt)} {x}, {lty(s.dtype)} {self.v(s)}, i32 {i}")
+                    self.r[u] = x
+            elif op is Ops.GEP:
+                self.r[u] = self.ins(f"extractelement {lty(src[0].dtype)} {self.v(src[0])}, i32 {u.arg}")
+            elif op is Ops.SPECIAL:
+                raise NotImplementedError("LLVMRenderer renders CPU kernels: no GPU indices (SPECIAL)")
+            else:
+                raise NotImplementedError(f"LLVMRenderer cannot render {u.short()}")
+        self.emit("ret void")
+        fname = self.name.replace('"', "")
+        head = f'define void @"{fname}"({", ".join(args)}) #0 {{\nentry:'
+        decls = "\n".join(sorted(self.decls))
+        return (f"; devicekit kernel {fname}\n{head}\n" + "\n".join(self.allocas + self.lines) + "\n}\n\n" + decls
+                + '\n\nattributes #0 = { nounwind nofree norecurse nosync "frame-pointer"="none" }\n')

@@ -1,0 +1,44 @@
+"""Load compiled bytes in process: object code into llvmlite's JIT, shared objects through dlopen.
+
+Neither leaves a file behind: a .so is written to a uniquely named file in a private temp dir, dlopened and
+removed at once (the mapping keeps the code alive). A unique path matters: the dynamic loader reuses an already
+loaded library whose path string matches, so /proc/self/fd/N paths (reused fd numbers) are not safe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import tempfile
+
+
+def is_shared_object(lib: bytes) -> bool:
+    """ELF with e_type ET_DYN (a .so), as opposed to ET_REL (an object file from llvmlite)."""
+    return lib[:4] == b"\x7fELF" and int.from_bytes(lib[16:18], "little") == 3
+
+
+def load_object(lib: bytes, symbol: str) -> tuple[object, int]:
+    """(keepalive, address) of `symbol` in relocatable object code, linked by the ORC JIT."""
+    from . import llvm_jit
+    return llvm_jit.link_object(lib, symbol)
+
+
+def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
+    """(keepalive, address) of `symbol` in a shared object."""
+    with tempfile.TemporaryDirectory(prefix="devicekit_so_") as d:
+        path = os.path.join(d, f"k{os.getpid()}_{id(lib):x}.so")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+        try:
+            os.write(fd, lib)
+        finally:
+            os.close(fd)
+        dll = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    try:
+        fn = getattr(dll, symbol)
+    except AttributeError:
+        raise RuntimeError(f"symbol {symbol!r} not found in the shared object") from None
+    return dll, ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def load(lib: bytes, symbol: str) -> tuple[object, int]:
+    return load_shared(lib, symbol) if is_shared_object(lib) else load_object(lib, symbol)

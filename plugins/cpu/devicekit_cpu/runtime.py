@@ -1,0 +1,69 @@
+"""CPUProgram: a loaded kernel called natively through ctypes, its outer range split across the thread pool."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+from devicekit.ir.uop import sym_eval
+from devicekit.runtime import Program
+
+from .hostinfo import num_threads
+from .loader import load
+from .threadpool import pool
+
+# below this many estimated operations a launch runs on the calling thread (waking workers costs ~10-30 us)
+PARALLEL_MIN_WORK = 1 << 16
+
+
+class CPUProgram(Program):
+    """Args: buffer pointers (param order), int64 vars (declaration order), then core_start, core_end when the
+    spec has a `core_split`: [0, extent) is cut into one contiguous chunk per thread."""
+
+    def __init__(self, compiled, device=None, threads: int | None = None):
+        super().__init__(compiled, device)
+        spec = compiled.spec
+        self._keep, addr = load(compiled.lib, spec.name)
+        nargs = len(spec.params)
+        ints = len(spec.vars) + (2 if spec.core_split is not None else 0)
+        self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs + [ctypes.c_int64] * ints))(addr)
+        self.threads = threads or num_threads()
+        self._split = spec.core_split
+        cost = spec.get_meta("split_cost", 1)
+        self._cost = cost  # an int, or a SymInt over the vars: estimated operations per outer iteration
+
+    def work_per_iteration(self, var_vals: dict[str, int]) -> int:
+        if isinstance(self._cost, int):
+            return self._cost
+        try:
+            return max(1, sym_eval(self._cost, var_vals))
+        except (KeyError, TypeError, ValueError):
+            return 1 << 10
+
+    def chunks(self, extent: int, var_vals: dict[str, int]) -> int:
+        """How many threads a launch with this extent uses."""
+        n = min(self.threads, extent)
+        if n <= 1 or extent * self.work_per_iteration(var_vals) < PARALLEL_MIN_WORK:
+            return 1
+        return n
+
+    def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
+        t0 = time.perf_counter() if wait else 0.0
+        args = [h.ptr for h in handles]
+        args += vals
+        if self._split is None:
+            self._fn(*args)
+        else:
+            extent = self._split if isinstance(self._split, int) else sym_eval(self._split, var_vals)
+            n = self.chunks(extent, var_vals)
+            if n == 1:
+                self._fn(*args, 0, extent)
+            else:
+                bounds = [extent * i // n for i in range(n + 1)]
+                pool().run(self._fn, [(*args, bounds[i], bounds[i + 1]) for i in range(n)])
+        return time.perf_counter() - t0 if wait else None
+
+
+def runtime_factory(spec=None):
+    """The RuntimeFactory of a CPU device: CompiledSpec -> CPUProgram."""
+    return CPUProgram
