@@ -34,7 +34,8 @@ def _load() -> tuple[ctypes.CDLL | None, str, str]:
         try:
             return ctypes.CDLL(n), n, ""
         except OSError as e:
-            errors.append(f"{n}: {e}")
+            if "No such file" not in str(e) and "cannot open shared object" not in str(e):
+                errors.append(f"{n}: {e}")  # present but broken: worth showing
     return None, "", "; ".join(errors)
 
 
@@ -42,8 +43,8 @@ def _load() -> tuple[ctypes.CDLL | None, str, str]:
 def state() -> DriverState:
     lib, name, err = _load()
     if lib is None:
-        return DriverState(False, "no CUDA driver: libcuda.so cannot be loaded (no NVIDIA driver installed)"
-                                  + (f" [{err}]" if err else ""))
+        return DriverState(False, (f"the CUDA driver library failed to load: {err}" if err else
+                                   "no CUDA driver: libcuda.so.1 not found (no NVIDIA driver installed)"))
     r = lib.cuInit(0)
     if r != 0:
         reason = {100: "no CUDA-capable device is detected", 35: "the driver is older than the CUDA runtime",

@@ -29,13 +29,14 @@ def compile_status() -> tuple[bool, str]:
 
 def runtime_status() -> Availability:
     st = driver.state()
-    if not st.ok:
-        reason = st.reason
-    elif importlib.util.find_spec("pycuda") is None:
-        reason = (f"the CUDA driver sees {st.count} device(s) but pycuda is missing "
-                  "(pip install 'devicekit-cuda[runtime]')")
-    else:
+    has_pycuda = importlib.util.find_spec("pycuda") is not None
+    if st.ok and has_pycuda:
         return Availability.yes()
+    if not st.ok:
+        reason = st.reason + ("" if has_pycuda else "; pycuda is not installed either (pip install 'devicekit-cuda[runtime]')")
+    else:
+        reason = (f"the CUDA driver sees {st.count} device(s) but pycuda is not installed "
+                  "(pip install 'devicekit-cuda[runtime]')")
     ok, how = compile_status()
     if ok:
         reason += f"; the compile path still works: dk.target('CUDA') compiles cubins ahead of time ({how})"

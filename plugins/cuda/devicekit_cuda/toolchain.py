@@ -11,6 +11,8 @@ Search order, for each piece:
   3. a CUDA toolkit: $CUDA_HOME, $CUDA_PATH, the directory above `nvcc`/`ptxas` on PATH, /usr/local/cuda,
      /opt/cuda,
   4. the system loader's path (ctypes.util.find_library) for the libraries, PATH for ptxas.
+Setting one of those variables to "none" (or "0", "off") disables that piece: the fallback it causes is then
+reported like any other (handy to check the ptxas path on a machine that has nvJitLink).
 """
 
 from __future__ import annotations
@@ -84,8 +86,17 @@ def _namespace_dirs(sub: str) -> list[str]:
     return out
 
 
+_DISABLED = ("none", "0", "off", "false", "no")
+
+
+def _disabled(env: str) -> bool:
+    return os.environ.get(env, "").strip().lower() in _DISABLED
+
+
 def _find_library(env: str, dist: str, stem: str) -> tuple[Found | None, list[str]]:
     searched: list[str] = []
+    if _disabled(env):
+        return None, [f"${env}={os.environ[env]} (disabled)"]
     if os.environ.get(env):
         p = os.environ[env]
         searched.append(f"${env}={p}")
@@ -133,6 +144,8 @@ def nvjitlink() -> tuple[Found | None, tuple[str, ...]]:
 @functools.lru_cache(maxsize=None)
 def ptxas() -> tuple[Found | None, tuple[str, ...]]:
     searched: list[str] = []
+    if _disabled("DEVICEKIT_PTXAS"):
+        return None, ("$DEVICEKIT_PTXAS (disabled)",)
     if os.environ.get("DEVICEKIT_PTXAS"):
         p = os.environ["DEVICEKIT_PTXAS"]
         searched.append(f"$DEVICEKIT_PTXAS={p}")
@@ -158,6 +171,8 @@ def include_dir() -> tuple[Found | None, tuple[str, ...]]:
     def ok(d: str) -> bool:
         return os.path.isfile(os.path.join(d, "cuda_fp16.h")) and os.path.isfile(os.path.join(d, "cuda_bf16.h"))
 
+    if _disabled("DEVICEKIT_CUDA_INCLUDE"):
+        return None, ("$DEVICEKIT_CUDA_INCLUDE (disabled)",)
     if os.environ.get("DEVICEKIT_CUDA_INCLUDE"):
         d = os.environ["DEVICEKIT_CUDA_INCLUDE"]
         searched.append(f"$DEVICEKIT_CUDA_INCLUDE={d}")
