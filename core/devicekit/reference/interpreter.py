@@ -1,0 +1,238 @@
+"""The reference interpreter: runs a kernel graph with numpy, vectorized over its ranges. It defines the semantics.
+
+Every range gets an axis; a value is an array broadcastable over the axes of the ranges it depends on plus one
+trailing lane axis (1 for scalars). Statements (stores, barriers) run in program order, each for all its lanes at
+once. A reduction evaluates its expression with the reduced ranges as extra axes, in chunks small enough to bound
+memory, and folds the chunks in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import semantics
+from ..ir.builder import Kernel
+from ..ir.dtypes import DType, bf16_to_f32, dtypes, f32_to_bf16
+from ..ir.ops import ALU, Ops
+from ..ir.uop import UOp, sym_eval
+from ..ir.verify import free_ranges
+
+CHUNK_ELEMENTS = 1 << 22  # largest array a reduction chunk may create
+
+
+class ReferenceError_(RuntimeError):
+    """A kernel did something the semantics forbid at run time (an out-of-bounds access)."""
+
+
+class Interpreter:
+    def __init__(self, kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int]):
+        self.k, self.vars = kernel, var_vals
+        self.nodes = kernel.sink.toposort()
+        self.free = free_ranges(self.nodes)
+        ranges = sorted((u for u in self.nodes if u.op is Ops.RANGE), key=lambda r: r.arg[0])
+        self.axis = {r: n for n, r in enumerate(ranges)}
+        self.ndim = len(ranges) + 1
+        self.extent = {r: max(0, sym_eval(r.src[0], var_vals)) for r in ranges}
+        self.global_axes = [r for r in ranges if r.arg[1] == "global"]
+        # buffers as typed flat arrays over the caller's storage (bfloat16 stays uint16 bits in memory)
+        self.bufs: dict[UOp, np.ndarray] = {}
+        for p, arr in zip(kernel.param_uops, storage):
+            self.bufs[p] = arr.view(p.dtype.np)
+        self.locals: dict[UOp, np.ndarray] = {}
+
+    # ---- helpers
+    def _shape1(self) -> list[int]:
+        return [1] * self.ndim
+
+    def _range_array(self, r: UOp, lo: int, hi: int) -> np.ndarray:
+        shape = self._shape1()
+        shape[self.axis[r]] = hi - lo
+        return np.arange(lo, hi, dtype=np.int64).reshape(shape)
+
+    def run(self) -> None:
+        for st in self.k.sink.src:
+            if st.op is Ops.BARRIER:
+                continue
+            if any(self.extent[r] == 0 for r in self.free[st]):
+                continue
+            self._store(st, {})
+
+    # ---- evaluation (memo per reduction context: values depending on a chunked range are recomputed per chunk)
+    def _eval(self, u: UOp, ctx: dict) -> np.ndarray:
+        memo = ctx.setdefault("memo", {})
+        if u in memo:
+            return memo[u]
+        v = self._eval1(u, ctx)
+        memo[u] = v
+        return v
+
+    def _eval1(self, u: UOp, ctx: dict) -> np.ndarray:
+        op, d = u.op, u.dtype
+        if op is Ops.CONST:
+            return semantics.const_array(u.arg, d).reshape(self._shape1())
+        if op is Ops.VAR:
+            return np.asarray(self.vars[u.arg[0]], np.int64).reshape(self._shape1())
+        if op is Ops.RANGE:
+            lo, hi = ctx.get("chunk", {}).get(u, (0, self.extent[u]))
+            return self._range_array(u, lo, hi)
+        if op is Ops.LOAD:
+            return self._load(u, ctx)
+        if op is Ops.REDUCE:
+            return self._reduce(u, ctx)
+        srcs = [self._eval(s, ctx) for s in u.src]
+        if op in ALU:
+            return semantics.alu(op, d, *srcs)
+        if op is Ops.CAST:
+            return semantics.cast(srcs[0], u.src[0].dtype, d)
+        if op is Ops.BITCAST:
+            return semantics.bitcast(srcs[0], u.src[0].dtype, d)
+        if op is Ops.VECTORIZE:
+            b = np.broadcast_arrays(*srcs)
+            return np.concatenate(b, axis=-1)
+        if op is Ops.GEP:
+            return srcs[0][..., u.arg:u.arg + 1]
+        raise NotImplementedError(f"reference interpreter: {op.name}")
+
+    # ---- memory
+    def _target(self, buf: UOp) -> np.ndarray:
+        if buf.op is Ops.PARAM:
+            return self.bufs[buf]
+        if buf not in self.locals:
+            groups = [self.extent[r] for r in self.global_axes]
+            self.locals[buf] = np.zeros((int(np.prod(groups, dtype=np.int64)) if groups else 1, buf.arg[1]), buf.dtype.np)
+        return self.locals[buf]
+
+    def _group_index(self, ctx: dict) -> np.ndarray:
+        """Flat workgroup id (over the global ranges) for local-memory addressing."""
+        g = np.zeros(self._shape1(), np.int64)
+        for r in self.global_axes:
+            g = g * self.extent[r] + self._eval(r, ctx)
+        return g
+
+    def _addresses(self, index: UOp, lanes: int, ctx: dict):
+        buf = index.src[0]
+        idx = self._eval(index.src[1], ctx)
+        gate = self._eval(index.src[2], ctx) if len(index.src) == 3 else None
+        if lanes > 1:
+            idx = idx + np.arange(lanes, dtype=np.int64)
+        mem = self._target(buf)
+        size = mem.shape[-1]
+        name = buf.arg[1] if buf.op is Ops.PARAM else buf.arg[0]
+        if gate is not None:
+            idx, gate = np.broadcast_arrays(idx, gate)
+            bad = gate & ((idx < 0) | (idx >= size))
+            safe = np.where(gate, idx, 0)
+        else:
+            bad = (idx < 0) | (idx >= size)
+            safe = idx
+        if bad.any():
+            first = int(np.asarray(idx)[bad].flat[0])
+            raise IndexError(f"kernel {self.k.name}: access to {name}[{first}] is out of bounds (size {size})"
+                             f"{' for ' + str(self.vars) if self.vars else ''}")
+        return buf, mem, safe, gate
+
+    def _load(self, u: UOp, ctx: dict) -> np.ndarray:
+        buf, mem, idx, gate = self._addresses(u.src[0], u.dtype.count, ctx)
+        if buf.op is Ops.PARAM:
+            raw = mem[idx]
+        else:
+            g = np.broadcast_to(self._group_index(ctx), idx.shape) if idx.ndim else self._group_index(ctx)
+            g, idx2 = np.broadcast_arrays(g, idx)
+            raw = mem[g, idx2]
+        val = bf16_to_f32(raw) if u.dtype.scalar() == dtypes.bfloat16 else raw
+        if gate is not None:
+            default = self._eval(u.src[1], ctx)
+            val = np.where(gate, val, default)
+        return val
+
+    def _store(self, st: UOp, ctx: dict) -> None:
+        index, value = st.src[0], st.src[1]
+        lanes = value.dtype.count
+        buf, mem, idx, gate = self._addresses(index, lanes, ctx)
+        val = self._eval(value, ctx)
+        if buf.dtype.scalar() == dtypes.bfloat16:
+            val = f32_to_bf16(val)
+        shape = np.broadcast_shapes(idx.shape, val.shape, *(() if gate is None else (gate.shape,)))
+        idx = np.broadcast_to(idx, shape)
+        val = np.broadcast_to(val, shape)
+        if gate is not None:
+            m = np.broadcast_to(gate, shape)
+            idx, val = idx[m], val[m]
+        else:
+            idx, val = idx.reshape(-1), val.reshape(-1)
+        if buf.op is Ops.PARAM:
+            mem[idx] = val.astype(mem.dtype, copy=False)
+        else:
+            g = np.broadcast_to(self._group_index(ctx), shape)
+            g = g[np.broadcast_to(gate, shape)] if gate is not None else g.reshape(-1)
+            mem[g, idx] = val.astype(mem.dtype, copy=False)
+
+    # ---- reductions
+    def _reduce(self, u: UOp, ctx: dict) -> np.ndarray:
+        x, ranges = u.src[0], u.src[1:]
+        acc_dtype = dtypes.float32 if u.dtype.scalar() in (dtypes.float16, dtypes.bfloat16) else u.dtype.scalar()
+        outer = [r for r in self.free[x] if r not in ranges]
+        outer_elems = int(np.prod([self._live_extent(r, ctx) for r in outer], dtype=np.int64)) if outer else 1
+        inner = int(np.prod([self.extent[r] for r in ranges], dtype=np.int64))
+        if inner == 0:
+            ident = semantics.const_array(semantics.identity(u.arg, u.dtype), u.dtype)
+            return ident.reshape(self._shape1())
+        # chunk the first reduced range; the others are evaluated whole
+        r0 = ranges[0]
+        rest = inner // self.extent[r0]
+        step = max(1, CHUNK_ELEMENTS // max(1, outer_elems * rest * x.dtype.count))
+        acc = None
+        axes = tuple(self.axis[r] for r in ranges)
+        for lo in range(0, self.extent[r0], step):
+            hi = min(self.extent[r0], lo + step)
+            sub = {"chunk": {**ctx.get("chunk", {}), r0: (lo, hi)},
+                   "memo": {k: v for k, v in ctx.get("memo", {}).items() if not (self.free[k] & set(ranges))}}
+            val = self._eval(x, sub).astype(acc_dtype.np_compute, copy=False)
+            part = self._fold(u.arg, val, axes, acc_dtype)
+            acc = part if acc is None else semantics.alu(u.arg, acc_dtype, acc, part) if u.arg is not Ops.MAX \
+                else _max_nan_skip(acc, part)
+        assert acc is not None
+        if acc_dtype != u.dtype.scalar():
+            acc = semantics.cast(acc, acc_dtype, u.dtype)
+        return acc
+
+    def _live_extent(self, r: UOp, ctx: dict) -> int:
+        lo, hi = ctx.get("chunk", {}).get(r, (0, self.extent[r]))
+        return hi - lo
+
+    @staticmethod
+    def _fold(op: Ops, val: np.ndarray, axes: tuple[int, ...], dt: DType) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            if op is Ops.ADD:
+                out = np.sum(val, axis=axes, keepdims=True, dtype=dt.np_compute)
+            elif op is Ops.MUL:
+                out = np.prod(val, axis=axes, keepdims=True, dtype=dt.np_compute)
+            else:
+                v = np.where(np.isnan(val), -np.inf, val) if dt.is_float else val
+                ident = semantics.const_array(semantics.identity(Ops.MAX, dt), dt)
+                out = np.maximum(np.max(v, axis=axes, keepdims=True), ident) if v.size else ident
+        return np.asarray(out, dtype=dt.np_compute)
+
+
+def _max_nan_skip(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.where(a < b, b, a)
+
+
+def run_kernel(kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int]) -> None:
+    """Execute `kernel` in place on `storage` (one uint8/typed host array per param, in param order)."""
+    Interpreter(kernel, storage, var_vals).run()
+
+
+def evaluate(kernel: Kernel, arrays: dict[str, Any], **vars_: int) -> dict[str, np.ndarray]:
+    """Convenience for tests: run on copies of numpy arrays by name; returns every param array by name."""
+    storage = []
+    for p in kernel.params:
+        a = np.ascontiguousarray(arrays[p.name]).copy()
+        storage.append(a.view(np.uint8).reshape(-1))
+    run_kernel(kernel, storage, dict(vars_))
+    return {p.name: s.view(p.dtype.np) for p, s in zip(kernel.params, storage)}
+
+
+__all__ = ["Interpreter", "ReferenceError_", "evaluate", "run_kernel"]
