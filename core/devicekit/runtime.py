@@ -6,9 +6,9 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .debug import dprint
-from .render.program_spec import ProgramSpec
 
 if TYPE_CHECKING:
+    from .render.program_spec import ProgramSpec
     from .compile.compiler import CompiledSpec
     from .device import Device
 

@@ -6,11 +6,14 @@ import hashlib
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..debug import debug_level, dprint
 from ..errors import CompileError
-from ..render.program_spec import ParamSpec, ProgramSpec, VarSpec
 from .cache import CacheKey, CompileCache, default_cache
+
+if TYPE_CHECKING:  # not at run time: the compile side must not need the IR to load
+    from ..render.program_spec import ParamSpec, ProgramSpec, VarSpec
 
 
 @dataclass(frozen=True)

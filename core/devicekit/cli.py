@@ -1,0 +1,183 @@
+"""The `devicekit` command: `info [--json]`, `devices [--json]`, `cache info|clear [--json]`.
+
+Exit codes: 0 ok; 1 a requested thing failed; 2 usage error. `info` is the diagnostic: it exits 0 even when plugins
+are broken, except under DEVICEKIT_STRICT_PLUGINS=1, where a failed plugin makes it exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _text_info(rep: dict) -> str:
+    out: list[str] = []
+    core = rep["devicekit"]
+    out.append(f"devicekit {core['version'] or '(not installed)'}  API {core['api'][0]}.{core['api'][1]}  "
+               f"Python {core['python']}")
+    out.append(f"default device: {rep['default_device'] or 'none'}"
+               + (f"  ({rep['default_device_error']})" if rep["default_device_error"] else ""))
+    out.append("")
+    out.append("plugins:")
+    kinds_by_plugin: dict[str, list[str]] = {}
+    for kind, k in rep["kinds"].items():
+        kinds_by_plugin.setdefault(k["plugin"], []).append(kind)
+    for p in rep["plugins"]:
+        dist = f"{p['distribution']} {p['version'] or ''}".strip() if p["distribution"] else "in-process"
+        kinds = ", ".join(kinds_by_plugin.get(p["name"], [])) or "-"
+        out.append(f"  {p['name']:<12} {p['status']:<8} {dist:<28} kinds: {kinds}")
+        for note in p["notes"]:
+            out.append(f"      note: {note}")
+        for f in p["failures"]:
+            out.append(f"      FAILED at {f['phase']}: {f['exception']}: {f['message']}")
+    out.append("")
+    out.append("device kinds:")
+    for kind, k in rep["kinds"].items():
+        state = f"available: {', '.join(k['ids'])}" if k["available"] else f"unavailable: {k['reason']}"
+        out.append(f"  {kind:<8} priority {k['priority']:<4} plugin {k['plugin']}  {state}")
+        if k.get("error"):
+            out.append(f"      ERROR: {k['error']}")
+        for s in k["shadowed"]:
+            out.append(f"      also declared by {s} (lower priority, not used)")
+        for i, pair in enumerate(k["pairs"]):
+            built = k.get("pairs_built")
+            mark = "" if built is None or pair["name"] in built else "  (skipped)"
+            out.append(f"      pair {i}: {pair['name']:<14} priority {pair['priority']:<4} plugin {pair['plugin']}{mark}")
+        if k.get("fallback"):
+            out.append(f"      fallback: {k['fallback']}")
+    orphans = [d for d in rep["devices"] if d["kind"] not in rep["kinds"]]
+    for d in orphans:
+        out.append(f"  {d['kind']:<8} unavailable: {d['reason']}")
+    out.append("")
+    c = rep["cache"]
+    out.append(f"compile cache: {c.get('dir', '?')}  [{c.get('state')}]")
+    if "entries" in c:
+        out.append(f"  {c['entries']} entries, {_fmt_bytes(c['bytes'])} of {_fmt_bytes(c['max_bytes'])}")
+    if rep["env"]:
+        out.append("")
+        out.append("environment:")
+        for k, v in rep["env"].items():
+            out.append(f"  {k}={v}")
+    return "\n".join(out)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from .errors import PluginError
+    from .registry import get_registry
+
+    reg = get_registry()
+    try:
+        rep = reg.report()
+    except PluginError as e:  # only under DEVICEKIT_STRICT_PLUGINS=1
+        print(f"devicekit: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    _print_json(rep) if args.json else print(_text_info(rep))
+    if reg.strict and any(p["failures"] for p in rep["plugins"]):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from .errors import PluginError
+    from .registry import devices
+
+    try:
+        infos = devices()
+    except PluginError as e:
+        print(f"devicekit: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        _print_json([d.to_dict() for d in infos])
+        return EXIT_OK
+    if not infos:
+        print("no devices: no devicekit plugin is installed (pip install devicekit-cpu)")
+    for d in infos:
+        dist = f"{d.distribution} {d.version or ''}".strip() if d.distribution else d.plugin
+        if d.available:
+            print(f"{d.spec:<10} available    {dist:<26} pairs: {', '.join(d.pair_names) or '-'}")
+        else:
+            print(f"{d.spec:<10} unavailable  {dist:<26} {d.reason}")
+    return EXIT_OK
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .compile.cache import cache_clear, cache_info
+
+    try:
+        if args.action == "clear":
+            n = cache_clear()
+            info = cache_info()
+            if args.json:
+                _print_json({"removed": n, **info})
+            else:
+                print(f"removed {n} entries from {info['dir']}")
+            if str(info["state"]).startswith("refused"):
+                print(f"devicekit: the disk cache is not in use: {info['state']}", file=sys.stderr)
+                return EXIT_FAILED
+            return EXIT_OK
+        info = cache_info()
+    except OSError as e:
+        print(f"devicekit: cache {args.action} failed: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        _print_json(info)
+    else:
+        print(f"dir:      {info['dir']}")
+        print(f"state:    {info['state']}")
+        print(f"entries:  {info['entries']}")
+        print(f"size:     {_fmt_bytes(info['bytes'])} (cap {_fmt_bytes(info['max_bytes'])})")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="devicekit", description="devicekit: devices, plugins and the compile cache")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    pi = sub.add_parser("info", help="plugins, device kinds, compiler pairs, failures and the cache")
+    pi.add_argument("--json", action="store_true", help="machine-readable output")
+    pi.set_defaults(func=cmd_info)
+    pd = sub.add_parser("devices", help="every known device id and whether it is available")
+    pd.add_argument("--json", action="store_true", help="machine-readable output")
+    pd.set_defaults(func=cmd_devices)
+    pc = sub.add_parser("cache", help="the disk compile cache")
+    pc.add_argument("action", choices=["info", "clear"])
+    pc.add_argument("--json", action="store_true", help="machine-readable output")
+    pc.set_defaults(func=cmd_cache)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
+        return int(e.code or 0)
+    with warnings.catch_warnings():
+        # failures are reported in the output itself; don't repeat them as warnings
+        from .registry import PluginWarning
+        warnings.simplefilter("ignore", PluginWarning)
+        return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Core test fixtures: an isolated environment, an in-process registry with the TOY plugin, and a throwaway venv
+in which the fixture distributions under tests/fixtures are really pip-installed (for entry-point tests)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures"
+sys.path.insert(0, str(FIXTURES / "toy"))  # in-process use of the TOY plugin (dkfix_toy)
+
+_DK_ENV = ("DEVICEKIT_DEVICE", "DEVICEKIT_STRICT_PLUGINS", "DEVICEKIT_DISABLE_PLUGINS", "DEVICEKIT_TRACE_PLUGINS",
+           "DEVICEKIT_DEBUG", "DEVICEKIT_CACHE", "DEVICEKIT_CACHE_MAX_BYTES")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path_factory):
+    """No DEVICEKIT_* settings leak in; the process-wide compile cache lives in a private temp dir."""
+    from devicekit.compile.cache import reset_default_cache
+
+    for k in _DK_ENV:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dk-cache"))
+    reset_default_cache()
+    yield
+    reset_default_cache()
+
+
+@pytest.fixture
+def registry():
+    """A fresh process-wide registry without entry points, with the TOY plugin registered in-process."""
+    import dkfix_toy.plugin
+
+    from devicekit import registry as reg_mod
+
+    old = reg_mod._registry
+    reg = reg_mod.reset_registry(reg_mod.Registry(entry_points=False, strict=False, disabled=set(), trace=False))
+    reg.register_plugin(dkfix_toy.plugin, "toy")
+    yield reg
+    reg_mod._registry = old
+
+
+def _fixture_dirs() -> list[Path]:
+    return sorted(p.parent for p in FIXTURES.glob("*/pyproject.toml"))
+
+
+def _fixtures_hash() -> str:
+    h = hashlib.sha256()
+    for d in _fixture_dirs():
+        for f in sorted(d.rglob("*")):
+            if f.is_file() and "__pycache__" not in f.parts and ".egg-info" not in str(f):
+                h.update(str(f.relative_to(FIXTURES)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class FixtureVenv:
+    """A venv layered on the test venv (devicekit importable) with every fixture distribution installed."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.python = str(root / "bin" / "python")
+        self.side_effects = root / "side-effects"
+        self.side_effects.mkdir(exist_ok=True)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
+        env["DEVICEKIT_CACHE_DIR"] = str(self.root / "dk-cache")
+        env["DKFIX_SIDE_EFFECT_DIR"] = str(self.side_effects)
+        env.update(extra)
+        return env
+
+    def run(self, args: list[str], **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([self.python, *args], env=self.env(**extra), capture_output=True, text=True,
+                              timeout=120, cwd=self.root)
+
+    def script(self, code: str, **extra: str) -> dict:
+        """Run `code` (which must print one JSON document last) and return it parsed."""
+        p = self.run(["-c", code], **extra)
+        assert p.returncode == 0, f"fixture script failed:\n{p.stdout}\n{p.stderr}"
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def fixture_venv(tmp_path_factory, request) -> FixtureVenv:
+    """Build the fixture wheels once (cached by content in .pytest_cache, offline: no build isolation, the test
+    venv's setuptools), then install them with --no-deps into a fresh venv layered on the test venv."""
+    wheels = Path(request.config.cache.mkdir("devicekit-fixture-wheels")) / _fixtures_hash()
+    if not list(wheels.glob("*.whl")):
+        wheels.mkdir(parents=True, exist_ok=True)
+        p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                            "--no-index", "-w", str(wheels), *map(str, _fixture_dirs())],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, f"building fixture wheels failed:\n{p.stdout}\n{p.stderr}"
+    root = tmp_path_factory.mktemp("fixture-venv")
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
+                    "--system-site-packages", str(root)], check=True, timeout=120)
+    # --system-site-packages reaches the base interpreter, not the test venv: layer the test venv's site-packages
+    # (and its .pth files: the editable devicekit) under the new one
+    purelib = subprocess.run([str(root / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "_devicekit_test_parent.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(root),
+                        *map(str, sorted(wheels.glob("*.whl")))], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"installing fixture wheels failed:\n{p.stdout}\n{p.stderr}"
+    return FixtureVenv(root)
