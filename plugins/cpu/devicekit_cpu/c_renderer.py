@@ -48,7 +48,7 @@ class CRenderer(CStyleRenderer):
     def meta(self, lk) -> tuple:
         return (("split_cost", split_cost(lk)),)
 
-    def parse_source(self, src: str, entry: str, sizes: dict | None = None):
+    def parse_source(self, src: str, entry: str, sizes: dict | None = None, split=None):
         """A ProgramSpec for hand-written C: the signature of `entry`, read with libclang (see source_parse)."""
         from .source_parse import parse_c_source
-        return parse_c_source(src, entry, sizes=sizes, device=self.device, lang=self.lang)
+        return parse_c_source(src, entry, sizes=sizes, split=split, device=self.device, lang=self.lang)

@@ -15,7 +15,7 @@ from .hostinfo import cpu_fingerprint
 
 # IEEE semantics: no -ffast-math, no fp contraction (MULACC is two roundings); errno never set by libm calls
 FLAGS = ("-shared", "-fPIC", "-O2", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-std=gnu11",
-         "-fvisibility=hidden", "-fno-plt", "-Wno-unused-variable", "-Wno-unused-function")
+         "-fno-plt", "-Wno-unused-variable", "-Wno-unused-function")
 
 
 def find_cc() -> str | None:
