@@ -1,0 +1,206 @@
+"""The kernels framework authors need, built with ir.KernelBuilder. Each returns a verified ir.Kernel.
+
+Shapes are vars (one compiled program serves every size) except matmul and mlp, whose tile sizes must divide the
+shape; they take ints. Reductions accumulate `vec` lanes at a time (independent accumulators a backend can keep in
+one SIMD register), then fold the lanes: the summation order differs from numpy's, within float tolerance.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from . import ir
+from .ir import dtypes
+from .ir.dtypes import DType
+from .ir.uop import UOp
+
+_EXPR_FUNCS = {"exp2": ir.exp2, "log2": ir.log2, "sqrt": ir.sqrt, "sin": ir.sin, "exp": ir.exp, "log": ir.log,
+               "where": ir.where, "maximum": ir.maximum, "minimum": ir.minimum, "recip": ir.recip, "trunc": ir.trunc}
+
+_REDUCE = {"sum": "sum", "max": "max", "prod": "prod"}
+
+
+def elementwise(expr: str | Callable[..., UOp], inputs: tuple[str, ...] | None = None, dtype: DType = dtypes.float32,
+                out_dtype: DType | None = None, name: str = "elementwise") -> ir.Kernel:
+    """out[i] = expr(inputs[i]...) for i < n. `expr` is a python expression over the input names (with exp2, log2,
+    sqrt, sin, exp, log, where, maximum, minimum) or a callable taking one value per input."""
+    if callable(expr):
+        names = tuple(inputs or inspect.signature(expr).parameters)
+        fn = expr
+    else:
+        code = compile(expr, "<elementwise>", "eval")
+        names = tuple(inputs or sorted(n for n in code.co_names if n not in _EXPR_FUNCS))
+        def fn(*vals: UOp) -> UOp:
+            return eval(code, {"__builtins__": {}, **_EXPR_FUNCS}, dict(zip(names, vals)))
+    if not names:
+        raise ValueError("elementwise kernel needs at least one input")
+    k = ir.KernelBuilder(name)
+    n = k.var("n", 1)
+    bufs = [k.param(x, dtype, n) for x in names]
+    out = k.param("out", out_dtype or dtype, n, writable=True)
+    i = k.range(n, "global")
+    val = fn(*(b[i] for b in bufs))
+    if not isinstance(val, UOp):
+        raise ir.KernelError(f"elementwise expression must use its inputs, got {val!r}")
+    out[i] = val if val.dtype == out.dtype else val.cast(out.dtype)
+    return k.build()
+
+
+def _fold_lanes(v: UOp, op: str) -> UOp:
+    lanes = [v.gep(c) for c in range(v.dtype.count)]
+    while len(lanes) > 1:  # tree fold: lanes (0,1), (2,3), ...
+        pairs = [(lanes[j], lanes[j + 1]) for j in range(0, len(lanes) - 1, 2)]
+        nxt = [a + b if op == "sum" else a * b if op == "prod" else ir.maximum(a, b) for a, b in pairs]
+        lanes = nxt + ([lanes[-1]] if len(lanes) % 2 else [])
+    return lanes[0]
+
+
+def _row_reduce(k: ir.KernelBuilder, load: Callable[[UOp], UOp], n: UOp, op: str, vec: int, dtype: DType) -> UOp:
+    """op over load(r) for r < n: `vec` accumulators over the body, then a scalar tail loop."""
+    if op not in _REDUCE:
+        raise ValueError(f"reduce op must be one of {sorted(_REDUCE)}, got {op!r}")
+    comb = {"sum": lambda a, b: a + b, "prod": lambda a, b: a * b, "max": ir.maximum}[op]
+    if vec <= 1:
+        r = k.range(n, "reduce")
+        return getattr(load(r), op)(r)
+    body = n // vec
+    r = k.range(body, "reduce")
+    main = _fold_lanes(getattr(ir.vectorize(*(load(r * vec + c) for c in range(vec))), op)(r), op)
+    t = k.range(n - body * vec, "reduce")
+    tail = getattr(load(body * vec + t), op)(t)
+    return comb(main, tail)
+
+
+def reduce(op: str = "sum", dtype: DType = dtypes.float32, axis: int = 1, vec: int = 8,
+           name: str | None = None) -> ir.Kernel:
+    """x is an m x n row-major matrix; out = op over axis 1 (one value per row, size m) or axis 0 (per column, n).
+    A full reduction of N values is axis=1 over an (parts x N/parts) view, then a sum of the parts."""
+    if axis not in (0, 1):
+        raise ValueError(f"axis must be 0 or 1, got {axis}")
+    k = ir.KernelBuilder(name or f"reduce_{op}_axis{axis}")
+    m, n = k.var("m", 1), k.var("n", 1)
+    x = k.param("x", dtype, m * n)
+    out = k.param("out", dtype, m if axis == 1 else n, writable=True)
+    if axis == 1:
+        i = k.range(m, "global")
+        out[i] = _row_reduce(k, lambda r: x[i * n + r], n, op, vec, dtype)
+    else:
+        j = k.range(n, "global")
+        out[j] = _row_reduce(k, lambda r: x[r * n + j], m, op, 1, dtype)
+    return k.build()
+
+
+def softmax(dtype: DType = dtypes.float32, vec: int = 8, name: str = "softmax") -> ir.Kernel:
+    """Row softmax of an m x n matrix: exp(x - max) / sum(exp(x - max)), computed in float32 for half types."""
+    k = ir.KernelBuilder(name)
+    m, n = k.var("m", 1), k.var("n", 1)
+    x = k.param("x", dtype, m * n)
+    out = k.param("out", dtype, m * n, writable=True)
+    i = k.range(m, "global")
+    f = (lambda v: v.cast(dtypes.float32)) if dtype != dtypes.float32 else (lambda v: v)
+    mx = _row_reduce(k, lambda r: f(x[i * n + r]), n, "max", vec, dtypes.float32)
+    s = _row_reduce(k, lambda r: ir.exp(f(x[i * n + r]) - mx), n, "sum", vec, dtypes.float32)
+    inv = 1.0 / s
+    j = k.range(n, "loop")
+    val = ir.exp(f(x[i * n + j]) - mx) * inv
+    out[i * n + j] = val.cast(dtype) if dtype != dtypes.float32 else val
+    return k.build()
+
+
+def transpose(dtype: DType = dtypes.float32, name: str = "transpose") -> ir.Kernel:
+    """out (n x m) = x (m x n) transposed."""
+    k = ir.KernelBuilder(name)
+    m, n = k.var("m", 1), k.var("n", 1)
+    x = k.param("x", dtype, m * n)
+    out = k.param("out", dtype, m * n, writable=True)
+    i, j = k.range(m, "global"), k.range(n, "loop")
+    out[j * m + i] = x[i * n + j]
+    return k.build()
+
+
+def _pick_tile(size: int, want: int) -> int:
+    t = max(1, min(want, size))
+    while size % t:
+        t -= 1
+    return t
+
+
+def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 4, tn: int = 4,
+           epilogue: Callable[[UOp, UOp], UOp] | None = None, bias: bool = False, name: str = "matmul") -> ir.Kernel:
+    """c (M x N) = a (M x K) @ b (K x N), row-major. Each program instance computes a tm x tn tile held in one
+    tm*tn-lane accumulator (<= 16 lanes), so the k loop does tm loads of a, tn contiguous loads of b and tm*tn
+    multiply-adds. Tiles shrink to divide M and N. `epilogue(value, column)` rewrites each output (bias, relu)."""
+    for nm, v in (("M", M), ("N", N), ("K", K)):
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"matmul {nm} must be a positive int, got {v!r}")
+    tm, tn = _pick_tile(M, tm), _pick_tile(N, tn)
+    if tm * tn > 16:
+        raise ValueError(f"tile {tm}x{tn} has more than 16 lanes")
+    k = ir.KernelBuilder(name)
+    a = k.param("a", dtype, M * K)
+    b = k.param("b", dtype, K * N)
+    bias_p = k.param("bias", dtype, N) if bias else None
+    c = k.param("c", dtype, M * N, writable=True)
+    i, j = k.range(M // tm, "global"), k.range(N // tn, "global")
+    r = k.range(K, "reduce")
+    acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+    f = (lambda v: v.cast(acc_t)) if acc_t != dtype else (lambda v: v)
+    av = [f(a[(i * tm + x) * K + r]) for x in range(tm)]
+    bv = [f(b[r * N + j * tn + y]) for y in range(tn)]
+    prods = [av[x] * bv[y] for x in range(tm) for y in range(tn)]
+    acc = ir.vectorize(*prods).sum(r) if len(prods) > 1 else prods[0].sum(r)
+    for x in range(tm):
+        for y in range(tn):
+            v = acc.gep(x * tn + y) if len(prods) > 1 else acc
+            col = j * tn + y
+            if bias_p is not None:
+                v = v + f(bias_p[col])
+            if epilogue is not None:
+                v = epilogue(v, col)
+            c[(i * tm + x) * N + col] = v.cast(dtype) if acc_t != dtype else v
+    return k.build()
+
+
+def mlp_layer(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 4, tn: int = 4,
+              name: str = "mlp_layer") -> ir.Kernel:
+    """relu(x @ w + bias): one fused kernel; params a (x, M x K), b (w, K x N), bias (N), c (out, M x N)."""
+    return matmul(M, N, K, dtype, tm, tn, epilogue=lambda v, col: ir.maximum(v, 0.0), bias=True, name=name)
+
+
+def all_kernels() -> dict[str, Callable[[], ir.Kernel]]:
+    """Small instances of every kernel of the library, by name: what conformance suites and tests iterate."""
+    return {
+        "elementwise_fma": lambda: elementwise("a * b + c"),
+        "elementwise_math": lambda: elementwise("where(a < 0.0, exp2(a), sqrt(a) + sin(b))", name="ew_math"),
+        "elementwise_int": lambda: elementwise("(a * 3 + b) // 2 - (a % 5)", dtype=dtypes.int32, name="ew_int"),
+        "reduce_sum": lambda: reduce("sum"),
+        "reduce_max": lambda: reduce("max"),
+        "reduce_sum_axis0": lambda: reduce("sum", axis=0),
+        "softmax": lambda: softmax(),
+        "transpose": lambda: transpose(),
+        "matmul": lambda: matmul(24, 20, 16),
+        "mlp_layer": lambda: mlp_layer(16, 12, 8),
+    }
+
+
+def example_inputs(name: str, seed: int = 0) -> dict[str, Any]:
+    """Named numpy inputs (and var values) for each kernel of `all_kernels()`, sized to exercise tails and tiles."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)
+    if name == "elementwise_fma":
+        return {"a": f(1000), "b": f(1000), "c": f(1000), "n": 1000}
+    if name == "elementwise_math":
+        return {"a": f(777), "b": f(777), "n": 777}
+    if name == "elementwise_int":
+        return {"a": rng.integers(-1000, 1000, 513).astype(np.int32), "b": rng.integers(-9, 9, 513).astype(np.int32),
+                "n": 513}
+    if name in ("reduce_sum", "reduce_max", "reduce_sum_axis0", "softmax", "transpose"):
+        return {"x": f(37, 101).reshape(-1), "m": 37, "n": 101}
+    if name == "matmul":
+        return {"a": f(24 * 16), "b": f(16 * 20)}
+    if name == "mlp_layer":
+        return {"a": f(16 * 8), "b": f(8 * 12), "bias": f(12)}
+    raise KeyError(name)
