@@ -1,0 +1,359 @@
+"""Every kernel renders to MSL that parses (libclang + the shim) and, when barrier-free, computes what the PYTHON
+reference computes when compiled for the host with g++ through the shim (threads as loop variables)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from devicekit import ir
+from devicekit.ir import dtypes
+from devicekit.ir.dtypes import bf16_to_f32, from_numpy_values
+from devicekit_metal.hostcheck import HostKernel, cxx, libclang_available, syntax_check
+from devicekit_metal.renderer import MetalRenderer
+
+warnings.filterwarnings("ignore", message=".*plugin.*")
+
+f32, f16, bf16, i32, i64, i8, u8, u32 = (dtypes.float32, dtypes.float16, dtypes.bfloat16, dtypes.int32, dtypes.int64,
+                                         dtypes.int8, dtypes.uint8, dtypes.uint32)
+
+
+# ------------------------------------------------------------------ the corpus (KernelBuilder)
+def k_saxpy():
+    k = ir.KernelBuilder("saxpy")
+    n = k.var("n", 1, 1 << 20)
+    x, y = k.param("x", f32, n), k.param("y", f32, n)
+    out = k.param("out", f32, n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[i] * 2.5 + y[i]
+    return k.build(), {"n": 1000}
+
+
+def k_math():
+    k = ir.KernelBuilder("fmath")
+    n = k.var("n", 1, 1 << 20)
+    x = k.param("x", f32, n)
+    outs = [k.param(f"o{j}", f32, n, writable=True) for j in range(8)]
+    i = k.range(n, "global")
+    v = x[i]
+    a = v * v + 0.25
+    outs[0][i] = ir.exp2(v)
+    outs[1][i] = ir.log2(a)
+    outs[2][i] = ir.sin(v)
+    outs[3][i] = ir.sqrt(a)
+    outs[4][i] = ir.trunc(v * 3.0)
+    outs[5][i] = ir.recip(a)
+    outs[6][i] = ir.where(v < 0.0, -v, v * 0.5)
+    outs[7][i] = ir.maximum(v, 0.125) - ir.minimum(v, -0.5) + v / a
+    return k.build(), {"n": 517}
+
+
+def k_intops():
+    k = ir.KernelBuilder("intops")
+    n = k.var("n", 1, 1 << 20)
+    a, b = k.param("a", i32, n), k.param("b", i32, n)
+    outs = [k.param(f"o{j}", i32, n, writable=True) for j in range(6)]
+    i = k.range(n, "global")
+    x, y = a[i], b[i]
+    y = ir.where(y.eq(0), 1, y)
+    outs[0][i] = x // y
+    outs[1][i] = x % y
+    outs[2][i] = (x << (y & 7)) ^ (x >> 3)
+    outs[3][i] = (x & 0xFF) | (y & 0x0F00)
+    outs[4][i] = ir.where(x < y, x, y) + ir.maximum(x, y)
+    outs[5][i] = -x * 3 - y
+    return k.build(), {"n": 300}
+
+
+def k_small_ints():
+    k = ir.KernelBuilder("small_ints")
+    n = k.var("n", 1, 1 << 20)
+    a, b = k.param("a", i8, n), k.param("b", u8, n)
+    o1, o2 = k.param("o1", i8, n, writable=True), k.param("o2", u8, n, writable=True)
+    i = k.range(n, "global")
+    o1[i] = (a[i] * a[i] + 100) // 3
+    o2[i] = (b[i] * 7 + 200) // 5
+    return k.build(), {"n": 256}
+
+
+def k_casts():
+    k = ir.KernelBuilder("casts")
+    n = k.var("n", 1, 1 << 20)
+    x, a = k.param("x", f32, n), k.param("a", i32, n)
+    o1, o2 = k.param("o1", i32, n, writable=True), k.param("o2", f32, n, writable=True)
+    o3, o4 = k.param("o3", u32, n, writable=True), k.param("o4", dtypes.bool, n, writable=True)
+    o5 = k.param("o5", i64, n, writable=True)
+    i = k.range(n, "global")
+    o1[i] = (x[i] * 100.0).cast(i32)
+    o2[i] = a[i].cast(f32) * 0.5
+    o3[i] = x[i].bitcast(u32)
+    o4[i] = (x[i] < 0.0) | a[i].cast(dtypes.bool)
+    o5[i] = a[i].cast(i64) * 3_000_000_000 + n
+    return k.build(), {"n": 129}
+
+
+def k_half():
+    k = ir.KernelBuilder("halfk")
+    n = k.var("n", 1, 1 << 20)
+    x = k.param("x", f16, n)
+    o1, o2 = k.param("o1", f16, n, writable=True), k.param("o2", f32, n, writable=True)
+    i = k.range(n, "global")
+    o1[i] = x[i] * x[i] + 1.5
+    o2[i] = ir.exp2(x[i]).cast(f32) + ir.sqrt(x[i] * x[i]).cast(f32)
+    return k.build(), {"n": 100}
+
+
+def k_bf16():
+    k = ir.KernelBuilder("bf16k")
+    n = k.var("n", 1, 1 << 20)
+    x, y = k.param("x", bf16, n), k.param("y", f32, n)
+    o1, o2 = k.param("o1", bf16, n, writable=True), k.param("o2", f32, n, writable=True)
+    i = k.range(n, "global")
+    o1[i] = x[i] * 2.0 + y[i].cast(bf16)
+    o2[i] = ir.maximum(x[i], y[i].cast(bf16)).cast(f32)
+    return k.build(), {"n": 100}
+
+
+def k_rowsum():
+    k = ir.KernelBuilder("rowreduce")
+    m, n = k.var("m", 1, 4096), k.var("n", 1, 4096)
+    a = k.param("a", f32, m * n)
+    s, mx, p = (k.param(nm, f32, m, writable=True) for nm in ("s", "mx", "p"))
+    i = k.range(m, "global")
+    j = k.range(n, "reduce")
+    s[i] = a[i * n + j].sum(j)
+    j2 = k.range(n, "reduce")
+    mx[i] = a[i * n + j2].max(j2)
+    j3 = k.range(n, "reduce")
+    p[i] = (a[i * n + j3] * 0.1 + 1.0).prod(j3)
+    return k.build(), {"m": 37, "n": 19}
+
+
+def k_matmul():
+    k = ir.KernelBuilder("matmul")
+    m, n, kk = k.var("m", 1, 1024), k.var("n", 1, 1024), k.var("kk", 1, 1024)
+    a, b = k.param("a", f32, m * kk), k.param("b", f32, kk * n)
+    c = k.param("c", f32, m * n, writable=True)
+    i, j = k.range(m, "global"), k.range(n, "global")
+    r = k.range(kk, "reduce")
+    c[i * n + j] = (a[i * kk + r] * b[r * n + j]).sum(r)
+    return k.build(), {"m": 13, "n": 17, "kk": 9}
+
+
+def k_softmax():
+    k = ir.KernelBuilder("softmax")
+    m, n = k.var("m", 1, 4096), k.var("n", 1, 4096)
+    x = k.param("x", f32, m * n)
+    out = k.param("out", f32, m * n, writable=True)
+    i, j = k.range(m, "global"), k.range(n, "loop")
+    r1, r2 = k.range(n, "reduce"), k.range(n, "reduce")
+    mx = x[i * n + r1].max(r1)
+    den = ir.exp(x[i * n + r2] - mx).sum(r2)
+    out[i * n + j] = ir.exp(x[i * n + j] - mx) / den
+    return k.build(), {"m": 11, "n": 23}
+
+
+def k_transpose3d():
+    k = ir.KernelBuilder("transpose3d")
+    a_, b_, c_ = k.var("A", 1, 64), k.var("B", 1, 64), k.var("C", 1, 64)
+    x = k.param("x", i32, a_ * b_ * c_)
+    out = k.param("out", i32, a_ * b_ * c_, writable=True)
+    i, j, l = k.range(a_, "global"), k.range(b_, "global"), k.range(c_, "global")
+    out[l * a_ * b_ + j * a_ + i] = x[i * b_ * c_ + j * c_ + l]
+    return k.build(), {"A": 3, "B": 5, "C": 7}
+
+
+def k_vectors():
+    k = ir.KernelBuilder("vectors")
+    n = k.var("n", 1, 1 << 16)
+    x = k.param("x", f32, n * 8)
+    o4, o8 = k.param("o4", f32, n, writable=True), k.param("o8", f32, n, writable=True)
+    i = k.range(n, "global")
+    v4 = ir.vectorize(*(x[i * 8 + t] for t in range(4)))
+    w4 = v4 * 2.0 + v4
+    o4[i] = w4[0] + w4[1] * w4[2] - w4[3]
+    v8 = ir.vectorize(*(x[i * 8 + t] for t in range(8)))
+    w8 = ir.maximum(v8 * v8, v8 + 1.0)
+    o8[i] = w8[0] + w8[3] + w8[7]
+    return k.build(), {"n": 40}
+
+
+def k_gated():
+    k = ir.KernelBuilder("stencil")
+    n = k.var("n", 2, 1 << 20)
+    x = k.param("x", f32, n)
+    out = k.param("out", f32, n, writable=True)
+    i = k.range(n, "global")
+    left = x.load(i - 1, gate=i > 0, default=0.0)
+    right = x.load(i + 1, gate=i < n - 1, default=0.0)
+    out[i] = left + x[i] * 2.0 + right
+    return k.build(), {"n": 300}
+
+
+def k_unroll():
+    k = ir.KernelBuilder("unrolled")
+    n = k.var("n", 1, 1 << 16)
+    x = k.param("x", f32, n * 4)
+    out = k.param("out", f32, n, writable=True)
+    i, u = k.range(n, "global"), k.range(4, "unroll")
+    out[i] = (x[i * 4 + u] * 1.5).sum(u)
+    return k.build(), {"n": 70}
+
+
+def k_specials():
+    k = ir.KernelBuilder("specials")
+    n = k.var("n", 1, 1 << 16)
+    x = k.param("x", f32, n)
+    out = k.param("out", f32, n, writable=True)
+    o2 = k.param("o2", i64, n, writable=True)
+    i = k.range(n, "global")
+    nan = x[i] * 0.0 + float("nan")
+    out[i] = ir.where(x[i] < 0.0, float("inf"), ir.where(x[i] > 0.5, nan, -float("inf")))
+    lo = i * 0 + (-(2**63))
+    o2[i] = ir.where(x[i] < 0.0, lo, 2**63 - 1)
+    return k.build(), {"n": 50}
+
+
+def k_local_sum():
+    """Needs a barrier: rendered and syntax-checked only (threads do not run concurrently on the host)."""
+    k = ir.KernelBuilder("blocksum")
+    g = k.var("g", 1, 1 << 16)
+    x = k.param("x", f32, g * 64)
+    out = k.param("out", f32, g, writable=True)
+    gi, li = k.range(g, "global"), k.range(64, "local")
+    sm = k.local("sm", f32, 64)
+    sm[li] = x[gi * 64 + li]
+    k.barrier()
+    r = k.range(64, "reduce")
+    out[gi] = sm[r].sum(r)
+    return k.build(), {"g": 3}
+
+
+CORPUS = {f.__name__[2:]: f for f in (k_saxpy, k_math, k_intops, k_small_ints, k_casts, k_half, k_bf16, k_rowsum,
+                                      k_matmul, k_softmax, k_transpose3d, k_vectors, k_gated, k_unroll, k_specials,
+                                      k_local_sum)}
+
+
+def _library_kernels():
+    """(name, kernel, var values) for every kernel builder in devicekit.kernels, when that module exists."""
+    try:
+        from devicekit import kernels as K
+    except ImportError:
+        return []
+    found = []
+    for name in sorted(getattr(K, "__all__", dir(K))):
+        fn = getattr(K, name, None)
+        example = getattr(K, "examples", None)
+        if callable(example) and name == "examples":
+            continue
+        if not callable(fn) or name.startswith("_"):
+            continue
+        try:
+            kern = fn()
+        except Exception:  # noqa: BLE001, S112 - builders that need arguments are covered by examples()
+            continue
+        if isinstance(kern, ir.Kernel):
+            found.append((f"lib_{name}", kern, None))
+    if callable(getattr(K, "examples", None)):
+        for item in K.examples():
+            name, kern = (item[0], item[1]) if isinstance(item, tuple) else (item.name, item)
+            found.append((f"lib_{name}", kern, None))
+    return found
+
+
+LIB = _library_kernels()
+
+
+# ------------------------------------------------------------------ helpers
+def _default_vars(kernel) -> dict[str, int]:
+    return {v.name: max(v.lo, min(v.hi, 33)) for v in kernel.vars}
+
+
+def _inputs(spec, var_vals, seed=0):
+    rng = np.random.default_rng(seed)
+    sizes = spec.buffer_sizes(var_vals)
+    arrays = {}
+    for p, n in zip(spec.params, sizes):
+        d = p.dtype
+        if d.is_float:
+            vals = rng.standard_normal(n).astype(np.float32 if d == bf16 else d.np)
+        elif d.is_bool:
+            vals = rng.integers(0, 2, n).astype(bool)
+        else:
+            info = np.iinfo(d.np)
+            lo, hi = max(info.min, -1000), min(info.max, 1000)
+            vals = rng.integers(lo, hi, n, endpoint=True).astype(d.np)
+        arrays[p.name] = vals if p.writable is False else np.zeros(n, d.np_compute if d != bf16 else np.float32)
+    return arrays
+
+
+def _tolerance(dt):
+    if dt == f16:
+        return {"rtol": 2e-3, "atol": 2e-3}
+    if dt == bf16:
+        return {"rtol": 1.6e-2, "atol": 1.6e-2}
+    return {"rtol": 2e-5, "atol": 1e-6}
+
+
+def _python_available():
+    import devicekit as dk
+    try:
+        dk.device("PYTHON")
+    except Exception as e:  # noqa: BLE001
+        return str(e)
+    return None
+
+
+# ------------------------------------------------------------------ tests
+ALL = [(n, f) for n, f in CORPUS.items()]
+
+
+@pytest.mark.parametrize("name", list(CORPUS) + [n for n, _, _ in LIB])
+def test_renders_and_parses(name):
+    if (why := libclang_available()) is not None:
+        pytest.skip(why)
+    kern = CORPUS[name]()[0] if name in CORPUS else next(k for n, k, _ in LIB if n == name)
+    spec = MetalRenderer().render(kern)
+    assert spec.lang == "metal" and spec.device == "METAL"
+    assert spec.src.startswith("#include <metal_stdlib>")
+    assert f"kernel void {spec.name}(" in spec.src
+    errs = syntax_check(spec.src)
+    assert not errs, "\n".join(errs) + "\n" + spec.src
+
+
+@pytest.mark.parametrize("name", [n for n in CORPUS if n != "local_sum"] + [n for n, _, _ in LIB])
+def test_host_emulation_matches_python(name, tmp_path):
+    if cxx() is None:
+        pytest.skip("no C++ compiler for the host emulation")
+    if (why := _python_available()) is not None:
+        pytest.skip(f"PYTHON reference device unavailable: {why}")
+    import devicekit as dk
+    if name in CORPUS:
+        kern, var_vals = CORPUS[name]()
+    else:
+        kern = next(k for n, k, _ in LIB if n == name)
+        var_vals = _default_vars(kern)
+    spec = MetalRenderer().render(kern)
+    if "threadgroup_barrier" in spec.src:
+        pytest.skip("uses barriers: threads cannot be emulated one after another")
+    ins = _inputs(spec, spec.check_vars([var_vals[v.name] for v in spec.vars]))
+    readonly = {p.name: ins[p.name] for p in spec.params if not p.writable}
+    ref = dk.run(kern, device="PYTHON", **readonly, **var_vals)
+    host = HostKernel(spec, MetalRenderer(), workdir=str(tmp_path))
+    arrays = []
+    for p in spec.params:
+        a = ins[p.name]
+        arrays.append(np.ascontiguousarray(from_numpy_values(a, p.dtype)) if not p.writable
+                      else np.zeros(a.shape[0], p.dtype.np))
+    host.run(arrays, [var_vals[v.name] for v in spec.vars])
+    for p, got in zip(spec.params, arrays):
+        if not p.writable:
+            continue
+        want = np.asarray(ref[p.name]).reshape(-1)
+        got = bf16_to_f32(got) if p.dtype == bf16 else got
+        if p.dtype.is_float:
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), equal_nan=True,
+                                       err_msg=f"{name}.{p.name}\n{spec.src}", **_tolerance(p.dtype))
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}.{p.name}\n{spec.src}")
