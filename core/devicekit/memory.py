@@ -306,7 +306,7 @@ class Buffer:
         """`obj` as the flat array stored in this buffer, checking dtype and size."""
         if isinstance(obj, np.ndarray):
             arr = obj
-        elif isinstance(obj, (list, tuple)) or np.isscalar(obj):
+        elif isinstance(obj, (list, tuple, int, float, bool, np.generic)):
             arr = np.asarray(obj, dtype=self.dtype.np_compute)
         else:
             try:

@@ -147,12 +147,14 @@ class CompileCache:
             self._state = "disabled (DEVICEKIT_CACHE=0)"
             return None
         d = self.directory
+        reason = None
         try:
-            for p in (self.root, d):
+            for p in (self.root, d):  # check the root before creating anything inside it
                 if not p.exists():
                     p.mkdir(mode=0o700, parents=True, exist_ok=True)
                     os.chmod(p, 0o700)
-            reason = _check_dir(self.root) or _check_dir(d)
+                if (reason := _check_dir(p)) is not None:
+                    break
         except OSError as e:
             reason = f"cannot create {d}: {e}"
         if reason is not None:

@@ -1,0 +1,150 @@
+import gc
+
+import numpy as np
+import pytest
+
+from devicekit.ir.dtypes import dtypes
+from devicekit.memory import Buffer, BufferOptions, HostAllocator
+
+
+@pytest.fixture
+def toy(registry):
+    return registry.device("TOY")
+
+
+def test_lazy_allocation_and_roundtrip(toy):
+    b = Buffer(toy, 10, dtypes.float32)
+    assert not b.is_allocated and b.nbytes == 40
+    x = np.arange(10, dtype=np.float32)
+    b.copyin(x)
+    assert b.is_allocated
+    y = b.numpy()
+    np.testing.assert_array_equal(y, x)
+    y[0] = 99  # a safe copy: the buffer is unchanged
+    assert b.numpy()[0] == 0
+    assert b.handle.ctypes.data % 64 == 0
+
+
+def test_device_by_spec_string(registry):
+    b = Buffer("toy:1", 3, "int32")
+    assert str(b.device.spec) == "TOY:1" and b.dtype == dtypes.int32
+    assert "TOY:1" in repr(b) and "int32" in repr(b) and "unallocated" in repr(b)
+
+
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.uint16, dtypes.int64, dtypes.float16, dtypes.float64, dtypes.bool])
+def test_roundtrip_dtypes(toy, dt):
+    x = (np.arange(7) % 2).astype(dt.np) if dt == dtypes.bool else np.arange(7).astype(dt.np)
+    np.testing.assert_array_equal(Buffer(toy, 7, dt).copyin(x).numpy(), x)
+
+
+def test_bfloat16_values_and_bits(toy):
+    b = Buffer(toy, 3, dtypes.bfloat16)
+    b.copyin(np.array([1.0, -2.5, 3.0], np.float32))
+    out = b.numpy()
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, [1.0, -2.5, 3.0])
+    np.testing.assert_array_equal(b.copyout(), np.array([0x3F80, 0xC020, 0x4040], np.uint16))
+    b.copyin(np.array([0x4000, 0, 0xBF80], np.uint16))  # raw bits
+    np.testing.assert_array_equal(b.numpy(), [2.0, 0.0, -1.0])
+    with pytest.raises(TypeError, match="bfloat16"):
+        b.copyin(np.zeros(3, np.float64))
+
+
+def test_vector_dtype_counts_lanes(toy):
+    b = Buffer(toy, 2, dtypes.float32.vec(4))
+    assert b.nbytes == 32
+    b.copyin(np.arange(8, dtype=np.float32))
+    assert b.numpy().shape == (2, 4)
+
+
+def test_size_and_dtype_errors(toy):
+    b = Buffer(toy, 4, dtypes.float32)
+    with pytest.raises(ValueError, match="size mismatch"):
+        b.copyin(np.zeros(5, np.float32))
+    with pytest.raises(TypeError, match="dtype mismatch"):
+        b.copyin(np.zeros(4, np.float64))
+    with pytest.raises(TypeError, match="buffer-protocol"):
+        b.copyin(object())
+    with pytest.raises(ValueError, match="non-negative"):
+        Buffer(toy, -1, dtypes.float32)
+    with pytest.raises(ValueError, match="bytes"):
+        b.copyout(bytearray(3))
+
+
+def test_buffer_protocol_objects(toy):
+    b = Buffer(toy, 4, dtypes.uint8).copyin(b"\x01\x02\x03\x04")
+    dest = bytearray(4)
+    b.copyout(dest)
+    assert dest == b"\x01\x02\x03\x04"
+    f = Buffer(toy, 2, dtypes.float32).copyin(memoryview(np.array([1.5, 2.5], np.float32)))
+    np.testing.assert_array_equal(f.numpy(), [1.5, 2.5])
+
+
+def test_views_share_memory_and_are_bounds_checked(toy):
+    base = Buffer(toy, 8, dtypes.float32).copyin(np.arange(8, dtype=np.float32))
+    v = base.view(3, offset=2)
+    np.testing.assert_array_equal(v.numpy(), [2, 3, 4])
+    v.copyin(np.array([-1, -2, -3], np.float32))
+    np.testing.assert_array_equal(base.numpy(), [0, 1, -1, -2, -3, 5, 6, 7])
+    vv = v.view(1, offset=2)  # a view of a view: offsets add up
+    assert vv.numpy()[0] == -3 and vv.base is base
+    as_int = base.view(2, dtypes.int32, offset=0)
+    assert as_int.numpy()[0] == 0 and as_int.numpy()[1] == np.float32(1).view(np.int32)
+    with pytest.raises(ValueError, match="does not fit"):
+        base.view(4, offset=5)
+    with pytest.raises(ValueError, match="aligned"):
+        Buffer(toy, 8, dtypes.uint8).view(1, dtypes.int32, offset=1)
+
+
+def test_zero_option(toy):
+    b = Buffer(toy, 5, dtypes.int32, BufferOptions(zero=True))
+    np.testing.assert_array_equal(b.numpy(), np.zeros(5, np.int32))
+
+
+def test_lru_reuses_freed_handles_and_zeroes_on_reuse():
+    a = HostAllocator("HOST", max_cached_bytes=1 << 20)
+    h = a.alloc(64)
+    a.copyin(h, memoryview(bytes(range(64))))
+    a.free(h, 64)
+    assert a.cached_bytes == 64
+    h2 = a.alloc(64)
+    assert h2 is h and a.stats["hits"] == 1
+    assert bytes(h2[:4]) == b"\x00\x01\x02\x03"  # reused as is
+    a.free(h2, 64)
+    h3 = a.alloc(64, BufferOptions(zero=True))
+    assert h3 is not h  # options are part of the key: a zero buffer is a different slot
+    a.free(h3, 64, BufferOptions(zero=True))
+    a.copyin(h3, memoryview(b"\xff" * 64))
+    h4 = a.alloc(64, BufferOptions(zero=True))
+    assert h4 is h3 and not h4.any()  # zeroed again on reuse
+
+
+def test_lru_is_bounded_and_nolru_frees():
+    a = HostAllocator("HOST", max_cached_bytes=100)
+    hs = [a.alloc(40) for _ in range(3)]
+    for h in hs:
+        a.free(h, 40)
+    assert a.cached_bytes == 80 and a.stats["evicted"] == 1
+    assert a.live_bytes == 80
+    h = a.alloc(10, BufferOptions(nolru=True))
+    a.free(h, 10, BufferOptions(nolru=True))
+    assert a.live_bytes == 80
+
+
+def test_out_of_memory_flushes_cache_then_names_device_and_size():
+    a = HostAllocator("TOY:1", capacity=100, max_cached_bytes=1000)
+    h = a.alloc(80)
+    a.free(h, 80)  # cached, still counted against capacity
+    h2 = a.alloc(50)  # fails, flushes the cache, retries
+    assert a.stats["flushes"] == 1 and h2.nbytes == 50
+    with pytest.raises(MemoryError, match=r"TOY:1.*1000 bytes"):
+        a.alloc(1000)
+
+
+def test_buffer_frees_to_allocator_on_gc(toy):
+    alloc = toy.allocator
+    before = alloc.cached_bytes
+    b = Buffer(toy, 16, dtypes.float32).allocate()
+    del b
+    gc.collect()
+    assert alloc.cached_bytes == before + 64
