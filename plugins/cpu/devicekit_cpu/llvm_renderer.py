@@ -90,7 +90,7 @@ class _Emitter:
         self.r: dict = {}
         self.n = 0
         self.block = "entry"
-        self.loops: dict = {}  # RANGE uop -> (head, body, latch, exit, pred, name)
+        self.loops: dict = {}  # RANGE uop -> its local loop number
         self.ifs: dict = {}
         self.index: dict = {}  # INDEX uop -> (buf uop, idx uop, gate uop | None)
         self.accs: dict = {}  # DEFINE_ACC / ASSIGN uop -> (alloca name, dtype)
@@ -303,7 +303,7 @@ class _Emitter:
             elif op is Ops.CONST:
                 pass
             elif op is Ops.RANGE:
-                k = u.arg[0]
+                k = self.loops[u] = len(self.loops)  # local numbering: the source is the cache key
                 start, end = self.v(src[0]), self.v(src[1])
                 pred = self.block
                 self.emit(f"br label %loop{k}")
@@ -315,7 +315,7 @@ class _Emitter:
                 self.label(f"body{k}")
                 self.r[u] = iv
             elif op is Ops.ENDRANGE:
-                k = src[0].arg[0]
+                k = self.loops[src[0]]
                 self.emit(f"br label %latch{k}")
                 self.label(f"latch{k}")
                 self.emit(f"%ridx{k}.next = add nsw i64 %ridx{k}, 1")
@@ -331,7 +331,7 @@ class _Emitter:
                 self.emit(f"br label %endif{k}")
                 self.label(f"endif{k}")
             elif op is Ops.DEFINE_ACC:
-                nm = f"%acc{u.arg}"
+                nm = f"%acc{len(self.accs)}"
                 self.allocas.append(f"  {nm} = alloca {lty(dt)}")
                 self.emit(f"store {lty(dt)} {self.v(src[0])}, ptr {nm}")
                 self.accs[u] = (nm, dt)

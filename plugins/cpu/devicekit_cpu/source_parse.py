@@ -40,7 +40,7 @@ def _dtype(t):
         return dtypes.float32
     if k in (ci.TypeKind.DOUBLE,):
         return dtypes.float64
-    if k in (ci.TypeKind.HALF, ci.TypeKind.FLOAT16):
+    if k.name in ("HALF", "FLOAT16"):
         return dtypes.float16
     unsigned = {ci.TypeKind.UCHAR, ci.TypeKind.CHAR_U, ci.TypeKind.USHORT, ci.TypeKind.UINT, ci.TypeKind.ULONG,
                 ci.TypeKind.ULONGLONG}

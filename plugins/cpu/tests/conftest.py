@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import devicekit as dk
 import numpy as np
 import pytest
-
-import devicekit as dk
 from devicekit.device import Device
 
 PAIRS = ("llvm", "c")

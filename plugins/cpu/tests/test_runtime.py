@@ -1,0 +1,143 @@
+"""Runtime: threads, argument checks, the compile cache, launch cost, loading without leftovers."""
+
+from __future__ import annotations
+
+import glob
+import os
+import tempfile
+import time
+
+import devicekit as dk
+import numpy as np
+import pytest
+from devicekit import ir
+from devicekit.ir import dtypes
+
+PAIRS = ("llvm", "c")
+
+
+def _heavy(name="heavy"):
+    """Per-row sums of squares: enough work per outer iteration to use every thread."""
+    k = ir.KernelBuilder(name)
+    m, n = k.var("m", lo=1, hi=1 << 20), k.var("n", lo=1, hi=1 << 20)
+    a = k.param("a", dtypes.float32, size=m * n)
+    o = k.param("o", dtypes.float32, size=m, writable=True)
+    i, r = k.range(m, kind="global"), k.range(n, kind="reduce")
+    o[i] = (a[i * n + r] * a[i * n + r]).sum(r) + i.cast(dtypes.float32)
+    return k.build()
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_threads_match_single_thread(pair, cpu):
+    from devicekit_cpu.runtime import CPUProgram
+    m, n = 513, 300
+    a = np.random.default_rng(1).standard_normal(m * n).astype(np.float32)
+    r, c = cpu.pair(pair)
+    compiled = c.compile(r.render(_heavy()))
+    outs = {}
+    for threads in (1, 2, 3, 8):
+        prog = CPUProgram(compiled, cpu, threads=threads)
+        assert prog.chunks(m, {"m": m, "n": n}) == min(threads, m)
+        ab, ob = dk.Buffer(cpu, m * n, dtypes.float32).copyin(a), dk.Buffer(cpu, m, dtypes.float32)
+        prog.execute([ab, ob], [m, n])
+        outs[threads] = ob.numpy()
+    for t in (2, 3, 8):
+        np.testing.assert_array_equal(outs[t], outs[1])
+    np.testing.assert_allclose(outs[1], (a.reshape(m, n) ** 2).sum(1) + np.arange(m), rtol=1e-4)
+
+
+def test_small_launch_stays_on_one_thread(cpu):
+    from devicekit_cpu.runtime import CPUProgram
+    r, c = cpu.pair("llvm")
+    prog = CPUProgram(c.compile(r.render(_heavy())), cpu, threads=8)
+    assert prog.chunks(4, {"m": 4, "n": 10}) == 1
+    assert prog.chunks(1000, {"m": 1000, "n": 1000}) == 8
+
+
+def test_env_threads(monkeypatch):
+    from devicekit_cpu.hostinfo import num_threads
+    monkeypatch.setenv("DEVICEKIT_CPU_THREADS", "3")
+    assert num_threads() == 3
+    monkeypatch.setenv("DEVICEKIT_CPU_THREADS", "zero")
+    with pytest.raises(ValueError, match="DEVICEKIT_CPU_THREADS"):
+        num_threads()
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_wrong_arguments_rejected(pair, cpu):
+    prog = cpu.compile(_heavy(), pair=pair)
+    m, n = 8, 4
+    a = dk.Buffer(cpu, m * n, dtypes.float32)
+    o = dk.Buffer(cpu, m, dtypes.float32)
+    prog.execute([a, o], [m, n])
+    with pytest.raises(ValueError, match="needs 32 elements"):
+        prog.execute([dk.Buffer(cpu, m * n - 1, dtypes.float32), o], [m, n])
+    with pytest.raises(TypeError, match="float32"):
+        prog.execute([dk.Buffer(cpu, m * n, dtypes.int32), o], [m, n])
+    with pytest.raises(TypeError, match="expected 2 buffers"):
+        prog.execute([a], [m, n])
+    with pytest.raises(TypeError, match="int vars"):
+        prog.execute([a, o], [m])
+    with pytest.raises(ValueError, match="outside its declared range"):
+        prog.execute([a, o], [0, n])
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_second_build_compiles_nothing(pair, cpu, tmp_path):
+    """Same kernel again: memory hit; a new process-like cache on the same dir: disk hit. Both compile nothing."""
+    from devicekit.compile.cache import CompileCache
+    r, c = cpu.pair(pair)
+    calls = []
+
+    def counting_compiler():
+        compiler = type(c)()
+        compiler.cache = CompileCache(str(tmp_path))
+        real = compiler.compile_src
+        compiler.compile_src = lambda src: calls.append(src) or real(src)
+        return compiler
+
+    compiler = counting_compiler()
+    kernel = _heavy(f"cache_probe_{pair}")
+    first = compiler.compile(r.render(kernel))
+    assert len(calls) == 1
+    second = compiler.compile(r.render(kernel))
+    assert len(calls) == 1 and second.lib == first.lib
+    third = counting_compiler().compile(r.render(kernel))
+    assert len(calls) == 1 and third.lib == first.lib
+    prog = cpu.runtime(third)  # bytes from the disk cache load and run
+    a, o = dk.Buffer(cpu, 6, dtypes.float32).copyin(np.ones(6, np.float32)), dk.Buffer(cpu, 2, dtypes.float32)
+    prog.execute([a, o], [2, 3])
+    np.testing.assert_array_equal(o.numpy(), [3.0, 4.0])
+
+
+def test_identity_names_the_toolchain(cpu):
+    ids = {name: cpu.pair(name)[1].identity() for name in cpu.pair_names}
+    assert "LLVM-" in ids["llvm"] and "cpu=" in ids["llvm"] and "O3" in ids["llvm"] and "features=" in ids["llvm"]
+    assert "-O2" in ids["c"] and "-fno-math-errno" in ids["c"] and "host=" in ids["c"]
+
+
+def test_shared_object_leaves_no_files(cpu):
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "devicekit_*")))
+    prog = cpu.compile(_heavy(f"nofiles_{time.time_ns()}"), pair="c")
+    assert prog is not None
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "devicekit_*"))) == before
+
+
+def test_launch_overhead(cpu):
+    k = ir.KernelBuilder("tiny")
+    o = k.param("o", dtypes.float32, size=1, writable=True)
+    o[0] = o[0] + 1.0
+    prog = cpu.compile(k.build())
+    buf = dk.Buffer(cpu, 1, dtypes.float32, dk.BufferOptions(zero=True)) if hasattr(dk, "BufferOptions") \
+        else dk.Buffer(cpu, 1, dtypes.float32).copyin(np.zeros(1, np.float32))
+    args = [buf]
+    for _ in range(200):
+        prog._launch([buf.handle], [], {}, None, None, False)
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        prog._launch([buf.handle], [], {}, None, None, False)
+    per = (time.perf_counter() - t0) / n
+    assert per < 50e-6, f"native launch took {per * 1e6:.1f} us"
+    prog.execute(args)
+    assert buf.numpy()[0] == 2201.0
