@@ -236,30 +236,27 @@ CORPUS = {f.__name__[2:]: f for f in (k_saxpy, k_math, k_intops, k_small_ints, k
 
 
 def _library_kernels():
-    """(name, kernel, var values) for every kernel builder in devicekit.kernels, when that module exists."""
+    """name -> (make kernel, make inputs or None) for devicekit.kernels: all_kernels() with their example inputs,
+    plus half / bfloat16 variants (inputs generated from the signature)."""
     try:
         from devicekit import kernels as K
     except ImportError:
-        return []
-    found = []
-    for name in sorted(getattr(K, "__all__", dir(K))):
-        fn = getattr(K, name, None)
-        example = getattr(K, "examples", None)
-        if callable(example) and name == "examples":
-            continue
-        if not callable(fn) or name.startswith("_"):
-            continue
-        try:
-            kern = fn()
-        except Exception:  # noqa: BLE001, S112 - builders that need arguments are covered by examples()
-            continue
-        if isinstance(kern, ir.Kernel):
-            found.append((f"lib_{name}", kern, None))
-    if callable(getattr(K, "examples", None)):
-        for item in K.examples():
-            name, kern = (item[0], item[1]) if isinstance(item, tuple) else (item.name, item)
-            found.append((f"lib_{name}", kern, None))
-    return found
+        return {}
+    lib = {f"lib_{n}": (make, (lambda n=n: K.example_inputs(n))) for n, make in K.all_kernels().items()}
+    variants = {
+        "elementwise_fma_f16": lambda: K.elementwise("a * b + c", dtype=f16, name="ew_f16"),
+        "elementwise_math_bf16": lambda: K.elementwise("where(a < 0.0, exp2(a), sqrt(a) + sin(b))", dtype=bf16,
+                                                       name="ew_math_bf16"),
+        "reduce_sum_f16": lambda: K.reduce("sum", dtype=f16),
+        "reduce_max_bf16": lambda: K.reduce("max", dtype=bf16),
+        "softmax_f16": lambda: K.softmax(dtype=f16),
+        "transpose_i8": lambda: K.transpose(dtype=i8),
+        "matmul_f16": lambda: K.matmul(8, 8, 8, dtype=f16),
+        "mlp_layer_bf16": lambda: K.mlp_layer(8, 4, 4, dtype=bf16),
+    }
+    for n, make in variants.items():
+        lib[f"lib_{n}"] = (make, None)
+    return lib
 
 
 LIB = _library_kernels()
@@ -296,6 +293,20 @@ def _tolerance(dt):
     return {"rtol": 2e-5, "atol": 1e-6}
 
 
+def _lowering_defect(kern) -> str | None:
+    """A linear form whose ALU operands disagree in lane count is a core lowering bug, not a Metal one: xfail it
+    (it runs again as soon as the core is fixed)."""
+    from devicekit.ir.linearize import lower
+    from devicekit.ir.ops import ALU, Ops
+    for u in lower(kern, MetalRenderer().capabilities).uops:
+        if u.op in ALU and u.op is not Ops.WHERE:
+            counts = {s.dtype.count for s in u.src} | {u.dtype.count}
+            if len(counts) > 1:
+                return (f"core lowering bug: {u.short()} mixes {[s.dtype for s in u.src]} (half/bfloat16 vector "
+                        "reduce: ir/passes.py promote_half builds a scalar float32 REDUCE for a vector source)")
+    return None
+
+
 def _python_available():
     import devicekit as dk
     try:
@@ -306,14 +317,26 @@ def _python_available():
 
 
 # ------------------------------------------------------------------ tests
-ALL = [(n, f) for n, f in CORPUS.items()]
+def _make(name):
+    """(kernel, var values, given inputs or None)."""
+    if name in CORPUS:
+        kern, var_vals = CORPUS[name]()
+        return kern, var_vals, None
+    make, inputs = LIB[name]
+    kern = make()
+    if inputs is None:
+        return kern, _default_vars(kern), None
+    given = inputs()
+    return kern, {v.name: int(given[v.name]) for v in kern.vars}, given
 
 
-@pytest.mark.parametrize("name", list(CORPUS) + [n for n, _, _ in LIB])
+@pytest.mark.parametrize("name", list(CORPUS) + list(LIB))
 def test_renders_and_parses(name):
     if (why := libclang_available()) is not None:
         pytest.skip(why)
-    kern = CORPUS[name]()[0] if name in CORPUS else next(k for n, k, _ in LIB if n == name)
+    kern = _make(name)[0]
+    if (bug := _lowering_defect(kern)) is not None:
+        pytest.xfail(bug)
     spec = MetalRenderer().render(kern)
     assert spec.lang == "metal" and spec.device == "METAL"
     assert spec.src.startswith("#include <metal_stdlib>")
@@ -322,22 +345,22 @@ def test_renders_and_parses(name):
     assert not errs, "\n".join(errs) + "\n" + spec.src
 
 
-@pytest.mark.parametrize("name", [n for n in CORPUS if n != "local_sum"] + [n for n, _, _ in LIB])
+@pytest.mark.parametrize("name", [n for n in CORPUS if n != "local_sum"] + list(LIB))
 def test_host_emulation_matches_python(name, tmp_path):
     if cxx() is None:
         pytest.skip("no C++ compiler for the host emulation")
     if (why := _python_available()) is not None:
         pytest.skip(f"PYTHON reference device unavailable: {why}")
     import devicekit as dk
-    if name in CORPUS:
-        kern, var_vals = CORPUS[name]()
-    else:
-        kern = next(k for n, k, _ in LIB if n == name)
-        var_vals = _default_vars(kern)
+    kern, var_vals, given = _make(name)
+    if (bug := _lowering_defect(kern)) is not None:
+        pytest.xfail(bug)
     spec = MetalRenderer().render(kern)
     if "threadgroup_barrier" in spec.src:
         pytest.skip("uses barriers: threads cannot be emulated one after another")
     ins = _inputs(spec, spec.check_vars([var_vals[v.name] for v in spec.vars]))
+    if given is not None:
+        ins.update({p.name: np.asarray(given[p.name]).reshape(-1) for p in spec.params if p.name in given})
     readonly = {p.name: ins[p.name] for p in spec.params if not p.writable}
     ref = dk.run(kern, device="PYTHON", **readonly, **var_vals)
     host = HostKernel(spec, MetalRenderer(), workdir=str(tmp_path))
