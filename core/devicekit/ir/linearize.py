@@ -18,7 +18,7 @@ from . import semantics
 from .builder import Kernel
 from .dtypes import dtypes
 from .ops import Ops
-from .passes import decompose, emulate_bf16, expand_unroll, promote_half, simplify
+from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, promote_half, simplify
 from .rewrite import graph_rewrite, substitute
 from .uop import KernelError, SymInt, UOp
 
@@ -47,6 +47,7 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink = promote_half(sink)
     sink = expand_unroll(sink)
     sink = simplify(sink)
+    sink = define_int_edges(sink)
     sink, gsize, lsize, split, guard = _map_ranges(sink, caps)
     if dtypes.bfloat16 not in caps.dtypes:
         sink = emulate_bf16(sink)
@@ -370,7 +371,7 @@ class _Scheduler:
             self.placed[r] = (b, r)
             blocks.append(b)
             inner = [*inner, b]
-        for b_outer, b_inner in zip(blocks, blocks[1:]):
+        for b_outer, b_inner in itertools.pairwise(blocks):
             b_outer.items.append(b_inner)
         self.placed[acc] = (stack[depth], acc)
         val = self._emit(x, inner)

@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 
 from . import semantics
-from .dtypes import DType, dtypes
+from .dtypes import DType, dtypes, f32_to_bf16
 from .ops import ALU, COMPARE, Ops
 from .rewrite import graph_rewrite, substitute
 from .uop import KernelError, UOp, make_alu
@@ -115,8 +115,7 @@ def _bf16_pass(sink: UOp, bits_to_f32, f32_to_bits) -> UOp:
             x = src[0] if src[0].dtype == dtypes.float32 else UOp(Ops.CAST, dtypes.float32, (src[0],))
             nu = f32_to_bits(x)
         elif u.op is Ops.CONST and d == dtypes.bfloat16:
-            bits = int(semantics.bitcast(np.asarray(u.arg, np.float32), dtypes.float32, dtypes.uint32)) >> 16
-            nu = UOp.const(u16, bits)
+            nu = UOp.const(u16, int(f32_to_bf16(np.array([u.arg], np.float32))[0]))
         elif u.op is Ops.BITCAST and d == dtypes.bfloat16:
             nu = src[0] if src[0].dtype == u16 else UOp(Ops.BITCAST, u16, src)
         elif u.op is Ops.BITCAST and was_bf16[0]:
@@ -207,3 +206,39 @@ def simplify(sink: UOp) -> UOp:
             return UOp.const(u.dtype, 0)
         return None
     return graph_rewrite(sink, fn)
+
+
+# ---- integer edge cases every backend must agree on -------------------------------------------------------------------
+
+def define_int_edges(sink: UOp) -> UOp:
+    """Make C's undefined integer cases defined, as the reference computes them: a shift uses its amount modulo the
+    bit width; x // 0 and x % 0 are 0; INT_MIN // -1 wraps (x // -1 is -x) and x % -1 is 0. Constant divisors cost
+    nothing; others get a select."""
+    def fn(u: UOp) -> UOp | None:
+        if u.op in (Ops.SHL, Ops.SHR) and u.arg != "masked":
+            a, b = u.src
+            if b.op is Ops.CONST and 0 <= b.arg < a.dtype.scalar().bits:
+                return u.replace(arg="masked")
+            mask = _like(b, a.dtype.scalar().bits - 1)
+            return UOp(u.op, u.dtype, (a, UOp(Ops.AND, b.dtype, (b, mask))), "masked")
+        if u.op in (Ops.IDIV, Ops.MOD) and u.arg != "safe":
+            a, b = u.src
+            if b.op is Ops.CONST and b.arg not in (0, -1):
+                return u.replace(arg="safe")
+            bad = UOp(Ops.CMPEQ, _boolv(b.dtype), (b, _like(b, 0)))
+            if not b.dtype.is_unsigned:
+                bad = UOp(Ops.OR, bad.dtype, (bad, UOp(Ops.CMPEQ, bad.dtype, (b, _like(b, -1)))))
+            safe_b = UOp(Ops.WHERE, b.dtype, (bad, _like(b, 1), b))
+            q = UOp(u.op, u.dtype, (a, safe_b), "safe")
+            if u.op is Ops.MOD:
+                edge = _like(a, 0)
+            else:
+                neg = UOp(Ops.SUB, a.dtype, (_like(a, 0), a))
+                edge = UOp(Ops.WHERE, a.dtype, (UOp(Ops.CMPEQ, bad.dtype, (b, _like(b, 0))), _like(a, 0), neg))
+            return UOp(Ops.WHERE, u.dtype, (bad, edge, q))
+        return None
+    return graph_rewrite(sink, fn)
+
+
+def _like(u: UOp, v) -> UOp:
+    return _vconst(u.dtype, v) if u.dtype.count > 1 else UOp.const(u.dtype, v)

@@ -11,7 +11,7 @@ import math
 import os
 import sys
 import weakref
-from typing import Any, Union
+from typing import Any
 
 from .dtypes import DType, dtypes
 from .ops import ALU, Ops
@@ -38,7 +38,7 @@ def _user_site() -> str:
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else ""
 
 
-ConstLike = Union[int, float, bool]
+ConstLike = int | float | bool
 
 
 class UOp:
@@ -49,7 +49,7 @@ class UOp:
     src: tuple[UOp, ...]
     arg: Any
 
-    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:
+    def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:  # noqa: PYI034
         key = (op, dtype, src, arg if not isinstance(arg, float) or not math.isnan(arg) else "nan")
         if (ret := _CACHE.get(key)) is not None:
             return ret
@@ -161,7 +161,7 @@ class UOp:
     def ne(self, x) -> UOp: return binop(Ops.CMPNE, self, x)
     def logical_not(self) -> UOp: return binop(Ops.CMPNE, self, True)
     def maximum(self, x) -> UOp: return binop(Ops.MAX, self, x)
-    def minimum(self, x) -> UOp: return -binop(Ops.MAX, -self, -x if isinstance(x, UOp) else -x)
+    def minimum(self, x) -> UOp: return -binop(Ops.MAX, -self, -x)
 
     def __bool__(self):
         raise TypeError("a UOp has no truth value while building a kernel: use ir.where(cond, a, b), .eq() or .ne()")
@@ -206,7 +206,7 @@ class UOp:
         return bounds(self)[1]
 
 
-SymInt = Union[int, UOp]
+SymInt = int | UOp
 
 
 def _arg_repr(arg: Any) -> str:
