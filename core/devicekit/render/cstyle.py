@@ -194,6 +194,12 @@ class CStyleRenderer(Renderer):
         ok = _IDENT.match(name) and name not in C_KEYWORDS and not _GENERATED.match(name) and not name.startswith("__")
         return name if ok else fallback
 
+    def native_vector(self, dt: DType) -> bool:
+        """Whether vector dtype dt is rendered as a vector type of the language. Default: no, every vector value
+        becomes one scalar per lane (loads/stores per lane too); the compiler re-vectorizes. Override for the widths
+        your language has (and whose operators it defines)."""
+        return False
+
     # ================= the walk (not a hook)
     def render_linear(self, lk, name: str) -> str:
         uops = list(lk.uops)
@@ -206,8 +212,9 @@ class CStyleRenderer(Renderer):
         for u in uops:
             epoch.append(e)
             e += u.op in _ORDERED
-        r: dict = {}
+        r: dict = {}  # uop -> expression, or a list of lane expressions for a scalarized vector
         index_parts: dict = {}  # INDEX uop -> (buf, idx, gate)
+        ids: dict = {}  # RANGE / DEFINE_ACC -> its local name
         used: set[DType] = set()
         lines: list[str] = []
         depth = 1
@@ -216,24 +223,42 @@ class CStyleRenderer(Renderer):
         def emit(s: str) -> None:
             lines.append("  " * depth + s)
 
+        def lanes_of(dt: DType) -> bool:
+            return dt.count > 1 and not self.native_vector(dt)
+
+        def lane(u, k: int) -> str:
+            x = r[u]
+            return x[k] if isinstance(x, list) else x
+
         def inline_ok(u) -> bool:
             us = uses.get(u, [])
             if len(us) != 1 or u.op not in _INLINABLE:
                 return False
             user = uops[us[0]]
+            if user.op is Ops.VECTORIZE and lanes_of(user.dtype):  # its lanes are read where it is used
+                return False
             # an address is used where its LOAD/STORE reads it: compare against those positions
             at = uses.get(user, [us[0]]) if user.op is Ops.INDEX else us
             return all(epoch[pos[u]] == epoch[i] for i in at) and user.op not in self.repeats_operands
 
-        def define(u, expr: str, prefix: str) -> None:
+        def define(u, expr, prefix: str) -> None:
             nonlocal counter
             if inline_ok(u):
                 r[u] = expr
                 return
-            var = f"{prefix}{counter}"
-            counter += 1
-            emit(f"{self.render_dtype(u.dtype)} {var} = {expr};")
-            r[u] = var
+            names = []
+            for x in (expr if isinstance(expr, list) else [expr]):
+                var = f"{prefix}{counter}"
+                counter += 1
+                emit(f"{self.render_dtype(u.dtype.scalar() if isinstance(expr, list) else u.dtype)} {var} = {x};")
+                names.append(var)
+            r[u] = names if isinstance(expr, list) else names[0]
+
+        def per_lane(u, fn) -> None:
+            """Render u lane by lane when it (or an operand) is a scalarized vector; False if it is not."""
+            n = max([u.dtype.count] + [s.dtype.count for s in u.src])
+            return n > 1 and (lanes_of(u.dtype) or any(isinstance(r.get(s), list) for s in u.src)) and \
+                [fn(k) for k in range(n)]
 
         param_names = {p.name: self.safe_name(p.name, f"data{i}") for i, p in enumerate(lk.params)}
         sig = [self.render_param(param_names[p.name], p.dtype, p.writable) for p in lk.params]
@@ -246,7 +271,7 @@ class CStyleRenderer(Renderer):
         for u in uops:
             op, dt, src = u.op, u.dtype, u.src
             if dt != dtypes.void and op not in (Ops.PARAM,):
-                used.add(dt)
+                used.add(dt.scalar() if lanes_of(dt) else dt)
             if op is Ops.PARAM:
                 r[u] = param_names.get(u.arg[1], u.arg[1])
             elif op is Ops.VAR:
@@ -258,7 +283,8 @@ class CStyleRenderer(Renderer):
                 emit(f"{self.render_dtype(dtypes.index)} {nm} = {self.render_special(nm, u.arg[1], r[src[0]])};")
                 r[u] = nm
             elif op is Ops.RANGE:
-                v = f"ridx{u.arg[0]}"
+                v = f"ridx{len(ids)}"  # numbered here, in order: the source is the cache key, keep it stable
+                ids[u] = v
                 emit(f"for ({self.render_dtype(dtypes.index)} {v} = {r[src[0]]}; {v} < {r[src[1]]}; {v}++) {{")
                 r[u] = v
                 depth += 1
@@ -269,11 +295,28 @@ class CStyleRenderer(Renderer):
                 emit(f"if ({r[src[0]]}) {{")
                 depth += 1
             elif op is Ops.DEFINE_ACC:
-                v = f"acc{u.arg}"
-                emit(f"{self.render_dtype(dt)} {v} = {r[src[0]]};")
-                r[u] = v
+                v = f"acc{len(ids)}"
+                ids[u] = v
+                if lanes_of(dt):
+                    r[u] = [f"{v}_{k}" for k in range(dt.count)]
+                    for k, x in enumerate(r[u]):
+                        emit(f"{self.render_dtype(dt.scalar())} {x} = {lane(src[0], k)};")
+                else:
+                    emit(f"{self.render_dtype(dt)} {v} = {r[src[0]]};")
+                    r[u] = v
             elif op is Ops.ASSIGN:
-                emit(f"{r[src[0]]} = {r[src[1]]};")
+                if isinstance(r[src[0]], list):  # compute every lane before writing any
+                    vals = [lane(src[1], k) for k in range(dt.count)]
+                    if len(vals) > 1 and not all(_IDENT.match(x) for x in vals):
+                        tmps = [f"{r[src[0]][k]}_n{counter}" for k in range(dt.count)]
+                        counter += 1
+                        for t, x in zip(tmps, vals):
+                            emit(f"{self.render_dtype(dt.scalar())} {t} = {x};")
+                        vals = tmps
+                    for a, x in zip(r[src[0]], vals):
+                        emit(f"{a} = {x};")
+                else:
+                    emit(f"{r[src[0]]} = {r[src[1]]};")
                 r[u] = r[src[0]]
             elif op is Ops.DEFINE_LOCAL:
                 v = self.safe_name(u.arg[0], f"smem{counter}")
@@ -283,28 +326,55 @@ class CStyleRenderer(Renderer):
                 index_parts[u] = (r[src[0]], r[src[1]], r[src[2]] if len(src) > 2 else None)
             elif op is Ops.LOAD:
                 buf, idx, gate = index_parts[src[0]]
-                expr = self.render_load(buf, idx, dt)
-                if gate is not None:
-                    expr = f"({gate}?{expr}:{r[src[1]]})"
-                define(u, expr, "val")
+                if lanes_of(dt):
+                    exprs = [self.render_load(buf, f"{idx}+{k}" if k else idx, dt.scalar()) for k in range(dt.count)]
+                    if gate is not None:
+                        exprs = [f"({gate}?{x}:{lane(src[1], k)})" for k, x in enumerate(exprs)]
+                    define(u, exprs, "val")
+                else:
+                    expr = self.render_load(buf, idx, dt)
+                    if gate is not None:
+                        expr = f"({gate}?{expr}:{r[src[1]]})"
+                    define(u, expr, "val")
             elif op is Ops.STORE:
                 buf, idx, gate = index_parts[src[0]]
-                st = self.render_store(buf, idx, r[src[1]], src[1].dtype) + ";"
-                emit(f"if ({gate}) {st}" if gate is not None else st)
+                vdt = src[1].dtype
+                if isinstance(r[src[1]], list):
+                    sts = [self.render_store(buf, f"{idx}+{k}" if k else idx, lane(src[1], k), vdt.scalar()) + ";"
+                           for k in range(vdt.count)]
+                else:
+                    sts = [self.render_store(buf, idx, r[src[1]], vdt) + ";"]
+                for st in sts:
+                    emit(f"if ({gate}) {st}" if gate is not None else st)
             elif op is Ops.BARRIER:
                 emit(self.barrier)
             elif op in self.math_fns:
-                define(u, self.render_math(self.math_fns[op], r[src[0]], dt), "alu")
+                fn = self.math_fns[op]
+                define(u, per_lane(u, lambda k: self.render_math(fn, lane(src[0], k), dt.scalar()))  # noqa: B023 (called at once)
+                       or self.render_math(fn, r[src[0]], dt), "alu")
             elif op in self.code_for_op:
-                define(u, self.code_for_op[op](*[r[s] for s in src], dtype=dt), "alu")
+                f = self.code_for_op[op]
+                define(u, per_lane(u, lambda k: f(*[lane(s, k) for s in src], dtype=dt.scalar()))  # noqa: B023 (called at once)
+                       or f(*[r[s] for s in src], dtype=dt), "alu")
             elif op is Ops.CAST:
-                define(u, self.render_cast(r[src[0]], src[0].dtype, dt), "cast")
+                define(u, per_lane(u, lambda k: self.render_cast(lane(src[0], k), src[0].dtype.scalar(), dt.scalar()))  # noqa: B023 (called at once)
+                       or self.render_cast(r[src[0]], src[0].dtype, dt), "cast")
             elif op is Ops.BITCAST:
-                define(u, self.render_bitcast(r[src[0]], src[0].dtype, dt), "cast")
+                if isinstance(r[src[0]], list) and src[0].dtype.count != dt.count:
+                    raise NotImplementedError(f"{type(self).__name__}: bitcast {src[0].dtype} -> {dt} changes lanes")
+                define(u, per_lane(u, lambda k: self.render_bitcast(lane(src[0], k), src[0].dtype.scalar(),  # noqa: B023 (called at once)
+                                                                    dt.scalar()))  # noqa: B023 (called at once)
+                       or self.render_bitcast(r[src[0]], src[0].dtype, dt), "cast")
             elif op is Ops.VECTORIZE:
-                define(u, self.render_vectorize([r[s] for s in src], dt), "vec")
+                if lanes_of(dt):
+                    r[u] = [r[s] for s in src]
+                else:
+                    define(u, self.render_vectorize([r[s] for s in src], dt), "vec")
             elif op is Ops.GEP:
-                define(u, self.render_gep(r[src[0]], u.arg, src[0].dtype), "alu")
+                if isinstance(r[src[0]], list):
+                    r[u] = r[src[0]][u.arg]
+                else:
+                    define(u, self.render_gep(r[src[0]], u.arg, src[0].dtype), "alu")
             else:
                 raise NotImplementedError(f"{type(self).__name__} cannot render {u.short()}")
         return self.render_kernel(name, sig, lines, used)

@@ -24,13 +24,13 @@ def _guarded(op: str):
 
 
 class CRenderer(CStyleRenderer):
-    """C11 (GNU) for a shared object: `restrict` pointers, int64 vars, libm math, no vector types (the C
-    compiler vectorizes the loops itself). The entry point is the only exported symbol."""
+    """C11 (GNU) for a shared object: `restrict` pointers, int64 vars, libm math, vector values become one scalar per
+    lane (the C compiler vectorizes the loops itself). The entry point is the only exported symbol."""
 
     device = "CPU"
     lang = "c"
     core_split = True
-    vectors = False
+    vectors = True  # the base renders each vector value as one scalar per lane
     kernel_prefix = '__attribute__((visibility("default"))) '
     supported_dtypes = frozenset(d for d in dtypes.all() if d.name != "bfloat16")
     type_map: ClassVar = {**CStyleRenderer.type_map, "bool": "_Bool", "float16": "_Float16"}
