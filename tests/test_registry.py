@@ -1,0 +1,224 @@
+import sys
+import threading
+import types
+
+import pytest
+
+import devicekit as dk
+from devicekit.errors import DeviceNotFoundError, DeviceUnavailableError, PluginError, ResolutionError
+from devicekit.plugin import API_VERSION, Availability, CompilerPairFactory, DeviceKind
+from devicekit.registry import Registry
+
+
+def plugin(name: str, **hooks) -> types.ModuleType:
+    """An in-process plugin module with the given hook implementations."""
+    m = types.ModuleType(name)
+    m.DEVICEKIT_API = API_VERSION
+    for hname, fn in hooks.items():
+        setattr(m, hname, dk.hookimpl(fn))
+    return m
+
+
+def test_device_created_once_per_canonical_spec(registry):
+    a = dk.device("TOY")
+    assert dk.device("toy:0") is a and dk.device(dk.DeviceSpec("TOY")) is a
+    assert dk.device("TOY:1") is not a and str(dk.device("TOY:1").spec) == "TOY:1"
+    assert a.base_device_key == "TOY" == dk.device("TOY:1").base_device_key
+
+
+def test_device_creation_is_thread_safe(registry):
+    got, barrier = [], threading.Barrier(16)
+
+    def worker():
+        barrier.wait()
+        got.append(dk.device("TOY:1"))
+
+    threads = [threading.Thread(target=worker) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 16 and all(d is got[0] for d in got)
+
+
+def test_failing_pair_is_skipped_with_reason(registry):
+    d = dk.device("TOY")
+    assert d.pair_names == ["toy"]
+    assert "toy-turbo" in d.fallback_reason and "toycc-turbo" in d.fallback_reason
+    t = dk.target("TOY")
+    assert t.pair_names == ["toy"] and t.compiler.name == "toyc" and t.renderer.lang == "toy"
+    assert t.fallback_reason == d.fallback_reason
+
+
+def test_fallback_is_printed_under_debug(registry, monkeypatch, capsys):
+    monkeypatch.setenv("DEVICEKIT_DEBUG", "1")
+    dk.device("TOY")
+    err = capsys.readouterr().err
+    assert "using compiler pair 'toy'" in err and "toy-turbo" in err
+
+
+def test_unknown_device_lists_available(registry):
+    with pytest.raises(DeviceNotFoundError) as ei:
+        dk.device("NOPE")
+    msg = str(ei.value)
+    assert "'NOPE'" in msg and "Available: TOY, TOY:1" in msg
+
+
+def test_index_out_of_range_lists_ids(registry):
+    with pytest.raises(DeviceNotFoundError, match=r"TOY has 2 device\(s\): TOY, TOY:1"):
+        dk.device("TOY:2")
+
+
+def test_unavailable_kind_says_why(registry):
+    registry.register_plugin(plugin("nodrv", devicekit_device_kinds=lambda: [
+        DeviceKind("NODRV", probe=lambda: Availability.no("libnodrv.so not found"))]))
+    with pytest.raises(DeviceUnavailableError, match="libnodrv.so not found"):
+        dk.device("NODRV")
+    info = {d.spec: d for d in dk.devices()}
+    assert not info["NODRV"].available and info["NODRV"].reason == "libnodrv.so not found"
+    assert info["NODRV"].plugin == "nodrv"
+
+
+def test_devices_lists_kinds_with_provenance(registry):
+    infos = dk.devices()
+    toy = [d for d in infos if d.kind == "TOY"]
+    assert [d.spec for d in toy] == ["TOY", "TOY:1"]
+    assert all(d.available and d.plugin == "toy" for d in toy)
+    assert toy[0].pair_names == ("toy-turbo", "toy")  # declared pairs; building is not needed to list
+    assert toy[0].to_dict()["pair_names"] == ["toy-turbo", "toy"]
+
+
+def test_pair_from_another_plugin_ordered_by_priority(registry):
+    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
+    registry.register_plugin(plugin("extra", devicekit_compiler_pairs=lambda spec: [
+        CompilerPairFactory("extra-hi", ToyRenderer, lambda s: ToyCompiler(level=9), priority=3),
+        CompilerPairFactory("extra-lo", ToyRenderer, lambda s: ToyCompiler(level=1), priority=0),
+    ] if spec.kind == "TOY" else []))
+    assert dk.device("TOY").pair_names == ["extra-hi", "toy", "extra-lo"]
+    assert dk.device("TOY").compiler.level == 9
+
+
+def test_tie_at_top_names_both_plugins(registry):
+    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
+    registry.register_plugin(plugin("rival", devicekit_compiler_pairs=lambda spec: [
+        CompilerPairFactory("rival", ToyRenderer, lambda s: ToyCompiler(), priority=10)]))
+    with pytest.raises(ResolutionError, match=r"'rival'.*'toy'|'toy'.*'rival'"):
+        dk.device("TOY")
+
+
+def test_same_kind_from_two_plugins(registry):
+    registry.register_plugin(plugin("toy2", devicekit_device_kinds=lambda: [DeviceKind("TOY", priority=-10)]))
+    with pytest.raises(ResolutionError, match="device kind TOY"):
+        dk.device("TOY")
+    assert not [d for d in dk.devices() if d.kind == "TOY"][0].available
+
+
+def test_wrong_return_type_is_the_plugins_failure(registry):
+    registry.register_plugin(plugin("liar", devicekit_device_kinds=lambda: {"kind": "LIAR"},
+                                    devicekit_allocator=lambda spec: "not a factory"))
+    with pytest.warns(RuntimeWarning, match="liar"):
+        assert dk.device("TOY").allocator is not None  # others keep working
+    fails = {f.phase: f for f in registry.failures() if f.plugin == "liar"}
+    assert isinstance(fails["hook devicekit_device_kinds"].exception, TypeError)
+    assert "list of DeviceKind" in str(fails["hook devicekit_device_kinds"].exception)
+    assert isinstance(fails["hook devicekit_allocator"].exception, TypeError)
+
+
+def test_raising_hook_is_isolated(registry):
+    def boom():
+        raise RuntimeError("enumeration exploded")
+    with pytest.warns(RuntimeWarning, match="enumeration exploded"):
+        registry.register_plugin(plugin("boom", devicekit_device_kinds=boom))
+        devs = dk.devices()
+    assert any(d.kind == "TOY" and d.available for d in devs)
+    boom_dev = [d for d in devs if d.kind == "BOOM"][0]
+    assert not boom_dev.available and "enumeration exploded" in boom_dev.reason
+
+
+def test_strict_mode_raises_on_hook_failure():
+    reg = Registry(entry_points=False, strict=True, disabled=set())
+    reg.register_plugin(plugin("boom2", devicekit_device_kinds=lambda: 1 / 0))
+    with pytest.raises(PluginError, match="ZeroDivisionError.*STRICT"):
+        reg.devices()
+
+
+def test_misspelled_hook_caught_by_check_pending(registry):
+    with pytest.raises(PluginError, match="devicekit_device_kind"):
+        registry.register_plugin(plugin("typo", devicekit_device_kind=lambda: []))
+    assert registry.pm.get_plugin("typo") is None
+    assert [p.status for p in registry.plugins() if p.name == "typo"] == ["failed"]
+
+
+def test_api_major_mismatch_refused(registry):
+    m = plugin("future")
+    m.DEVICEKIT_API = (API_VERSION[0] + 1, 0)
+    with pytest.raises(PluginError) as ei:
+        registry.register_plugin(m)
+    msg = str(ei.value)
+    assert f"API {API_VERSION[0] + 1}.0" in msg and f"API {API_VERSION[0]}.{API_VERSION[1]}" in msg
+    assert "upgrade devicekit" in msg
+
+
+def test_missing_api_declaration_is_noted(registry):
+    m = types.ModuleType("legacy")
+    rec = registry.register_plugin(m)
+    assert rec.status == "loaded" and any("DEVICEKIT_API" in n for n in rec.notes)
+
+
+def test_duplicate_name_refused(registry):
+    import dkfix_toy.plugin
+    with pytest.raises(PluginError, match="already registered"):
+        registry.register_plugin(dkfix_toy.plugin, "toy")
+
+
+def test_unregister(registry):
+    registry.unregister_plugin("toy")
+    with pytest.raises(DeviceNotFoundError):
+        dk.device("TOY")
+
+
+def test_default_device(registry, monkeypatch):
+    assert str(registry.default_spec()) == "TOY"
+    assert dk.device() is dk.device("TOY")
+    monkeypatch.setenv("DEVICEKIT_DEVICE", "toy:1")
+    assert str(dk.device().spec) == "TOY:1"
+    monkeypatch.setenv("DEVICEKIT_DEVICE", "NOPE")
+    with pytest.raises(DeviceNotFoundError):
+        dk.device()
+
+
+def test_default_device_tie_is_an_error(registry):
+    registry.register_plugin(plugin("twin", devicekit_device_kinds=lambda: [DeviceKind("TWIN", priority=-10)]))
+    with pytest.raises(ResolutionError, match="DEVICEKIT_DEVICE"):
+        dk.device()
+
+
+def test_target_of_unavailable_kind(registry):
+    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
+    registry.register_plugin(plugin(
+        "faraway",
+        devicekit_device_kinds=lambda: [DeviceKind("FAR", probe=lambda: Availability.no("no such hardware here"))],
+        devicekit_compiler_pairs=lambda spec: [CompilerPairFactory("far", ToyRenderer, lambda s: ToyCompiler())]
+        if spec.kind == "FAR" else []))
+    t = dk.target("FAR")
+    assert t.pair_names == ["far"] and t.base_device_key == "FAR"
+    with pytest.raises(DeviceUnavailableError, match="no such hardware here"):
+        dk.device("FAR")
+    with pytest.raises(DeviceNotFoundError):
+        dk.target("NOWHERE")
+
+
+def test_trace_plugins(capsys):
+    import dkfix_toy.plugin
+    reg = Registry(entry_points=False, strict=False, disabled=set(), trace=True)
+    reg.register_plugin(dkfix_toy.plugin, "toy")
+    reg.devices()
+    err = capsys.readouterr().err
+    assert "devicekit-trace: call devicekit_device_kinds() -> [toy]" in err
+    assert "devicekit_device_kinds returned" in err
+
+
+def test_package_keeps_device_function_over_submodule():
+    import devicekit.device as _  # noqa: F401 - importing the submodule must not shadow dk.device()
+    assert callable(dk.device) and not isinstance(dk.device, types.ModuleType)
+    assert "devicekit.device" in sys.modules

@@ -1,0 +1,142 @@
+import numpy as np
+import pytest
+from dkfix_toy.toylang import ToyKernel, ToyProgram, var
+
+import devicekit as dk
+from devicekit.errors import DeviceKitError
+from devicekit.ir.dtypes import dtypes
+from devicekit.memory import Buffer
+from devicekit.render.program_spec import ParamSpec, VarSpec
+
+N = var("n", 1, 1000)
+SAXPY = ToyKernel("saxpy",
+                  (ParamSpec("x", dtypes.float32, N, False), ParamSpec("y", dtypes.float32, N, False),
+                   ParamSpec("out", dtypes.float32, N, True)),
+                  (VarSpec("n", 1, 1000),),
+                  "out[:n] = x[:n] * np.float32(2) + y[:n]\n")
+
+
+@pytest.fixture
+def dev(registry):
+    return dk.device("TOY")
+
+
+@pytest.fixture
+def prog(dev):
+    return dev.compile(SAXPY)
+
+
+def bufs(dev, n=8, dt=dtypes.float32):
+    x = Buffer(dev, n, dt).copyin(np.arange(n).astype(dt.np))
+    y = Buffer(dev, n, dt).copyin(np.ones(n, dt.np))
+    return x, y, Buffer(dev, n, dt)
+
+
+def test_compile_is_memoized_per_kernel_key(dev, prog):
+    assert isinstance(prog, ToyProgram) and prog.device is dev and prog.spec.name == "saxpy"
+    assert dev.compile(SAXPY) is prog
+    assert dev.compile(SAXPY, name="other") is not prog
+    assert dev.compile(SAXPY, pair="toy") is prog and dev.compile(SAXPY, pair=0) is prog
+    with pytest.raises(KeyError, match="no compiler pair 'nope'"):
+        dev.compile(SAXPY, pair="nope")
+
+
+def test_execute(dev, prog):
+    x, y, out = bufs(dev)
+    t = prog.execute([x, y, out], [8], wait=True)
+    assert isinstance(t, float) and t >= 0
+    np.testing.assert_array_equal(out.numpy(), np.arange(8) * 2 + 1)
+    assert prog.execute([x, y, out], [8]) is None
+
+
+def test_execute_checks_before_launch(dev, prog):
+    x, y, out = bufs(dev)
+    with pytest.raises(TypeError, match=r"expected 3 buffers \(x, y, out\), got 2"):
+        prog.execute([x, y], [8])
+    with pytest.raises(TypeError, match="'y' must be a devicekit Buffer"):
+        prog.execute([x, np.ones(8, np.float32), out], [8])
+    with pytest.raises(TypeError, match=r"'out' is dtypes.float32, the buffer is dtypes.int32"):
+        prog.execute([x, y, Buffer(dev, 8, dtypes.int32)], [8])
+    with pytest.raises(ValueError, match=r"'x' needs 9 elements .* has 8"):
+        prog.execute([x, y, out], [9])
+    with pytest.raises(ValueError, match=r"n=0 is outside its declared range \[1, 1000\]"):
+        prog.execute([x, y, out], [0])
+    with pytest.raises(TypeError, match="int vars"):
+        prog.execute([x, y, out], [])
+    assert not out.is_allocated  # nothing ran
+
+
+def test_execute_refuses_buffers_of_another_kind(registry):
+    import types
+
+    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
+
+    from devicekit.memory import HostAllocator
+    from devicekit.plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+
+    m = types.ModuleType("toy2")
+    m.devicekit_device_kinds = dk.hookimpl(lambda: [DeviceKind("TOY2", priority=-99)])
+    m.devicekit_allocator = dk.hookimpl(lambda spec: AllocatorFactory(HostAllocator) if spec.kind == "TOY2" else None)
+    m.devicekit_compiler_pairs = dk.hookimpl(lambda spec: [CompilerPairFactory(
+        "toy2", ToyRenderer, lambda s: ToyCompiler())] if spec.kind == "TOY2" else [])
+    m.devicekit_runtime_factory = dk.hookimpl(lambda spec: RuntimeFactoryDecl(lambda s: ToyProgram)
+                                              if spec.kind == "TOY2" else None)
+    registry.register_plugin(m)
+    prog = dk.device("TOY").compile(SAXPY)
+    _, y, out = bufs(dk.device("TOY"))
+    foreign = Buffer("TOY2", 8, dtypes.float32)
+    with pytest.raises(ValueError, match="'x' is a buffer on TOY2, the program runs on TOY"):
+        prog.execute([foreign, y, out], [8])
+
+
+def test_run_returns_writable_params(registry):
+    x = np.arange(6, dtype=np.float32)
+    y = np.full(6, 0.5, np.float32)
+    outs = dk.run(SAXPY, device="TOY", x=x, y=y, out=np.empty(6, np.float32), n=6)
+    assert set(outs) == {"out"}
+    np.testing.assert_array_equal(outs["out"], x * 2 + y)
+    outs2 = dk.run(SAXPY, device="TOY", x=x, y=y, n=6)  # out omitted: zero-allocated, sized from n
+    np.testing.assert_array_equal(outs2["out"], outs["out"])
+    outs3 = dk.run(SAXPY, x=x.reshape(2, 3), y=y.reshape(2, 3), out=np.empty((2, 3), np.float32), n=6)
+    assert outs3["out"].shape == (2, 3)  # the default device (TOY here)
+
+
+def test_run_argument_errors(registry):
+    x = np.arange(4, dtype=np.float32)
+    with pytest.raises(TypeError, match="unexpected argument.*z.*params x, y, out and vars n"):
+        dk.run(SAXPY, device="TOY", x=x, y=x, n=4, z=1)
+    with pytest.raises(TypeError, match="missing int var"):
+        dk.run(SAXPY, device="TOY", x=x, y=x)
+    with pytest.raises(TypeError, match="missing input array for param 'y'"):
+        dk.run(SAXPY, device="TOY", x=x, n=4)
+    with pytest.raises(TypeError, match="param 'y'.*dtype mismatch"):
+        dk.run(SAXPY, device="TOY", x=x, y=x.astype(np.float64), n=4)
+    with pytest.raises(ValueError, match="'x' needs 5 elements"):
+        dk.run(SAXPY, device="TOY", x=x, y=x, n=5)
+    with pytest.raises(TypeError, match="var 'n' must be an int"):
+        dk.run(SAXPY, device="TOY", x=x, y=x, n=4.0)
+
+
+def test_program_from_source(registry):
+    src = "#! params a:int32:n b:int32:n:w\n#! vars n:1:64\nb[:n] = a[:n] * a[:n]\n"
+    dev = dk.device("TOY")
+    prog = dev.program_from_source(src, "square")
+    assert prog.spec.name == "square" and [p.name for p in prog.spec.params] == ["a", "b"]
+    a = Buffer(dev, 5, dtypes.int32).copyin(np.arange(5, dtype=np.int32))
+    b = Buffer(dev, 5, dtypes.int32)
+    prog.execute([a, b], [5])
+    np.testing.assert_array_equal(b.numpy(), np.arange(5) ** 2)
+
+
+def test_program_from_source_needs_a_parser(registry):
+    from devicekit.device import Device
+    from devicekit.memory import HostAllocator
+    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
+
+    class NoParse(ToyRenderer):
+        parse_source = None
+
+    d = Device("TOY", HostAllocator("TOY"), NoParse(), ToyCompiler(), ToyProgram)
+    assert d.pair_names == ["toyc"] and d.renderer.lang == "toy"
+    with pytest.raises(DeviceKitError, match="can read hand-written source"):
+        d.program_from_source("x = 1", "k")
