@@ -23,7 +23,8 @@ def is_macos() -> bool:
 def unavailable_reason() -> str | None:
     """None when Metal can plausibly run here, else the reason in words (cheap: no framework import)."""
     if not is_macos():
-        return f"Metal needs macOS; this is {os_name()}"
+        return (f"Metal needs macOS; this is {os_name()} (rendering still works here: "
+                "dk.target('METAL').renderer.render(kernel) gives Metal Shading Language)")
     if importlib.util.find_spec("Metal") is None:
         return f"the Metal framework bindings are missing: {INSTALL_HINT}"
     return None

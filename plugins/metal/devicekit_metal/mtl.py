@@ -11,9 +11,11 @@ this plugin was developed on; the tests marked `macos` exercise it on a Mac.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import tempfile
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from devicekit.errors import CompileError, DeviceUnavailableError
@@ -102,13 +104,28 @@ def compile_options(Metal, src: str):
     return options
 
 
+_LIBRARIES: OrderedDict[tuple[int, str], Any] = OrderedDict()  # (device, sha256(src)) -> MTLLibrary
+_LIBRARIES_MAX = 256
+_LIBRARIES_LOCK = threading.Lock()
+
+
 def compile_library(device, src: str):
-    """MTLLibrary from MSL source, or CompileError with Metal's log."""
+    """MTLLibrary from MSL source, or CompileError with Metal's log. The last few libraries are kept, so the runtime
+    loading a source the compiler just checked does not compile it a second time."""
+    key = (id(device), hashlib.sha256(src.encode()).hexdigest())
+    with _LIBRARIES_LOCK:
+        if (lib := _LIBRARIES.get(key)) is not None:
+            _LIBRARIES.move_to_end(key)
+            return lib
     Metal = _metal()
     library, err = device.newLibraryWithSource_options_error_(src, compile_options(Metal, src), None)
     if library is None:
         raise CompileError("Metal rejected the kernel source (MTLDevice.newLibraryWithSource)", log=_err_text(err),
                            src=src)
+    with _LIBRARIES_LOCK:
+        _LIBRARIES[key] = library
+        while len(_LIBRARIES) > _LIBRARIES_MAX:
+            _LIBRARIES.popitem(last=False)
     return library
 
 

@@ -23,11 +23,9 @@ def _probe() -> Availability:
 
 
 def _count() -> int:
-    try:
-        import Metal
-        return max(1, len(Metal.MTLCopyAllDevices() or []))
-    except Exception:  # noqa: BLE001 - the probe already said yes; one default device at least
-        return 1
+    # listing devices must not import Metal: the system default GPU is METAL (every Apple-silicon Mac has one GPU).
+    # METAL:N for N > 0 (Intel Macs with several GPUs) opens MTLCopyAllDevices()[N] when asked for explicitly.
+    return 1
 
 
 @hookimpl

@@ -38,6 +38,20 @@ SHARED_MAX = 32768  # threadgroup memory every Apple GPU has (bytes)
 MAX_THREADS_PER_GROUP = 1024
 _LANES = "xyzw"
 _F32_MATH = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT})
+_SCALARS = ("bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "bfloat", "float",
+            "double", "size_t", "ptrdiff_t")
+# names a kernel argument may not take in MSL: the renderer's own (gid, lid, dk_*), MSL keywords, address spaces,
+# types (scalars, vectors, matrices), and the metal:: functions the emitted code calls
+METAL_RESERVED = frozenset({
+    "gid", "lid", "dk_v", "metal", "precise", "fast", "kernel", "vertex", "fragment", "device", "constant",
+    "threadgroup", "thread", "threadgroup_imageblock", "ray_data", "object_data", "visible", "stage_in", "sampler",
+    "texture", "select", "as_type", "exp2", "log2", "sin", "sqrt", "trunc", "max", "min", "abs", "isnan", "isinf",
+    "mem_flags", "threadgroup_barrier", "simdgroup_barrier", "INFINITY", "NAN", "MAXFLOAT", "HUGE_VALF", "vec",
+    "packed", "atomic", "using", "namespace", "template", "typename", "static_cast", "nullptr", "operator",
+    *_SCALARS, *(f"{t}{n}" for t in _SCALARS for n in (2, 3, 4, 8, 16)),
+    *(f"{t}{r}x{c}" for t in ("half", "float") for r in (2, 3, 4) for c in (2, 3, 4)),
+    *(f"packed_{t}{n}" for t in _SCALARS for n in (2, 3, 4)),
+})
 
 
 def _is_vec(dt: DType) -> bool:
@@ -176,6 +190,11 @@ class MetalRenderer(CStyleRenderer):
             raise KernelError(f"Metal has 3 grid axes; {name} asks for axis {axis}")
         return f"{'gid' if name.startswith('g') else 'lid'}.{_LANES[axis]}"
 
+    def safe_name(self, name: str, fallback: str) -> str:
+        if name in METAL_RESERVED or name.startswith("dk_"):
+            return fallback
+        return super().safe_name(name, fallback)
+
     # ================= file
     def render_preamble(self, used: set[DType]) -> str:
         lines = ["#include <metal_stdlib>", "using namespace metal;"]
@@ -202,8 +221,12 @@ class MetalRenderer(CStyleRenderer):
         if threads is not None and threads > MAX_THREADS_PER_GROUP:
             raise KernelError(f"kernel {name} launches {threads} threads per threadgroup; Metal allows "
                               f"{MAX_THREADS_PER_GROUP}")
-        uops = route_through_float32(list(lk.uops))
-        return super().render_linear(_with_uops(lk, uops), name)
+        uops = route_through_float32(_rename_reserved_vars(list(lk.uops)))
+        new = _with_uops(lk, uops)
+        if any(_reserved(v.name) for v in lk.vars):
+            vs = tuple(dataclasses.replace(v, name=_var_name(v.name)) for v in lk.vars)
+            new = dataclasses.replace(new, vars=vs) if dataclasses.is_dataclass(new) else new
+        return super().render_linear(new, name)
 
     def meta(self, lk) -> tuple:
         shared = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
@@ -235,6 +258,31 @@ def _with_uops(lk, uops: list[UOp]):
     new = copy.copy(lk)
     new.uops = uops
     return new
+
+
+def _reserved(name: str) -> bool:
+    return name in METAL_RESERVED or name.startswith("dk_")
+
+
+def _var_name(name: str) -> str:
+    """Vars are passed by position, so one whose name MSL reserves is renamed in the source only."""
+    return f"var_{name}" if _reserved(name) else name
+
+
+def _rename_reserved_vars(uops: list[UOp]) -> list[UOp]:
+    if not any(u.op is Ops.VAR and _reserved(u.arg[0]) for u in uops):
+        return uops
+    m: dict[int, UOp] = {}
+    out = []
+    for u in uops:
+        src = tuple(m.get(id(s), s) for s in u.src)
+        if u.op is Ops.VAR and _reserved(u.arg[0]):
+            new = u.replace(arg=(_var_name(u.arg[0]), *u.arg[1:]))
+        else:
+            new = u if src == u.src else u.replace(src=src)
+        m[id(u)] = new
+        out.append(new)
+    return out
 
 
 def _needs_f32(u: UOp) -> bool:

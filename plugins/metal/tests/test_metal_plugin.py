@@ -218,3 +218,21 @@ def test_renderer_pickles():
     r = pickle.loads(pickle.dumps(MetalRenderer()))
     assert isinstance(r, MetalRenderer)
     assert r.render(_saxpy()).src == MetalRenderer().render(_saxpy()).src
+
+
+def test_reserved_names_are_renamed():
+    from devicekit_metal.hostcheck import libclang_available, syntax_check
+    k = ir.KernelBuilder("names")
+    dev = k.var("device", 1, 1 << 20)
+    n = k.var("gid", 1, 1 << 20)
+    x = k.param("float4", dtypes.float32, dev)
+    out = k.param("lid", dtypes.float32, dev, writable=True)
+    i = k.range(dev, "global")
+    out[i] = x[i] + n.cast(dtypes.float32)
+    spec = MetalRenderer().render(k.build())
+    assert [v.name for v in spec.vars] == ["device", "gid"]  # the ABI keeps the user's names
+    assert "constant long& var_device [[buffer(2)]]" in spec.src
+    assert "constant long& var_gid [[buffer(3)]]" in spec.src
+    assert "device const float *data0 [[buffer(0)]]" in spec.src
+    if libclang_available() is None:
+        assert syntax_check(spec.src) == []
