@@ -11,8 +11,6 @@ from .dtypes import DType, dtypes
 from .ops import RANGE_KINDS, Ops
 from .uop import KernelError, SymInt, UOp, as_uop
 
-_RANGE_IDS = itertools.count()
-
 
 @dataclass(frozen=True, eq=False)
 class Kernel:
@@ -99,6 +97,7 @@ class KernelBuilder:
         self._names: set[str] = set()
         self._last_barrier: UOp | None = None
         self._built = False
+        self._range_ids = itertools.count()  # per kernel: the same kernel built twice is the same graph
 
     def _claim(self, name: str) -> None:
         if not name.isidentifier():
@@ -152,7 +151,7 @@ class KernelBuilder:
                 raise KernelError("a range's end may only depend on vars and constants (no loads, no other ranges)", u)
         if kind == "unroll" and end_u.op is not Ops.CONST:
             raise KernelError("an unroll range needs a constant end", end_u)
-        return UOp(Ops.RANGE, dtypes.index, (end_u,), (next(_RANGE_IDS), kind))
+        return UOp(Ops.RANGE, dtypes.index, (end_u,), (next(self._range_ids), kind))
 
     def barrier(self) -> None:
         """Every thread of the workgroup reaches this before any continues; orders local memory."""

@@ -23,7 +23,6 @@ from .rewrite import graph_rewrite, substitute
 from .uop import KernelError, SymInt, UOp
 
 _KIND_RANK = {"global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
-_ACC_IDS = itertools.count()
 
 
 @dataclass
@@ -189,6 +188,7 @@ class _Scheduler:
         self.origin: dict[UOp, UOp] = {}  # copied range -> original range
         self.opened: set[UOp] = set()
         self.nest_memo: dict[UOp, tuple] = {}
+        self.acc_ids = itertools.count()
 
     # free ranges (and the guard, for anything that depends on a GPU index when there is a guard)
     def _free(self, u: UOp) -> frozenset:
@@ -363,7 +363,7 @@ class _Scheduler:
         if red.dtype.count > 1:
             init = UOp(Ops.VECTORIZE, red.dtype, (init,) * red.dtype.count)
         init = self._emit(init, stack[:1])
-        acc = UOp(Ops.DEFINE_ACC, red.dtype, (init,), next(_ACC_IDS))
+        acc = UOp(Ops.DEFINE_ACC, red.dtype, (init,), next(self.acc_ids))
         blocks = []
         inner = stack[: depth + 1]
         for r in ranges:

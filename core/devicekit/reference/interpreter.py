@@ -138,8 +138,7 @@ class Interpreter:
         if buf.op is Ops.PARAM:
             raw = mem[idx]
         else:
-            g = np.broadcast_to(self._group_index(ctx), idx.shape) if idx.ndim else self._group_index(ctx)
-            g, idx2 = np.broadcast_arrays(g, idx)
+            g, idx2 = np.broadcast_arrays(self._group_index(ctx), idx)
             raw = mem[g, idx2]
         val = bf16_to_f32(raw) if u.dtype.scalar() == dtypes.bfloat16 else raw
         if gate is not None:
@@ -154,7 +153,10 @@ class Interpreter:
         val = self._eval(value, ctx)
         if buf.dtype.scalar() == dtypes.bfloat16:
             val = f32_to_bf16(val)
-        shape = np.broadcast_shapes(idx.shape, val.shape, *(() if gate is None else (gate.shape,)))
+        extra = [] if gate is None else [gate.shape]
+        if buf.op is not Ops.PARAM:
+            extra.append(self._group_index(ctx).shape)
+        shape = np.broadcast_shapes(idx.shape, val.shape, *extra)
         idx = np.broadcast_to(idx, shape)
         val = np.broadcast_to(val, shape)
         if gate is not None:

@@ -1,0 +1,82 @@
+"""devicekit.kernels on the PYTHON device against numpy, and the linear form of each stays small."""
+
+import devicekit as dk
+import numpy as np
+import pytest
+from devicekit import kernels
+from devicekit.ir import dtypes
+from devicekit.ir.linearize import lower
+from devicekit.ir.ops import ALU
+from devicekit.render.renderer import Capabilities
+
+RNG = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def run(k, **kw):
+    return dk.run(k, device="PYTHON", **kw)
+
+
+def test_elementwise_string_and_callable():
+    a, b, c = f32(100), f32(100), f32(100)
+    np.testing.assert_allclose(run(kernels.elementwise("a * b + c"), a=a, b=b, c=c, n=100)["out"], a * b + c, rtol=1e-6)
+    k = kernels.elementwise(lambda x, y: x - y * 2.0)
+    np.testing.assert_allclose(run(k, x=a, y=b, n=100)["out"], a - b * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op, ref", [("sum", np.sum), ("max", np.max), ("prod", np.prod)])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_reduce(op, ref, axis):
+    x = (f32(13, 37) * 0.5 + (1 if op == "prod" else 0)).astype(np.float32)
+    out = run(kernels.reduce(op, axis=axis), x=x.reshape(-1), m=13, n=37)["out"]
+    np.testing.assert_allclose(out, ref(x, axis=axis), rtol=1e-4, atol=1e-5)
+
+
+def test_softmax_rows():
+    x = f32(9, 70) * 4
+    out = run(kernels.softmax(), x=x.reshape(-1), m=9, n=70)["out"].reshape(9, 70)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_transpose():
+    x = f32(5, 7)
+    out = run(kernels.transpose(), x=x.reshape(-1), m=5, n=7)["out"].reshape(7, 5)
+    np.testing.assert_array_equal(out, x.T)
+
+
+@pytest.mark.parametrize("M, N, K, tm, tn", [(16, 16, 8, 4, 4), (6, 10, 5, 4, 4), (8, 16, 3, 2, 8)])
+def test_matmul_tiles(M, N, K, tm, tn):
+    a, b = f32(M, K), f32(K, N)
+    out = run(kernels.matmul(M, N, K, tm=tm, tn=tn), a=a.reshape(-1), b=b.reshape(-1))["c"].reshape(M, N)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_mlp_layer_is_relu_of_affine():
+    x, w, bias = f32(8, 6), f32(6, 12), f32(12)
+    out = run(kernels.mlp_layer(8, 12, 6), a=x.reshape(-1), b=w.reshape(-1), bias=bias)["c"].reshape(8, 12)
+    np.testing.assert_allclose(out, np.maximum(x @ w + bias, 0), rtol=1e-5, atol=1e-5)
+
+
+def test_every_library_kernel_has_example_inputs_and_runs():
+    for name, make in kernels.all_kernels().items():
+        out = run(make(), **kernels.example_inputs(name))
+        assert out and all(np.isfinite(v.astype(np.float64)).all() for v in out.values()), name
+
+
+# op counts of the linear form for a CPU-like and a GPU-like renderer: a change that blows these up is a regression
+CPU = Capabilities(frozenset(dtypes.all()), ALU, core_split=True)
+GPU = Capabilities(frozenset(dtypes.all()), ALU, gpu_indexing=True, has_local=True, local_max=(1024, 1024, 64))
+BUDGET = {"elementwise_fma": 30, "elementwise_math": 40, "elementwise_int": 60, "reduce_sum": 110, "reduce_max": 110,
+          "reduce_sum_axis0": 40, "softmax": 220, "transpose": 30, "matmul": 200, "mlp_layer": 230}
+
+
+@pytest.mark.parametrize("name", sorted(BUDGET))
+@pytest.mark.parametrize("caps", [CPU, GPU], ids=["cpu", "gpu"])
+def test_linear_form_stays_small(name, caps):
+    lk = lower(kernels.all_kernels()[name](), caps)
+    assert len(lk.uops) <= BUDGET[name], f"{name}: {len(lk.uops)} ops\n{lk}"
+    assert len(lk.uops) >= 8
