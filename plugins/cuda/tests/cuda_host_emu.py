@@ -1,7 +1,11 @@
 """Host emulation of CUDA-rendered kernels: the CUDA C that CUDARenderer emits is compiled as C++ with g++ (a small
 shim header defines blockIdx/threadIdx/blockDim, __global__, half, bfloat16 and the math functions) and run on
 the CPU, looping over blocks and threads. Kernels with __syncthreads() run one std::thread per CUDA thread of a
-block with a barrier. This tests the renderer's semantics (indexing, guards, types, casts, math) without a GPU.
+block, meeting at a std::barrier. This tests the renderer's semantics (indexing, guards, types, casts, math)
+without a GPU.
+
+`host_compile_many` builds many kernels into one shared library (one compiler run: g++ start-up and the standard
+headers dominate the cost of a single small kernel); each kernel's source sits in its own namespace.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ INCLUDE = os.path.join(HERE, "host_include")
 CXX = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
 _BUILD = tempfile.mkdtemp(prefix="devicekit-cuda-emu-")
 
-_LAUNCHER = r"""
+_PRELUDE = r"""
 #include <thread>
 #include <vector>
 #include <barrier>
@@ -32,7 +36,7 @@ dk_uint3 blockIdx, blockDim, gridDim;
 thread_local dk_uint3 threadIdx;
 static std::barrier<>* dk_bar = nullptr;
 void dk_syncthreads() { if (dk_bar) dk_bar->arrive_and_wait(); }
-extern "C" void dk_launch(void** bufs, const long long* vars, const long long* g, const long long* l, int threaded) {
+template <class F> static void dk_run(F call, const long long* g, const long long* l, int threaded) {
   gridDim = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
   blockDim = {(unsigned)l[0], (unsigned)l[1], (unsigned)l[2]};
   long long nthreads = l[0] * l[1] * l[2];
@@ -40,7 +44,7 @@ extern "C" void dk_launch(void** bufs, const long long* vars, const long long* g
     blockIdx = {(unsigned)bx, (unsigned)by, (unsigned)bz};
     auto body = [&](long long t) {
       threadIdx = {(unsigned)(t % l[0]), (unsigned)((t / l[0]) % l[1]), (unsigned)(t / (l[0] * l[1]))};
-      CALL;
+      call();
     };
     if (!threaded) { for (long long t = 0; t < nthreads; t++) body(t); continue; }
     std::barrier<> bar(nthreads);
@@ -55,52 +59,66 @@ extern "C" void dk_launch(void** bufs, const long long* vars, const long long* g
 
 
 class HostKernel:
-    def __init__(self, spec, renderer):
+    def __init__(self, spec, lib: ctypes.CDLL, symbol: str):
         self.spec = spec
-        args = [f"({renderer.render_dtype(p.dtype)}*)bufs[{i}]" for i, p in enumerate(spec.params)]
-        args += [f"vars[{i}]" for i in range(len(spec.vars))]
-        src = spec.src + _LAUNCHER.replace("CALL", f"{spec.name}({', '.join(args)})")
         self.threaded = "__syncthreads" in spec.src
-        h = hashlib.sha256(src.encode()).hexdigest()[:16]
-        cpp, so = os.path.join(_BUILD, f"{h}.cpp"), os.path.join(_BUILD, f"{h}.so")
-        if not os.path.exists(so):
-            with open(cpp, "w") as f:
-                f.write(src)
-            cmd = [CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-fwrapv", "-ffp-contract=off", "-w", "-pthread",
-                   "-I", INCLUDE, "-include", os.path.join(INCLUDE, "cuda_host_shim.h"), cpp, "-o", so]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"host compile failed:\n{r.stderr}\n--- source ---\n{src}")
-        self.lib = ctypes.CDLL(so)
-        self.lib.dk_launch.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
-                                       ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_longlong),
-                                       ctypes.c_int]
+        self.fn = getattr(lib, symbol)
+        self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
+                            ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
+        self._lib = lib
 
     def __call__(self, **kw) -> dict[str, np.ndarray]:
-        """Run like dk.run: arrays by param name (writable ones come back), ints by var name."""
+        """Run like dk.run: arrays by param name (writable ones come back; omitted ones start zeroed), ints by var."""
         spec = self.spec
         var_vals = {v.name: int(kw[v.name]) for v in spec.vars}
         g, loc = spec.launch_dims(var_vals)
         g3 = (tuple(g or ()) + (1, 1, 1))[:3]
         l3 = (tuple(loc or ()) + (1, 1, 1))[:3]
         if self.threaded and math.prod(l3) > 1024:
-            raise ValueError("too many threads to emulate")
+            raise ValueError("too many threads a block to emulate")
         stores = []
         for p in spec.params:
             n = sym_eval(p.size, var_vals)
-            arr = np.ascontiguousarray(from_numpy_values(kw[p.name], p.dtype).reshape(-1)[:n]).copy()
+            given = kw[p.name] if p.name in kw else np.zeros(n, p.dtype.np_compute)
+            arr = np.ascontiguousarray(from_numpy_values(given, p.dtype).reshape(-1)[:n]).copy()
             if arr.size < n:
                 raise ValueError(f"{p.name}: {arr.size} < {n} elements")
             stores.append(arr)
         bufs = (ctypes.c_void_p * max(1, len(stores)))(*[a.ctypes.data for a in stores])
         vals = (ctypes.c_longlong * max(1, len(spec.vars)))(*[var_vals[v.name] for v in spec.vars])
         if math.prod(g3) and math.prod(l3):
-            self.lib.dk_launch(bufs, vals, (ctypes.c_longlong * 3)(*g3), (ctypes.c_longlong * 3)(*l3),
-                               int(self.threaded))
+            self.fn(bufs, vals, (ctypes.c_longlong * 3)(*g3), (ctypes.c_longlong * 3)(*l3), int(self.threaded))
         return {p.name: to_numpy_values(a, p.dtype) for p, a in zip(spec.params, stores) if p.writable}
 
 
-def host_compile(kernel, renderer=None) -> HostKernel:
+def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
+    """Render every kernel with the CUDA renderer and build them all into one host library: {kernel name: HostKernel}."""
     from devicekit_cuda.renderer import CUDARenderer
     renderer = renderer or CUDARenderer()
-    return HostKernel(renderer.render(kernel), renderer)
+    specs = [renderer.render(k) for k in kernels]
+    parts = [_PRELUDE]
+    for n, spec in enumerate(specs):
+        args = [f"({renderer.render_dtype(p.dtype)}*)bufs[{i}]" for i, p in enumerate(spec.params)]
+        args += [f"vars[{i}]" for i in range(len(spec.vars))]
+        parts.append(f"namespace dk_k{n} {{\n{spec.src}\n}}\n"
+                     f'extern "C" void dk_launch_{n}(void** bufs, const long long* vars, const long long* g, '
+                     f"const long long* l, int threaded) {{\n"
+                     f"  dk_run([&]() {{ dk_k{n}::{spec.name}({', '.join(args)}); }}, g, l, threaded);\n}}\n")
+    src = "\n".join(parts)
+    h = hashlib.sha256(src.encode()).hexdigest()[:16]
+    cpp, so = os.path.join(_BUILD, f"{h}.cpp"), os.path.join(_BUILD, f"{h}.so")
+    if not os.path.exists(so):
+        with open(cpp, "w") as f:
+            f.write(src)
+        cmd = [CXX, "-std=c++20", "-O1", "-shared", "-fPIC", "-fwrapv", "-ffp-contract=off", "-w", "-pthread",
+               "-I", INCLUDE, "-include", os.path.join(INCLUDE, "cuda_host_shim.h"), cpp, "-o", so + ".tmp"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"host compile failed ({cpp}):\n{r.stderr[:20000]}")
+        os.replace(so + ".tmp", so)
+    lib = ctypes.CDLL(so)
+    return {spec.name: HostKernel(spec, lib, f"dk_launch_{n}") for n, spec in enumerate(specs)}
+
+
+def host_compile(kernel, renderer=None) -> HostKernel:
+    return next(iter(host_compile_many([kernel], renderer).values()))

@@ -10,7 +10,7 @@
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-#define __align__(n) alignas(n)
+#define __align__(n) __attribute__((aligned(n)))
 struct dk_uint3 { unsigned int x, y, z; };
 extern dk_uint3 blockIdx, blockDim, gridDim;
 extern thread_local dk_uint3 threadIdx;
