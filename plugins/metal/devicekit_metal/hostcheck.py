@@ -131,11 +131,13 @@ class HostKernel:
         self._fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_long),
                              ctypes.POINTER(ctypes.c_long), ctypes.POINTER(ctypes.c_long)]
 
-    def run(self, arrays: list[np.ndarray], vals: list[int] = ()) -> None:
-        """Run the kernel over its whole grid, in place on `arrays` (param order; storage dtypes, contiguous)."""
+    def run(self, arrays: list[np.ndarray], vals: list[int] = (), grid=None, group=None) -> None:
+        """Run the kernel over its whole grid, in place on `arrays` (param order; storage dtypes, contiguous).
+        The grid (threadgroups) and group (threads) default to the spec's launch dims for these vars."""
         spec = self.spec
         var_vals = spec.check_vars(list(vals))
-        grid, group = spec.launch_dims(var_vals)
+        g, loc = spec.launch_dims(var_vals)
+        grid, group = grid or g, group or loc
         grid = tuple(grid or (1,)) + (1,) * (3 - len(grid or (1,)))
         group = tuple(group or (1,)) + (1,) * (3 - len(group or (1,)))
         if len(arrays) != len(spec.params):

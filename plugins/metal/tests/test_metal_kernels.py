@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+
 from devicekit import ir
 from devicekit.ir import dtypes
 from devicekit.ir.dtypes import bf16_to_f32, from_numpy_values

@@ -1,0 +1,287 @@
+"""The macOS code path (compiler, MetalContext, allocator, MetalProgram) driven against a fake `Metal` module.
+
+The fake mimics the pyobjc surface the plugin calls (names, tuple returns for error out-params, varlist.as_buffer)
+and "executes" a dispatch by running the kernel's MSL on the host through the shim (hostcheck.HostKernel) with the
+buffers, offsets, setBytes values and threadgroup counts the runtime encoded. It checks the plugin's Python glue and
+argument ABI, not Metal itself (test_metal_macos.py does that on a Mac).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+from devicekit import ir
+from devicekit.ir import dtypes
+from devicekit_metal.hostcheck import HostKernel, cxx
+from devicekit_metal.renderer import MetalRenderer
+
+warnings.filterwarnings("ignore", message=".*plugin.*")
+pytestmark = pytest.mark.skipif(cxx() is None, reason="the fake GPU runs kernels with a host C++ compiler")
+
+SPECS: dict[str, object] = {}  # kernel name -> ProgramSpec, so the fake GPU knows the argument types
+
+
+class _Err:
+    def __init__(self, msg):
+        self.msg = msg
+
+    def localizedDescription(self):
+        return self.msg
+
+
+class _VarList:
+    def __init__(self, data):
+        self.data = data
+
+    def as_buffer(self, n):
+        return memoryview(self.data)[:n]
+
+
+class FakeBuffer:
+    def __init__(self, n):
+        self.data = bytearray(n)
+
+    def contents(self):
+        return _VarList(self.data)
+
+    def length(self):
+        return len(self.data)
+
+
+class FakeLibrary:
+    def __init__(self, src):
+        self.src = src
+
+    def newFunctionWithName_(self, name):
+        return (self.src, name) if f"kernel void {name}(" in self.src else None
+
+    def functionNames(self):
+        return ["saxpy"]
+
+
+class FakePSO:
+    def __init__(self, fn):
+        self.src, self.name = fn
+
+    def maxTotalThreadsPerThreadgroup(self):
+        return 1024
+
+
+class FakeEncoder:
+    def __init__(self, cb):
+        self.cb, self.bufs, self.bytes = cb, {}, {}
+
+    def setComputePipelineState_(self, pso):
+        self.pso = pso
+
+    def setBuffer_offset_atIndex_(self, buf, offset, index):
+        self.bufs[index] = (buf, offset)
+
+    def setBytes_length_atIndex_(self, arg, n, index):
+        self.bytes[index] = bytes(memoryview(arg).cast("B"))[:n]
+
+    def dispatchThreadgroups_threadsPerThreadgroup_(self, grid, group):
+        self.cb.work.append((self.pso, dict(self.bufs), dict(self.bytes), grid, group))
+
+    def endEncoding(self):
+        pass
+
+
+class FakeCommandBuffer:
+    def __init__(self, log):
+        self.work, self.log, self.done = [], log, False
+
+    def computeCommandEncoder(self):
+        return FakeEncoder(self)
+
+    def commit(self):
+        for pso, bufs, byts, grid, group in self.work:
+            spec = SPECS[pso.name]
+            arrays = []
+            for i, p in enumerate(spec.params):
+                buf, off = bufs[i]
+                count = (len(buf.data) - off) // p.dtype.itemsize
+                arrays.append(np.frombuffer(buf.data, dtype=p.dtype.np, count=count, offset=off))
+            vals = [struct.unpack("<q", byts[len(spec.params) + j])[0] for j in range(len(spec.vars))]
+            self.log.append((pso.name, grid, group, vals))
+            HostKernel(spec, MetalRenderer()).run(arrays, vals, grid=grid, group=group)
+        self.done = True
+
+    def waitUntilCompleted(self):
+        assert self.done
+
+    def error(self):
+        return None
+
+    def GPUStartTime(self):
+        return 1.0
+
+    def GPUEndTime(self):
+        return 1.25
+
+
+class FakeQueue:
+    def __init__(self, log):
+        self.log = log
+
+    def commandBuffer(self):
+        return FakeCommandBuffer(self.log)
+
+
+class FakeDevice:
+    def __init__(self):
+        self.log = []
+
+    def name(self):
+        return "Fake Apple GPU"
+
+    def newCommandQueueWithMaxCommandBufferCount_(self, n):
+        return FakeQueue(self.log)
+
+    def maxThreadgroupMemoryLength(self):
+        return 32768
+
+    def newBufferWithLength_options_(self, n, options):
+        return FakeBuffer(n)
+
+    def newLibraryWithSource_options_error_(self, src, options, err):
+        if "#error" in src:
+            return None, _Err("program_source:3:2: error: deliberate")
+        return FakeLibrary(src), None
+
+    def newComputePipelineStateWithFunction_error_(self, fn, err):
+        return FakePSO(fn), None
+
+
+class _Options:
+    def init(self):
+        self.fast_math, self.version = True, None
+        return self
+
+    def setFastMathEnabled_(self, v):
+        self.fast_math = v
+
+    def setLanguageVersion_(self, v):
+        self.version = v
+
+
+@pytest.fixture
+def fake_metal(monkeypatch):
+    from devicekit_metal import env, mtl
+    dev = FakeDevice()
+    mod = types.ModuleType("Metal")
+    mod.MTLCreateSystemDefaultDevice = lambda: dev
+    mod.MTLCopyAllDevices = lambda: [dev]
+    mod.MTLResourceStorageModeShared = 0
+    mod.MTLSizeMake = lambda *d: tuple(d)
+    mod.MTLCompileOptions = types.SimpleNamespace(alloc=lambda: _Options())
+    monkeypatch.setitem(sys.modules, "Metal", mod)
+    monkeypatch.setattr(env, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(env, "compile_unavailable_reason", lambda: None)
+    mtl.metal_context.cache_clear()
+    mtl._LIBRARIES.clear()
+    yield dev
+    mtl.metal_context.cache_clear()
+    mtl._LIBRARIES.clear()
+
+
+def _device():
+    import devicekit as dk
+    from devicekit_metal.allocator import MetalAllocator
+    from devicekit_metal.compiler import MetalCompiler
+    from devicekit_metal.mtl import metal_context
+    from devicekit_metal.runtime import MetalProgram
+    ctx = metal_context(0)
+    compiler = MetalCompiler(0)
+    compiler.use_cache = False  # keep the fake's output out of the user's compile cache
+    return dk.Device("METAL", MetalAllocator(ctx), MetalRenderer(), compiler, lambda c: MetalProgram(c, ctx))
+
+
+def _kernel():
+    k = ir.KernelBuilder("fake_axpy")
+    n = k.var("n", 1, 1 << 20)
+    s = k.var("s", -100, 100)
+    x, y = k.param("x", dtypes.float32, n), k.param("y", dtypes.int32, n)
+    out = k.param("out", dtypes.float32, n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[i] * s.cast(dtypes.float32) + y[i].cast(dtypes.float32)
+    return k.build()
+
+
+def test_run_through_the_macos_path(fake_metal):
+    import devicekit as dk
+    kern = _kernel()
+    SPECS["fake_axpy"] = MetalRenderer().render(kern)
+    dev = _device()
+    x = np.linspace(-1, 1, 700).astype(np.float32)
+    y = np.arange(700, dtype=np.int32)
+    got = dk.run(kern, device=dev, x=x, y=y, n=700, s=-3)["out"]
+    want = dk.run(kern, device="PYTHON", x=x, y=y, n=700, s=-3)["out"]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    name, grid, group, vals = fake_metal.log[-1]
+    assert name == "fake_axpy" and vals == [700, -3]
+    assert grid == (3, 1, 1) and group == (256, 1, 1)
+
+
+def test_views_offsets_and_timing(fake_metal):
+    import devicekit as dk
+    kern = _kernel()
+    SPECS["fake_axpy"] = MetalRenderer().render(kern)
+    dev = _device()
+    prog = dev.compile(kern)
+    from devicekit_metal.compiler import MAGIC_SOURCE
+    assert prog.compiled.lib.startswith(MAGIC_SOURCE)
+    n = 64
+    bx = dk.Buffer(dev, n, dtypes.float32).copyin(np.ones(n, np.float32))
+    by = dk.Buffer(dev, n, dtypes.int32).copyin(np.arange(n, dtype=np.int32))
+    bo = dk.Buffer(dev, n, dtypes.float32)
+    t = prog.execute([bx, by, bo], [n, 2], wait=True)
+    assert t == pytest.approx(0.25)
+    np.testing.assert_allclose(bo.numpy(), 2 + np.arange(n))
+    # allocator views: offset handles share the MTLBuffer
+    alloc = dev.allocator
+    h = alloc.alloc(32)
+    alloc.copyin(h, memoryview(bytes(range(32))))
+    v = alloc.offset(h, 8, 4)
+    out = bytearray(8)
+    alloc.copyout(memoryview(out), v)
+    assert bytes(out) == bytes(range(4, 12))
+    assert bytes(alloc.as_buffer(h, 3)) == bytes(range(3))
+
+
+def test_compile_error_carries_metal_log(fake_metal):
+    import devicekit as dk
+    from devicekit.render.program_spec import ProgramSpec
+    from devicekit_metal.compiler import MetalCompiler
+    c = MetalCompiler()
+    c.use_cache = False
+    spec = ProgramSpec(name="bad", src="#include <metal_stdlib>\n#error nope\n", device="METAL", lang="metal",
+                       params=())
+    with pytest.raises(dk.CompileError) as ei:
+        c.compile(spec)
+    assert "deliberate" in ei.value.log and "newLibraryWithSource" in ei.value.message
+
+
+def test_compile_options_safe_math_and_bf16_version(fake_metal):
+    from devicekit_metal.mtl import compile_options
+    o = compile_options(sys.modules["Metal"], "kernel void k(device bfloat *x) {}")
+    assert o.fast_math is False and o.version == (3 << 16) + 1
+    o = compile_options(sys.modules["Metal"], "kernel void k(device float *x) {}")
+    assert o.version is None
+
+
+def test_too_many_threads_is_refused(fake_metal):
+    import devicekit as dk
+    kern = _kernel()
+    SPECS["fake_axpy"] = MetalRenderer().render(kern)
+    dev = _device()
+    prog = dev.compile(kern)
+    bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
+    with pytest.raises(ValueError, match="threads per threadgroup"):
+        prog.execute(bufs, [8, 1], global_size=(1,), local_size=(2048,))
