@@ -38,7 +38,6 @@ def _isolated_env(monkeypatch, tmp_path_factory):
 def registry():
     """A fresh process-wide registry without entry points, with the TOY plugin registered in-process."""
     import dkfix_toy.plugin
-
     from devicekit import registry as reg_mod
 
     old = reg_mod._registry
@@ -78,7 +77,7 @@ class FixtureVenv:
         return env
 
     def run(self, args: list[str], **extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([self.python, *args], env=self.env(**extra), capture_output=True, text=True,
+        return subprocess.run([self.python, *args], env=self.env(**extra), capture_output=True, check=False, text=True,
                               timeout=120, cwd=self.root)
 
     def script(self, code: str, **extra: str) -> dict:
@@ -97,7 +96,7 @@ def fixture_venv(tmp_path_factory, request) -> FixtureVenv:
         wheels.mkdir(parents=True, exist_ok=True)
         p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                             "--no-index", "-w", str(wheels), *map(str, _fixture_dirs())],
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, check=False, text=True, timeout=300)
         assert p.returncode == 0, f"building fixture wheels failed:\n{p.stdout}\n{p.stderr}"
     root = tmp_path_factory.mktemp("fixture-venv")
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
@@ -109,6 +108,6 @@ def fixture_venv(tmp_path_factory, request) -> FixtureVenv:
     Path(purelib, "_devicekit_test_parent.pth").write_text(
         f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
     p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(root),
-                        *map(str, sorted(wheels.glob("*.whl")))], capture_output=True, text=True, timeout=300)
+                        *map(str, sorted(wheels.glob("*.whl")))], capture_output=True, check=False, text=True, timeout=300)
     assert p.returncode == 0, f"installing fixture wheels failed:\n{p.stdout}\n{p.stderr}"
     return FixtureVenv(root)

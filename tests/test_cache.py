@@ -5,12 +5,11 @@ import stat
 import warnings
 
 import pytest
-from dkfix_toy.toylang import ToyCompiler
-
 from devicekit.compile import CompiledSpec, CompileError
 from devicekit.compile.cache import MAGIC, CacheKey, CacheWarning, CompileCache, decode_entry, encode_entry
 from devicekit.ir.dtypes import dtypes
 from devicekit.render.program_spec import ParamSpec, ProgramSpec
+from dkfix_toy.toylang import ToyCompiler
 
 SRC = "out[:] = x * 2\n"
 
@@ -112,9 +111,8 @@ def test_entry_only_loaded_under_its_own_key(tmp_path):
 
 def _writer(args):
     root, n = args
-    from dkfix_toy.toylang import ToyCompiler
-
     from devicekit.compile.cache import CompileCache
+    from dkfix_toy.toylang import ToyCompiler
     bad = 0
     for i in range(n):
         c = ToyCompiler()

@@ -2,7 +2,6 @@ import gc
 
 import numpy as np
 import pytest
-
 from devicekit.ir.dtypes import dtypes
 from devicekit.memory import Buffer, BufferOptions, HostAllocator
 

@@ -2,9 +2,8 @@ import sys
 import threading
 import types
 
-import pytest
-
 import devicekit as dk
+import pytest
 from devicekit.errors import DeviceNotFoundError, DeviceUnavailableError, PluginError, ResolutionError
 from devicekit.plugin import API_VERSION, Availability, CompilerPairFactory, DeviceKind
 from devicekit.registry import Registry
@@ -110,7 +109,7 @@ def test_same_kind_from_two_plugins(registry):
     registry.register_plugin(plugin("toy2", devicekit_device_kinds=lambda: [DeviceKind("TOY", priority=-10)]))
     with pytest.raises(ResolutionError, match="device kind TOY"):
         dk.device("TOY")
-    assert not [d for d in dk.devices() if d.kind == "TOY"][0].available
+    assert not next(d for d in dk.devices() if d.kind == "TOY").available
 
 
 def test_wrong_return_type_is_the_plugins_failure(registry):
@@ -127,11 +126,11 @@ def test_wrong_return_type_is_the_plugins_failure(registry):
 def test_raising_hook_is_isolated(registry):
     def boom():
         raise RuntimeError("enumeration exploded")
+    registry.register_plugin(plugin("boom", devicekit_device_kinds=boom))
     with pytest.warns(RuntimeWarning, match="enumeration exploded"):
-        registry.register_plugin(plugin("boom", devicekit_device_kinds=boom))
         devs = dk.devices()
     assert any(d.kind == "TOY" and d.available for d in devs)
-    boom_dev = [d for d in devs if d.kind == "BOOM"][0]
+    boom_dev = next(d for d in devs if d.kind == "BOOM")
     assert not boom_dev.available and "enumeration exploded" in boom_dev.reason
 
 
@@ -143,8 +142,11 @@ def test_strict_mode_raises_on_hook_failure():
 
 
 def test_misspelled_hook_caught_by_check_pending(registry):
+    def no_kinds():
+        return []
+
     with pytest.raises(PluginError, match="devicekit_device_kind"):
-        registry.register_plugin(plugin("typo", devicekit_device_kind=lambda: []))
+        registry.register_plugin(plugin("typo", devicekit_device_kind=no_kinds))
     assert registry.pm.get_plugin("typo") is None
     assert [p.status for p in registry.plugins() if p.name == "typo"] == ["failed"]
 

@@ -1,12 +1,11 @@
+import devicekit as dk
 import numpy as np
 import pytest
-from dkfix_toy.toylang import ToyKernel, ToyProgram, var
-
-import devicekit as dk
 from devicekit.errors import DeviceKitError
 from devicekit.ir.dtypes import dtypes
 from devicekit.memory import Buffer
 from devicekit.render.program_spec import ParamSpec, VarSpec
+from dkfix_toy.toylang import ToyKernel, ToyProgram, var
 
 N = var("n", 1, 1000)
 SAXPY = ToyKernel("saxpy",
@@ -69,10 +68,9 @@ def test_execute_checks_before_launch(dev, prog):
 def test_execute_refuses_buffers_of_another_kind(registry):
     import types
 
-    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
-
     from devicekit.memory import HostAllocator
     from devicekit.plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
 
     m = types.ModuleType("toy2")
     m.devicekit_device_kinds = dk.hookimpl(lambda: [DeviceKind("TOY2", priority=-99)])

@@ -1,8 +1,7 @@
 import pytest
+from devicekit.spec import DeviceSpec
 from hypothesis import given
 from hypothesis import strategies as st
-
-from devicekit.spec import DeviceSpec
 
 
 @pytest.mark.parametrize("text, kind, index, canonical", [

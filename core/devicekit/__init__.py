@@ -46,7 +46,13 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "dtypes": ("devicekit.ir.dtypes", "dtypes"),
 }
 
-__all__ = ["API_VERSION", "__version__", *_LAZY]
+__all__ = [  # noqa: RUF022 - grouped as in the design
+    "API_VERSION", "__version__",
+    "device", "target", "devices", "run", "Buffer", "BufferOptions", "Device", "Target", "DeviceSpec", "DeviceInfo",
+    "hookimpl", "ir", "dtypes", "Program", "Allocator", "Compiler", "CompiledSpec", "register_plugin",
+    "unregister_plugin", "cache_info", "cache_clear", "CompileError", "DeviceKitError", "DeviceNotFoundError",
+    "DeviceUnavailableError", "PluginError",
+]
 
 
 def __getattr__(name: str) -> Any:

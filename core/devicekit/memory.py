@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -52,7 +53,7 @@ class Allocator(ABC):
         opts = options or DEFAULT_OPTIONS
         try:
             handle = self._alloc(int(nbytes), opts)
-        except Exception as e:  # noqa: BLE001 - every backend spells out-of-memory differently
+        except Exception as e:
             raise MemoryError(f"{self.device or type(self).__name__}: failed to allocate {nbytes} bytes "
                               f"({type(e).__name__}: {e})") from e
         if opts.zero and not self.alloc_zeroes and nbytes:
@@ -294,12 +295,10 @@ class Buffer:
         return self._handle
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown, half-built object
             if self._handle is not None and self._base is None:
                 h, self._handle = self._handle, None
                 self.allocator.free(h, self.nbytes, self.options)
-        except Exception:  # noqa: BLE001 - interpreter shutdown, half-built object
-            pass
 
     # ---- data
     def _host_array(self, obj: Any) -> np.ndarray:

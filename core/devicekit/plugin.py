@@ -6,8 +6,9 @@ A plugin module sets `DEVICEKIT_API = (1, 0)` (the API it was built for; `API_VE
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .compile.compiler import Compiler

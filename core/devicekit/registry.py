@@ -22,8 +22,7 @@ import pluggy
 from . import hookspecs
 from .debug import dprint, env_flag
 from .errors import DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, PluginError, ResolutionError
-from .plugin import (API_VERSION, AllocatorFactory, Availability, CompilerPairFactory, DeviceKind,
-                     RuntimeFactoryDecl)
+from .plugin import API_VERSION, AllocatorFactory, Availability, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
 from .spec import DeviceSpec
 
 __all__ = ["DeviceInfo", "PluginFailure", "PluginRecord", "PluginWarning", "Registry", "device", "devices",
@@ -461,9 +460,9 @@ class Registry:
         for kind, e in sorted(table.items(), key=lambda kv: (-kv[1].decl.priority, kv[0])):
             a = self._availability(e)
             pairs = tuple(self.pair_names(DeviceSpec(kind)))
-            base = dict(kind=kind, plugin=e.plugin.name, distribution=e.plugin.distribution,
-                        version=e.plugin.version, pair_names=pairs, priority=e.decl.priority,
-                        description=e.decl.description)
+            base = {"kind": kind, "plugin": e.plugin.name, "distribution": e.plugin.distribution,
+                    "version": e.plugin.version, "pair_names": pairs, "priority": e.decl.priority,
+                    "description": e.decl.description}
             if a.ok:
                 for i in range(e.count or 0):
                     out.append(DeviceInfo(spec=str(DeviceSpec(kind, i)), available=True, **base))

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .debug import dprint
 
 if TYPE_CHECKING:
-    from .render.program_spec import ProgramSpec
     from .compile.compiler import CompiledSpec
     from .device import Device
+    from .render.program_spec import ProgramSpec
 
 __all__ = ["Program", "RuntimeFactory"]
 

@@ -26,9 +26,9 @@ import struct
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..debug import dprint, env_flag, warn_once
 

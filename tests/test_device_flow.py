@@ -1,0 +1,83 @@
+"""The design's device flow end to end on the real devices of this machine (the PYTHON reference device always;
+CPU and others when available): KernelBuilder -> render -> compile (cached) -> runtime -> Buffers -> numpy."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import devicekit as dk
+import numpy as np
+import pytest
+from devicekit.memory import Buffer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def saxpy():
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    k = ir.KernelBuilder("saxpy")
+    n = k.var("n", lo=1, hi=2**31 - 1)
+    x = k.param("x", dtypes.float32, size=n)
+    y = k.param("y", dtypes.float32, size=n)
+    out = k.param("out", dtypes.float32, size=n, writable=True)
+    i = k.range(n, kind="global")
+    out[i] = x[i] * 2.0 + y[i]
+    return k.build()
+
+
+def available():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from devicekit.registry import reset_registry
+        reset_registry()
+        return [d.spec for d in dk.devices() if d.available and d.kind in ("PYTHON", "CPU", "CUDA", "METAL")]
+
+
+@pytest.fixture(scope="module")
+def devices():
+    devs = available()
+    if "PYTHON" not in devs:
+        pytest.skip("the PYTHON reference device is not available (core/devicekit/reference)")
+    return devs
+
+
+def test_run_saxpy_on_every_available_device(devices):
+    kernel = saxpy()
+    n = 1000
+    x = np.linspace(-1, 1, n, dtype=np.float32)
+    y = np.full(n, 0.25, np.float32)
+    for spec in devices:
+        outs = dk.run(kernel, device=spec, x=x, y=y, out=np.empty(n, np.float32), n=n)
+        np.testing.assert_allclose(outs["out"], x * 2 + y, rtol=1e-6, err_msg=spec)
+
+
+def test_explicit_flow_with_buffers(devices):
+    dev = dk.device("PYTHON")
+    kernel = saxpy()
+    spec = dev.renderer.render(kernel, name="saxpy")
+    assert [p.name for p in spec.params] == ["x", "y", "out"] and spec.device == "PYTHON"
+    compiled = dev.compiler.compile(spec)
+    assert compiled.lib and compiled.name == "saxpy"
+    program = dev.runtime(compiled)
+    n = 64
+    bx = Buffer(dev, n, "float32").copyin(np.arange(n, dtype=np.float32))
+    by = Buffer(dev, n, "float32").copyin(np.ones(n, np.float32))
+    bo = Buffer(dev, n, "float32")
+    program.execute([bx, by, bo], [n])
+    np.testing.assert_array_equal(bo.numpy(), np.arange(n) * 2 + 1)
+    view = bo.view(4, offset=10)
+    np.testing.assert_array_equal(view.numpy(), [21, 23, 25, 27])
+    with pytest.raises(ValueError, match="'x' needs 65 elements"):
+        program.execute([bx, by, bo], [n + 1])
+
+
+def test_quickstart_example(devices, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
+    env["DEVICEKIT_CACHE_DIR"] = str(tmp_path)
+    p = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")], capture_output=True, check=False, text=True,
+                       env=env, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "device: " in p.stdout and "max abs error" in p.stdout
