@@ -8,8 +8,9 @@ Language choices (all in hooks of devicekit.render.cstyle.CStyleRenderer):
   * half (cuda_fp16.h) and __nv_bfloat16 (cuda_bf16.h): every arithmetic op and math function on them is computed
     in float and rounded once, as the reference interpreter does (numpy computes float16 the same way); casts
     between them and non-float types go through float.
-  * vectors: one struct per vector type used, `dk_float4 { float v[4]; }`, aligned to its size when that is a
-    power of two <= 16 bytes (so vector loads become ld.v2/ld.v4); lanes are `.v[i]`.
+  * vectors of 2/4/8/16 bytes (others are scalarized by the base): one struct per vector type used, `dk_float32x4 { float v[4]; }`, aligned to its size when that is a
+    power of two <= 16 bytes (so vector loads become ld.v2/ld.v4); lanes are `.v[i]`; vector ALU ops, math and
+    casts apply the scalar code lane by lane through `dk_map<R>(lambda, operands...)` (operands evaluated once).
   * small ints (8/16 bit) are truncated after every arithmetic op so inlined expressions wrap like the
     reference; 8/16/32-bit add/sub/mul/neg/shl are done in unsigned arithmetic (defined wrap-around); int64
     arithmetic (which is also all index arithmetic) is left plain.
@@ -67,6 +68,19 @@ def _int_wrap(fn, op: Ops):
     return render
 
 
+def _lanes(fn):
+    """Wrap an ALU renderer so a vector op runs lane by lane: dk_map<R>(lambda over scalars, operands...).
+    Each operand is evaluated once (it is a function argument); the lambda holds the scalar code."""
+    def render(*xs, dtype: DType) -> str:
+        if dtype.count == 1:
+            return fn(*xs, dtype=dtype)
+        names = [f"_l{i}" for i in range(len(xs))]
+        body = fn(*names, dtype=dtype.scalar())
+        params = ", ".join(f"auto {n}" for n in names)
+        return f"dk_map<{CUDARenderer().render_dtype(dtype)}>([&]({params}) {{ return {body}; }}, {', '.join(xs)})"
+    return render
+
+
 _BASE = CStyleRenderer.code_for_op
 _CODE = {op: _float_via(_int_wrap(fn, op)) for op, fn in _BASE.items()}
 _CODE[Ops.RECIP] = _float_via(lambda x, dtype: f"(1.0{'f' if dtype.scalar() != dtypes.float64 else ''}/{x})")
@@ -75,6 +89,7 @@ _CODE[Ops.MULACC] = _float_via(_int_wrap(lambda a, b, c, dtype: f"(({a}*{b})+{c}
 for _op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
     _CODE[_op] = _BASE[_op]
 _CODE[Ops.WHERE] = _BASE[Ops.WHERE]
+_CODE = {op: _lanes(fn) for op, fn in _CODE.items()}
 
 
 class CUDARenderer(CStyleRenderer):
@@ -102,8 +117,7 @@ class CUDARenderer(CStyleRenderer):
     code_for_op = _CODE
     math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
                                           Ops.TRUNC: "trunc"}
-    # operands of vector casts are repeated per lane: never inline into them
-    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX, Ops.CAST, Ops.BITCAST})
+    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
 
     def __init__(self, arch: str | None = None):
         self.arch = arch  # informational only; the compiler targets the arch
@@ -113,13 +127,17 @@ class CUDARenderer(CStyleRenderer):
 
     # ---- types
     def vector_type(self, dt: DType) -> str:
-        return f"dk_{dt.name}{dt.count}"
+        return f"dk_{dt.name}x{dt.count}"
+
+    def native_vector(self, dt: DType) -> bool:
+        """Vectors of 2, 4, 8 or 16 bytes stay vectors (one aligned ld/st.v2/.v4 instead of one per lane); others
+        are scalarized by the base renderer."""
+        return dt.count > 1 and dt.nbytes in (2, 4, 8, 16)
 
     def render_cast(self, x: str, src: DType, dst: DType) -> str:
         if dst.count > 1:
-            s, d = src.scalar(), dst.scalar()
-            lanes = [self.render_cast(f"({x}).v[{i}]", s, d) for i in range(dst.count)]
-            return self.render_vectorize(lanes, dst)
+            body = self.render_cast("_l0", src.scalar(), dst.scalar())
+            return f"dk_map<{self.render_dtype(dst)}>([&](auto _l0) {{ return {body}; }}, {x})"
         t = self.render_dtype(dst)
         if src == dst:
             return x
@@ -141,6 +159,9 @@ class CUDARenderer(CStyleRenderer):
         return f"({x}).v[{lane}]"
 
     def render_math(self, fn: str, x: str, dt: DType) -> str:
+        if dt.count > 1:
+            body = self.render_math(fn, "_l0", dt.scalar())
+            return f"dk_map<{self.render_dtype(dt)}>([&](auto _l0) {{ return {body}; }}, {x})"
         if _is_low(dt):
             return self.render_cast(f"{fn}f((float)({x}))", dtypes.float32, dt)
         return f"{fn}{'f' if dt.scalar() == dtypes.float32 else ''}({x})"
@@ -168,10 +189,15 @@ class CUDARenderer(CStyleRenderer):
                 "#ifndef NAN", "#define NAN (__int_as_float(0x7fffffff))", "#endif",
                 "template <class D, class S> __device__ __forceinline__ D dk_bitcast(S s) "
                 "{ D d; memcpy(&d, &s, sizeof(D)); return d; }"]
-        for d in sorted((d for d in used if d.count > 1), key=lambda d: (d.name, d.count)):
+        vecs = sorted((d for d in used if d.count > 1), key=lambda d: (d.name, d.count))
+        for d in vecs:
             nb = d.nbytes
             align = nb if nb <= 16 and nb & (nb - 1) == 0 else d.itemsize
             out.append(f"struct __align__({align}) {self.vector_type(d)} {{ {self.type_map[d.name]} v[{d.count}]; }};")
+        if vecs:  # lane-wise application of scalar code to vector operands (vector ALU ops and math)
+            out.append("template <class R, class F, class... V> __device__ __forceinline__ R dk_map(F f, V... v) "
+                       "{ R r; for (int i = 0; i < (int)(sizeof(r.v) / sizeof(r.v[0])); i++) r.v[i] = f(v.v[i]...); "
+                       "return r; }")
         return "\n".join(out)
 
     def render_linear(self, lk, name: str) -> str:
