@@ -127,17 +127,16 @@ def _pick_tile(size: int, want: int) -> int:
     return t
 
 
-def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 4, tn: int = 4,
+def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 8, tn: int = 8,
            epilogue: Callable[[UOp, UOp], UOp] | None = None, bias: bool = False, name: str = "matmul") -> ir.Kernel:
-    """c (M x N) = a (M x K) @ b (K x N), row-major. Each program instance computes a tm x tn tile held in one
-    tm*tn-lane accumulator (<= 16 lanes), so the k loop does tm loads of a, tn contiguous loads of b and tm*tn
-    multiply-adds. Tiles shrink to divide M and N. `epilogue(value, column)` rewrites each output (bias, relu)."""
+    """c (M x N) = a (M x K) @ b (K x N), row-major. Each program instance computes a tm x tn tile: tm accumulators
+    of tn lanes (tn <= 16) that share one k loop, so each k step loads tn contiguous values of b once and tm values
+    of a, and does tm vector multiply-adds. Tiles shrink to divide M and N. `epilogue(value, column)` rewrites each
+    output (bias, relu)."""
     for nm, v in (("M", M), ("N", N), ("K", K)):
         if not isinstance(v, int) or v <= 0:
             raise ValueError(f"matmul {nm} must be a positive int, got {v!r}")
-    tm, tn = _pick_tile(M, tm), _pick_tile(N, tn)
-    if tm * tn > 16:
-        raise ValueError(f"tile {tm}x{tn} has more than 16 lanes")
+    tm, tn = _pick_tile(M, tm), _pick_tile(N, min(tn, 16))
     k = ir.KernelBuilder(name)
     a = k.param("a", dtype, M * K)
     b = k.param("b", dtype, K * N)
@@ -147,13 +146,15 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 4, t
     r = k.range(K, "reduce")
     acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
     f = (lambda v: v.cast(acc_t)) if acc_t != dtype else (lambda v: v)
-    av = [f(a[(i * tm + x) * K + r]) for x in range(tm)]
     bv = [f(b[r * N + j * tn + y]) for y in range(tn)]
-    prods = [av[x] * bv[y] for x in range(tm) for y in range(tn)]
-    acc = ir.vectorize(*prods).sum(r) if len(prods) > 1 else prods[0].sum(r)
+    brow = ir.vectorize(*bv) if tn > 1 else bv[0]
+    accs = []
+    for x in range(tm):
+        ax = f(a[(i * tm + x) * K + r])
+        accs.append(((ir.vectorize(*([ax] * tn)) if tn > 1 else ax) * brow).sum(r))
     for x in range(tm):
         for y in range(tn):
-            v = acc.gep(x * tn + y) if len(prods) > 1 else acc
+            v = accs[x].gep(y) if tn > 1 else accs[x]
             col = j * tn + y
             if bias_p is not None:
                 v = v + f(bias_p[col])
@@ -163,7 +164,7 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 4, t
     return k.build()
 
 
-def mlp_layer(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 4, tn: int = 4,
+def mlp_layer(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 8, tn: int = 8,
               name: str = "mlp_layer") -> ir.Kernel:
     """relu(x @ w + bias): one fused kernel; params a (x, M x K), b (w, K x N), bias (N), c (out, M x N)."""
     return matmul(M, N, K, dtype, tm, tn, epilogue=lambda v, col: ir.maximum(v, 0.0), bias=True, name=name)

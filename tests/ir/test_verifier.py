@@ -101,11 +101,25 @@ def test_float_index_constant_and_python_truthiness_are_rejected():
         bool(x[i] < 3)
 
 
-def test_reduce_twice_over_one_range():
+def test_reduction_nested_in_a_reduction_over_the_same_range():
+    k, n = _k()
+    x = k.param("x", dtypes.float32, n * n)
+    out = k.param("out", dtypes.float32, n, writable=True)
+    i, r = k.range(n, "global"), k.range(n, "reduce")
+    out[i] = (x[i * n + r] * x[i * n + r].sum(r)).sum(r)
+    with pytest.raises(KernelError, match="reduced inside a reduction over itself"):
+        k.build()
+
+
+def test_sibling_reductions_over_one_range_share_its_loop():
+    from devicekit.ir.linearize import lower
+    from devicekit.ir.ops import ALU, Ops
+    from devicekit.render.renderer import Capabilities
     k, n = _k()
     x = k.param("x", dtypes.float32, n * n)
     out = k.param("out", dtypes.float32, n, writable=True)
     i, r = k.range(n, "global"), k.range(n, "reduce")
     out[i] = x[i * n + r].sum(r) + x[i * n + r].max(r)
-    with pytest.raises(KernelError, match="reduced twice"):
-        k.build()
+    lk = lower(k.build(), Capabilities(frozenset(dtypes.all()), ALU, core_split=True))
+    assert sum(u.op is Ops.RANGE for u in lk.uops) == 2  # the global range and one shared reduce loop
+    assert sum(u.op is Ops.DEFINE_ACC for u in lk.uops) == 2

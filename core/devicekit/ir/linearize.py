@@ -171,6 +171,7 @@ class _Scheduler:
         self.sink, self.caps, self.head, self.guard = sink, caps, head, guard
         self.free: dict[UOp, frozenset] = {}
         self.nodes = sink.toposort()
+        self.node_set = set(self.nodes)
         self.reduce_of: dict[UOp, UOp] = {}
         for u in self.nodes:
             if u.op is Ops.REDUCE:
@@ -342,9 +343,26 @@ class _Scheduler:
             self.placed[nu] = (stack[depth], nu)
         return nu
 
+    def _siblings(self, red: UOp, depth: int) -> list[UOp]:
+        """Other reductions over the same ranges at the same depth, independent of this one: they share its loop
+        (a register-tiled matmul keeps several accumulators in one k loop)."""
+        if red not in self.node_set or self._pinned(red):
+            return []
+        group, deps = [red], [set(red.toposort())]
+        for u in self.nodes:
+            if (u.op is not Ops.REDUCE or u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
+                    or len(self._nest(u)) != depth):
+                continue
+            ud = set(u.toposort())
+            if any(g in ud for g in group) or any(u in d for d in deps):
+                continue
+            group.append(u)
+            deps.append(ud)
+        return group[1:]
+
     def _emit_reduce(self, red: UOp, stack: list[_Block]) -> UOp:
         depth = len(stack) - 1 if self._pinned(red) else min(len(self._nest(red)), len(stack) - 1)
-        x = red.src[0]
+        group = [red, *self._siblings(red, depth)]
         ranges = list(red.src[1:])
         # a reduce loop emitted before (in a closed block) gets fresh range copies
         sub = {}
@@ -354,16 +372,19 @@ class _Scheduler:
                 sub[r] = c
                 self.reduce_of[c] = red
             ranges[i] = c
-        if sub:
-            x = substitute(x, sub)
+        xs = [substitute(g.src[0], sub) if sub else g.src[0] for g in group]
         for r in ranges:
             self._emit(r.src[0], stack[: depth + 1])
             self._emit(r.src[1], stack[: depth + 1])
-        init = UOp.const(red.dtype.scalar(), semantics.identity(red.arg, red.dtype))
-        if red.dtype.count > 1:
-            init = UOp(Ops.VECTORIZE, red.dtype, (init,) * red.dtype.count)
-        init = self._emit(init, stack[:1])
-        acc = UOp(Ops.DEFINE_ACC, red.dtype, (init,), next(self.acc_ids))
+        accs = []
+        for g in group:
+            init = UOp.const(g.dtype.scalar(), semantics.identity(g.arg, g.dtype))
+            if g.dtype.count > 1:
+                init = UOp(Ops.VECTORIZE, g.dtype, (init,) * g.dtype.count)
+            init = self._emit(init, stack[:1])
+            acc = UOp(Ops.DEFINE_ACC, g.dtype, (init,), next(self.acc_ids))
+            self.placed[acc] = (stack[depth], acc)
+            accs.append(acc)
         blocks = []
         inner = stack[: depth + 1]
         for r in ranges:
@@ -373,15 +394,17 @@ class _Scheduler:
             inner = [*inner, b]
         for b_outer, b_inner in itertools.pairwise(blocks):
             b_outer.items.append(b_inner)
-        self.placed[acc] = (stack[depth], acc)
-        val = self._emit(x, inner)
-        comb = decompose(UOp(red.arg, red.dtype, (acc, val)), self.caps.ops)
-        cval = self._emit(comb, inner)
-        inner[-1].insert(UOp(Ops.ASSIGN, red.dtype, (acc, cval)))
-        stack[depth].insert(acc)
+        for g, x, acc in zip(group, xs, accs):
+            val = self._emit(x, inner)
+            comb = decompose(UOp(g.arg, g.dtype, (acc, val)), self.caps.ops)
+            cval = self._emit(comb, inner)
+            inner[-1].insert(UOp(Ops.ASSIGN, g.dtype, (acc, cval)))
+        for acc in accs:
+            stack[depth].insert(acc)
         stack[depth].insert(blocks[0])
-        self.placed[red] = (stack[depth], acc)
-        return acc
+        for g, acc in zip(group, accs):
+            self.placed[g] = (stack[depth], acc)
+        return accs[0]
 
 
 def _flatten(b: _Block, out: list[UOp]) -> None:

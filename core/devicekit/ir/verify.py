@@ -31,7 +31,7 @@ def verify(k: Kernel) -> None:
     nodes = k.sink.toposort()
     params, vars_ = set(k.param_uops), set(k.var_uops)
     free = free_ranges(nodes)
-    reduced_by: dict[UOp, UOp] = {}
+    reduced_by: dict[UOp, list[UOp]] = {}
     for u in nodes:
         if u.op in ALU:
             want = alu_dtype(u.op, u.src)
@@ -67,9 +67,11 @@ def verify(k: Kernel) -> None:
                     raise KernelError(f"reduce over range {r.arg[0]} that its expression does not use", u)
                 if r.arg[1] in ("global", "local"):
                     raise KernelError(f"reduce over a {r.arg[1]} range: use kind='reduce' (or loop/unroll)", r)
-                if r in reduced_by and reduced_by[r] is not u:
-                    raise KernelError(f"range {r.arg[0]} is reduced twice: build one range per reduction", u)
-                reduced_by[r] = u
+                for other in reduced_by.get(r, ()):
+                    if other in u.src[0].toposort() or u in other.src[0].toposort():
+                        raise KernelError(f"range {r.arg[0]} is reduced inside a reduction over itself: build one "
+                                          "range per nested reduction", u)
+                reduced_by.setdefault(r, []).append(u)
     for st in k.sink.src:
         for r in free[st]:
             if r in reduced_by or r.arg[1] == "reduce":
