@@ -12,6 +12,7 @@ stay branch-free and vectorizable; gated stores branch.
 
 from __future__ import annotations
 
+import os
 import re
 import struct
 
@@ -90,7 +91,8 @@ class _Emitter:
         self.r: dict = {}
         self.n = 0
         self.block = "entry"
-        self.loops: dict = {}  # RANGE uop -> its local loop number
+        self.loops: dict = {}  # RANGE uop -> its local loop label suffix
+        self.nloops = 0
         self.ifs: dict = {}
         self.index: dict = {}  # INDEX uop -> (buf uop, idx uop, gate uop | None)
         self.accs: dict = {}  # DEFINE_ACC / ASSIGN uop -> (alloca name, dtype)
@@ -280,6 +282,189 @@ class _Emitter:
             self.emit(f"br label %stx{k}")
             self.label(f"stx{k}")
 
+    def open_loop(self, u, start: str, step: int = 1, end: str | None = None, tag: str = "") -> str:
+        """Emit the header of the loop of RANGE u from `start` while < `end` (its end); returns the block label
+        suffix. The matching ENDRANGE (or close_loop) emits the latch with `step`."""
+        self.nloops += 1
+        k = f"{self.nloops - 1}{tag}"  # local numbering: the source is the cache key
+        self.loops[u] = k
+        end = self.v(u.src[1]) if end is None else end
+        pred = self.block
+        self.emit(f"br label %loop{k}")
+        self.label(f"loop{k}")
+        iv = f"%ridx{k}"
+        self.emit(f"{iv} = phi i64 [{start}, %{pred}], [{iv}.next, %latch{k}]")
+        c = self.ins(f"icmp slt i64 {iv}, {end}")
+        self.emit(f"br i1 {c}, label %body{k}, label %exit{k}")
+        self.label(f"body{k}")
+        self.r[u] = iv
+        return k
+
+    def close_loop(self, k: str, step: int = 1) -> None:
+        self.emit(f"br label %latch{k}")
+        self.label(f"latch{k}")
+        self.emit(f"%ridx{k}.next = add nsw i64 %ridx{k}, {step}")
+        self.emit(f"br label %loop{k}")
+        self.label(f"exit{k}")
+
+    # ---- accumulator splitting: a reduce loop runs SPLIT iterations per trip into SPLIT partial accumulators
+    SPLIT = 4  # DEVICEKIT_CPU_SPLIT overrides; 1 turns splitting off
+    _BODY_OK = frozenset({Ops.CONST, Ops.INDEX, Ops.LOAD, Ops.CAST, Ops.BITCAST, Ops.VECTORIZE, Ops.GEP,
+                          Ops.ASSIGN}) | ALU
+
+    def split_plan(self, i: int):
+        """For the reduce RANGE at position i: (end position, {acc: combining op}) when its loop only loads,
+        computes and updates accumulators with a reassociable op (each once, read nowhere else); else None."""
+        u = self.uops[i]
+        self.SPLIT = int(os.environ.get("DEVICEKIT_CPU_SPLIT", self.SPLIT))
+        if u.arg[1] != "reduce" or self.SPLIT <= 1:
+            return None
+        try:
+            q = next(j for j in range(i + 1, len(self.uops))
+                     if self.uops[j].op is Ops.ENDRANGE and self.uops[j].src[0] is u)
+        except StopIteration:
+            return None
+        body = self.uops[i + 1:q]
+        if not body or len(body) > 256 or any(b.op not in self._BODY_OK for b in body):
+            return None
+        inside = set(body) | {u}
+        accs: dict = {}
+        for b in body:
+            if b.op is not Ops.ASSIGN:
+                continue
+            acc, val = b.src
+            if acc.op is not Ops.DEFINE_ACC or acc in accs or val not in self.acc_update:
+                return None
+            if val.op not in (Ops.ADD, Ops.MUL, Ops.MAX) or acc not in val.src or val.src.count(acc) != 1:
+                return None
+            accs[acc] = val.op
+        if not accs:
+            return None
+        for b in body:  # an accumulator is read only by its update; nothing computed inside is used after
+            if b.op is not Ops.ASSIGN and any(s in accs and b.op not in (Ops.ADD, Ops.MUL, Ops.MAX) for s in b.src):
+                return None
+            if b.op in (Ops.ADD, Ops.MUL, Ops.MAX) and any(s in accs for s in b.src) and b not in self.acc_update:
+                return None
+        for later in self.uops[q + 1:]:
+            if any(s in inside for s in later.src):
+                return None
+        return q, accs
+
+    def identity(self, op: Ops, dt: DType) -> str:
+        s = dt.scalar()
+        v = 0 if op is Ops.ADD else 1 if op is Ops.MUL else s.min()
+        return self.splat_like(const_literal(v, s), dt)
+
+    def combine(self, op: Ops, dt: DType, x: str, y: str) -> str:
+        t = lty(dt)
+        fm = "reassoc contract " if dt.is_float else ""
+        if op is Ops.ADD:
+            return self.ins(f"{'fadd ' + fm if dt.is_float else 'add '}{t} {x}, {y}")
+        if op is Ops.MUL:
+            return self.ins(f"{'fmul ' + fm if dt.is_float else 'mul '}{t} {x}, {y}")
+        sig = dt.is_int and not dt.is_unsigned
+        c = self.ins(f"fcmp {fm}olt {t} {x}, {y}" if dt.is_float else f"icmp {'s' if sig else 'u'}lt {t} {x}, {y}")
+        return self.ins(f"select {fm}{self.booltype(dt)} {c}, {t} {y}, {t} {x}")
+
+    def emit_split_loop(self, u, q: int, accs: dict) -> None:
+        """main loop: SPLIT copies of the body per trip, copy c updating partial accumulator c; then the partials
+        are combined into the accumulator, and a remainder loop (the normal walk) finishes the range."""
+        n = self.SPLIT
+        i = self.uops.index(u)
+        body = self.uops[i + 1:q]
+        start = self.v(u.src[0])
+        end = self.v(u.src[1])
+        main_end = self.ins(f"sub i64 {end}, {n - 1}")
+        partials = {}
+        for acc, op in accs.items():
+            name, dt = self.accs[acc]
+            ps = [name] + [f"{name}.p{c}" for c in range(1, n)]
+            for pn in ps[1:]:
+                self.allocas.append(f"  {pn} = alloca {lty(dt)}")
+                self.emit(f"store {lty(dt)} {self.identity(op, dt)}, ptr {pn}")
+            partials[acc] = ps
+        k = self.open_loop(u, start, end=main_end, tag="m")
+        iv = self.r[u]
+        for c in range(n):
+            self.r[u] = iv if c == 0 else self.ins(f"add nsw i64 {iv}, {c}")
+            for acc in accs:
+                self.accs[acc] = (partials[acc][c], self.accs[acc][1])
+            for b in body:
+                self.emit_uop(b)
+        self.close_loop(k, n)
+        for acc, op in accs.items():
+            dt = self.accs[acc][1]
+            vals = [self.ins(f"load {lty(dt)}, ptr {pn}") for pn in partials[acc]]
+            while len(vals) > 1:
+                vals = [self.combine(op, dt, vals[j], vals[j + 1]) for j in range(0, len(vals) - 1, 2)] + \
+                       ([vals[-1]] if len(vals) % 2 else [])
+            self.accs[acc] = (partials[acc][0], dt)
+            self.emit(f"store {lty(dt)} {vals[0]}, ptr {partials[acc][0]}")
+        self.open_loop(u, f"%ridx{k}")  # the remainder: the walk continues with the body and the ENDRANGE
+
+    def emit_uop(self, u) -> None:
+        op, dt, src = u.op, u.dtype, u.src
+        if op is Ops.PARAM:
+            self.r[u] = self.pnames.get(u.arg[1], f"%arg{u.arg[0]}")
+        elif op is Ops.VAR:
+            self.r[u] = self.vmap[u.arg[0]]
+        elif op is Ops.CONST:
+            pass
+        elif op is Ops.RANGE:
+            self.open_loop(u, self.v(src[0]))
+        elif op is Ops.ENDRANGE:
+            self.close_loop(self.loops[src[0]])
+        elif op is Ops.IF:
+            k = self.tmp()[2:]
+            self.ifs[u] = k
+            self.emit(f"br i1 {self.v(src[0])}, label %if{k}, label %endif{k}")
+            self.label(f"if{k}")
+        elif op is Ops.ENDIF:
+            k = self.ifs[src[0]]
+            self.emit(f"br label %endif{k}")
+            self.label(f"endif{k}")
+        elif op is Ops.DEFINE_ACC:
+            nm = f"%acc{len(self.accs)}"
+            self.allocas.append(f"  {nm} = alloca {lty(dt)}")
+            self.emit(f"store {lty(dt)} {self.v(src[0])}, ptr {nm}")
+            self.accs[u] = (nm, dt)
+        elif op is Ops.ASSIGN:
+            nm, adt = self.accs[src[0]]
+            self.emit(f"store {lty(adt)} {self.v(src[1])}, ptr {nm}")
+            self.accs[u] = (nm, adt)
+        elif op is Ops.DEFINE_LOCAL:
+            nm = f"%local{self.tmp()[2:]}"
+            self.allocas.append(f"  {nm} = alloca {mty(dt)}, i64 {u.arg[1]}, align 64")
+            self.r[u] = nm
+        elif op is Ops.INDEX:
+            self.index[u] = (src[0], src[1], src[2] if len(src) > 2 else None)
+        elif op is Ops.LOAD:
+            self.r[u] = self.load(u)
+        elif op is Ops.STORE:
+            self.store(u)
+        elif op is Ops.BARRIER:
+            pass  # one thread per chunk: nothing to wait for
+        elif op in ALU:
+            self.r[u] = self.alu(u)
+        elif op is Ops.CAST:
+            self.r[u] = self.cast(self.v(src[0]), src[0].dtype, dt)
+        elif op is Ops.BITCAST:
+            self.r[u] = self.ins(f"bitcast {lty(src[0].dtype)} {self.v(src[0])} to {lty(dt)}")
+        elif op is Ops.VECTORIZE:
+            if all(s.op is Ops.CONST for s in src):
+                self.r[u] = "<" + ", ".join(f"{lty(s.dtype)} {const_literal(s.arg, s.dtype)}" for s in src) + ">"
+            else:
+                x = "poison"
+                for i, s in enumerate(src):
+                    x = self.ins(f"insertelement {lty(dt)} {x}, {lty(s.dtype)} {self.v(s)}, i32 {i}")
+                self.r[u] = x
+        elif op is Ops.GEP:
+            self.r[u] = self.ins(f"extractelement {lty(src[0].dtype)} {self.v(src[0])}, i32 {u.arg}")
+        elif op is Ops.SPECIAL:
+            raise NotImplementedError("LLVMRenderer renders CPU kernels: no GPU indices (SPECIAL)")
+        else:
+            raise NotImplementedError(f"LLVMRenderer cannot render {u.short()}")
+
     # ---- the walk
     def run(self) -> str:
         lk = self.lk
@@ -293,84 +478,13 @@ class _Emitter:
         vnames = [v.name for v in lk.vars] + (["core_start", "core_end"] if lk.core_split is not None else [])
         for i, vn in enumerate(vnames):
             args.append(f"i64 %{vn}" if _IDENT.match(vn) else f"i64 %var{i}")
-        vmap = {vn: a.split(" ", 1)[1] for vn, a in zip(vnames, args[len(lk.params):])}
-        for u in self.uops:
-            op, dt, src = u.op, u.dtype, u.src
-            if op is Ops.PARAM:
-                self.r[u] = pnames.get(u.arg[1], f"%arg{u.arg[0]}")
-            elif op is Ops.VAR:
-                self.r[u] = vmap[u.arg[0]]
-            elif op is Ops.CONST:
-                pass
-            elif op is Ops.RANGE:
-                k = self.loops[u] = len(self.loops)  # local numbering: the source is the cache key
-                start, end = self.v(src[0]), self.v(src[1])
-                pred = self.block
-                self.emit(f"br label %loop{k}")
-                self.label(f"loop{k}")
-                iv = f"%ridx{k}"
-                self.emit(f"{iv} = phi i64 [{start}, %{pred}], [{iv}.next, %latch{k}]")
-                c = self.ins(f"icmp slt i64 {iv}, {end}")
-                self.emit(f"br i1 {c}, label %body{k}, label %exit{k}")
-                self.label(f"body{k}")
-                self.r[u] = iv
-            elif op is Ops.ENDRANGE:
-                k = self.loops[src[0]]
-                self.emit(f"br label %latch{k}")
-                self.label(f"latch{k}")
-                self.emit(f"%ridx{k}.next = add nsw i64 %ridx{k}, 1")
-                self.emit(f"br label %loop{k}")
-                self.label(f"exit{k}")
-            elif op is Ops.IF:
-                k = self.tmp()[2:]
-                self.ifs[u] = k
-                self.emit(f"br i1 {self.v(src[0])}, label %if{k}, label %endif{k}")
-                self.label(f"if{k}")
-            elif op is Ops.ENDIF:
-                k = self.ifs[src[0]]
-                self.emit(f"br label %endif{k}")
-                self.label(f"endif{k}")
-            elif op is Ops.DEFINE_ACC:
-                nm = f"%acc{len(self.accs)}"
-                self.allocas.append(f"  {nm} = alloca {lty(dt)}")
-                self.emit(f"store {lty(dt)} {self.v(src[0])}, ptr {nm}")
-                self.accs[u] = (nm, dt)
-            elif op is Ops.ASSIGN:
-                nm, adt = self.accs[src[0]]
-                self.emit(f"store {lty(adt)} {self.v(src[1])}, ptr {nm}")
-                self.accs[u] = (nm, adt)
-            elif op is Ops.DEFINE_LOCAL:
-                nm = f"%local{self.tmp()[2:]}"
-                self.allocas.append(f"  {nm} = alloca {mty(dt)}, i64 {u.arg[1]}, align 64")
-                self.r[u] = nm
-            elif op is Ops.INDEX:
-                self.index[u] = (src[0], src[1], src[2] if len(src) > 2 else None)
-            elif op is Ops.LOAD:
-                self.r[u] = self.load(u)
-            elif op is Ops.STORE:
-                self.store(u)
-            elif op is Ops.BARRIER:
-                pass  # one thread per chunk: nothing to wait for
-            elif op in ALU:
-                self.r[u] = self.alu(u)
-            elif op is Ops.CAST:
-                self.r[u] = self.cast(self.v(src[0]), src[0].dtype, dt)
-            elif op is Ops.BITCAST:
-                self.r[u] = self.ins(f"bitcast {lty(src[0].dtype)} {self.v(src[0])} to {lty(dt)}")
-            elif op is Ops.VECTORIZE:
-                if all(s.op is Ops.CONST for s in src):
-                    self.r[u] = "<" + ", ".join(f"{lty(s.dtype)} {const_literal(s.arg, s.dtype)}" for s in src) + ">"
-                else:
-                    x = "poison"
-                    for i, s in enumerate(src):
-                        x = self.ins(f"insertelement {lty(dt)} {x}, {lty(s.dtype)} {self.v(s)}, i32 {i}")
-                    self.r[u] = x
-            elif op is Ops.GEP:
-                self.r[u] = self.ins(f"extractelement {lty(src[0].dtype)} {self.v(src[0])}, i32 {u.arg}")
-            elif op is Ops.SPECIAL:
-                raise NotImplementedError("LLVMRenderer renders CPU kernels: no GPU indices (SPECIAL)")
+        self.pnames = pnames
+        self.vmap = {vn: a.split(" ", 1)[1] for vn, a in zip(vnames, args[len(lk.params):])}
+        for i, u in enumerate(self.uops):
+            if u.op is Ops.RANGE and (plan := self.split_plan(i)) is not None:
+                self.emit_split_loop(u, *plan)
             else:
-                raise NotImplementedError(f"LLVMRenderer cannot render {u.short()}")
+                self.emit_uop(u)
         self.emit("ret void")
         fname = self.name.replace('"', "")
         head = f'define void @"{fname}"({", ".join(args)}) #0 {{\nentry:'

@@ -91,7 +91,7 @@ def test_second_build_compiles_nothing(pair, cpu, tmp_path):
 
     def counting_compiler():
         compiler = type(c)()
-        compiler.cache = CompileCache(str(tmp_path))
+        compiler.cache = CompileCache(str(tmp_path), disk=True)
         real = compiler.compile_src
         compiler.compile_src = lambda src: calls.append(src) or real(src)
         return compiler
