@@ -66,7 +66,8 @@ def promote_half(sink: UOp) -> UOp:
 
     def fn(u: UOp) -> UOp | None:
         if u.op is Ops.REDUCE and u.dtype.scalar() in _HALF:
-            return UOp(Ops.CAST, u.dtype, (UOp(Ops.REDUCE, f32, (to32(u.src[0]), *u.src[1:]), u.arg),))
+            x = to32(u.src[0])
+            return UOp(Ops.CAST, u.dtype, (UOp(Ops.REDUCE, x.dtype, (x, *u.src[1:]), u.arg),))
         if u.op in ALU and u.op is not Ops.WHERE and any(s.dtype.scalar() == dtypes.bfloat16 for s in u.src):
             srcs = tuple(to32(s) if s.dtype.scalar() == dtypes.bfloat16 else s for s in u.src)
             out = UOp(u.op, u.dtype if u.op in COMPARE else to32(u).dtype, srcs)
