@@ -381,3 +381,48 @@ def test_host_emulation_matches_python(name, tmp_path):
                                        err_msg=f"{name}.{p.name}\n{spec.src}", **_tolerance(p.dtype))
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{name}.{p.name}\n{spec.src}")
+
+
+# ------------------------------------------------------------------ differential fuzzing (core's random kernels)
+def _random_kernels():
+    try:
+        from devicekit.testing import random_kernels as RK
+    except ImportError:
+        return None
+    return RK
+
+
+_RK = _random_kernels()
+FUZZ_SEEDS = list(range(int(__import__("os").environ.get("DK_METAL_FUZZ_SEEDS", "48"))))
+
+
+@pytest.mark.skipif(_RK is None, reason="devicekit.testing.random_kernels is not available")
+@pytest.mark.parametrize("seed", FUZZ_SEEDS)
+def test_random_kernel_host_emulation(seed, tmp_path):
+    if cxx() is None:
+        pytest.skip("no C++ compiler for the host emulation")
+    if (why := _python_available()) is not None:
+        pytest.skip(f"PYTHON reference device unavailable: {why}")
+    import devicekit as dk
+    pool = tuple(d for d in _RK.ALL_DTYPES if d != dtypes.float64)  # Metal has no double
+    rk = _RK.random_kernel(seed, pool=pool)
+    kern = rk.kernel
+    if (bug := _lowering_defect(kern)) is not None:
+        pytest.xfail(bug)
+    spec = MetalRenderer().render(kern)
+    if libclang_available() is None:
+        assert not syntax_check(spec.src), spec.src
+    ref = dk.run(kern, device="PYTHON", **rk.inputs)
+    var_vals = {v.name: int(rk.inputs[v.name]) for v in spec.vars}
+    sizes = spec.buffer_sizes(var_vals)
+    arrays = []
+    for p, n in zip(spec.params, sizes):
+        if p.writable:
+            arrays.append(np.zeros(n, p.dtype.np))
+        else:
+            arrays.append(np.ascontiguousarray(from_numpy_values(np.asarray(rk.inputs[p.name]), p.dtype)))
+    HostKernel(spec, MetalRenderer(), workdir=str(tmp_path)).run(arrays, [var_vals[v.name] for v in spec.vars])
+    for p, got in zip(spec.params, arrays):
+        if p.writable:
+            got = bf16_to_f32(got) if p.dtype == bf16 else got
+            _RK.assert_matches(got, np.asarray(ref[p.name]).reshape(-1), p.dtype, f"seed {seed} {p.name}\n{spec.src}")
