@@ -37,7 +37,9 @@ class CUDAContext:
         self.lock = threading.RLock()
         with self:
             self.stream = cuda.Stream()  # a blocking stream: ordered with the synchronous pycuda calls too
-            self.attrs = {str(k): v for k, v in self.device.get_attributes().items()}
+            attr = cuda.device_attribute
+            self.max_grid = tuple(self.device.get_attribute(getattr(attr, f"MAX_GRID_DIM_{a}")) for a in "XYZ")
+            self.max_block = tuple(self.device.get_attribute(getattr(attr, f"MAX_BLOCK_DIM_{a}")) for a in "XYZ")
 
     @property
     def arch(self) -> str:

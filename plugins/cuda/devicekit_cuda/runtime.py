@@ -38,6 +38,9 @@ class CUDAProgram(Program):
         grid, block = _dims3(global_size, "global_size"), _dims3(local_size, "local_size")
         if math.prod(grid) == 0 or math.prod(block) == 0:
             return 0.0 if wait else None
+        for what, dims, lim in (("grid", grid, self.ctx.max_grid), ("block", block, self.ctx.max_block)):
+            if any(d > m for d, m in zip(dims, lim)):
+                raise ValueError(f"{self.name}: {what} {dims} exceeds {self.ctx.name}'s limits {lim}")
         if math.prod(block) > self.max_threads:
             raise ValueError(f"{self.name}: a block of {block} = {math.prod(block)} threads exceeds this kernel's "
                              f"limit of {self.max_threads} on {self.ctx.name}")
