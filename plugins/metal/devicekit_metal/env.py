@@ -44,7 +44,12 @@ def compile_unavailable_reason() -> str | None:
 @functools.cache
 def xcrun_metal() -> tuple[str, str] | None:
     """(path of `metal`, path of `metallib`) from Xcode's toolchain, or None when it is not installed."""
-    if not is_macos() or shutil.which("xcrun") is None:
+    if not is_macos() or shutil.which("xcrun") is None or shutil.which("xcode-select") is None:
+        return None
+    try:  # without developer tools, running xcrun opens an install dialog: ask xcode-select first (it never does)
+        if subprocess.run(["xcode-select", "-p"], capture_output=True, text=True, check=False, timeout=30).returncode:
+            return None
+    except (OSError, subprocess.TimeoutExpired):
         return None
     found = []
     for tool in ("metal", "metallib"):

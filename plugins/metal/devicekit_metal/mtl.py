@@ -99,6 +99,8 @@ def compile_options(Metal, src: str):
         options.setMathMode_(Metal.MTLMathModeSafe)
     else:
         options.setFastMathEnabled_(False)
+    if hasattr(options, "setMathFloatingPointFunctions_") and hasattr(Metal, "MTLMathFloatingPointFunctionsPrecise"):
+        options.setMathFloatingPointFunctions_(Metal.MTLMathFloatingPointFunctionsPrecise)  # default is fast
     if (v := needs_msl_version(src)) is not None:
         options.setLanguageVersion_(getattr(Metal, "MTLLanguageVersion" + v.replace(".", "_"), _LANGUAGE_VERSIONS[v]))
     return options

@@ -221,7 +221,7 @@ class MetalRenderer(CStyleRenderer):
         if threads is not None and threads > MAX_THREADS_PER_GROUP:
             raise KernelError(f"kernel {name} launches {threads} threads per threadgroup; Metal allows "
                               f"{MAX_THREADS_PER_GROUP}")
-        uops = route_through_float32(_rename_reserved_vars(list(lk.uops)))
+        uops = route_through_float32(_rename_reserved_vars(_locals_first(list(lk.uops))))
         new = _with_uops(lk, uops)
         if any(_reserved(v.name) for v in lk.vars):
             vs = tuple(dataclasses.replace(v, name=_var_name(v.name)) for v in lk.vars)
@@ -258,6 +258,12 @@ def _with_uops(lk, uops: list[UOp]):
     new = copy.copy(lk)
     new.uops = uops
     return new
+
+
+def _locals_first(uops: list[UOp]) -> list[UOp]:
+    """MSL declares threadgroup arrays at kernel function scope: put every DEFINE_LOCAL (it has no sources) first."""
+    locs = [u for u in uops if u.op is Ops.DEFINE_LOCAL]
+    return uops if not locs else locs + [u for u in uops if u.op is not Ops.DEFINE_LOCAL]
 
 
 def _reserved(name: str) -> bool:

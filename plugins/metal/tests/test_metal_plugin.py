@@ -152,6 +152,8 @@ def test_local_memory_and_barrier():
     out[gi * 32 + li] = sm[31 - li]
     spec = MetalRenderer().render(k.build())
     assert "threadgroup __attribute__((aligned(16))) float tile[32];" in spec.src
+    body = spec.src.split(") {\n", 1)[1].splitlines()
+    assert body[0] == "  threadgroup __attribute__((aligned(16))) float tile[32];"  # kernel function scope
     assert "threadgroup_barrier(mem_flags::mem_threadgroup);" in spec.src
     assert spec.get_meta("shared_bytes") == 128
     assert tuple(spec.local_size) == (32,)
