@@ -224,3 +224,11 @@ def test_package_keeps_device_function_over_submodule():
     import devicekit.device as _  # noqa: F401 - importing the submodule must not shadow dk.device()
     assert callable(dk.device) and not isinstance(dk.device, types.ModuleType)
     assert "devicekit.device" in sys.modules
+
+
+def test_disabled_name_blocks_in_process_registration():
+    import dkfix_toy.plugin
+    reg = Registry(entry_points=True, strict=False, disabled={"toy"})
+    rec = reg.register_plugin(dkfix_toy.plugin, "toy")
+    assert rec.status == "blocked" and reg.pm.get_plugin("toy") is None
+    assert "TOY" not in {d.kind for d in reg.devices() if d.available}

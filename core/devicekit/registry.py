@@ -269,9 +269,13 @@ class Registry:
         if not self._check_api(obj, rec):
             return False
         try:
-            self.pm.register(obj, name=rec.name)
-        except Exception as e:  # noqa: BLE001 - pluggy validation errors, duplicate or blocked names
+            registered = self.pm.register(obj, name=rec.name)
+        except Exception as e:  # noqa: BLE001 - pluggy validation errors, duplicate names
             self._fail(rec, "register", e)
+            return False
+        if registered is None:  # pluggy: the name is blocked
+            rec.status = "blocked"
+            rec.notes.append("disabled by DEVICEKIT_DISABLE_PLUGINS; not registered")
             return False
         try:
             self.pm.check_pending()
