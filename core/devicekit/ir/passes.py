@@ -13,6 +13,7 @@ from . import semantics
 from .dtypes import DType, dtypes, f32_to_bf16
 from .ops import ALU, COMPARE, Ops
 from .rewrite import graph_rewrite, substitute
+from .transcendental import DECOMPOSITIONS
 from .uop import KernelError, UOp, make_alu
 from .verify import free_ranges
 
@@ -151,6 +152,8 @@ def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer") -
             return UOp(Ops.SUB, d, (_vconst(z, 0) if z.count > 1 else UOp.const(z, 0), s[0]))
         if u.op is Ops.SUB and Ops.NEG in ops:
             return UOp(Ops.ADD, d, (s[0], UOp(Ops.NEG, d, (s[1],))))
+        if u.op in DECOMPOSITIONS:
+            return DECOMPOSITIONS[u.op](s[0])
         raise KernelError(f"{renderer} does not render {u.op.name} and the core has no decomposition for it", u)
     return graph_rewrite(sink, fn)
 
