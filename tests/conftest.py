@@ -91,7 +91,9 @@ class FixtureVenv:
 def fixture_venv(tmp_path_factory, request) -> FixtureVenv:
     """Build the fixture wheels once (cached by content in .pytest_cache, offline: no build isolation, the test
     venv's setuptools), then install them with --no-deps into a fresh venv layered on the test venv."""
-    wheels = Path(request.config.cache.mkdir("devicekit-fixture-wheels")) / _fixtures_hash()
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider: build into a temp dir
+    base = Path(cache.mkdir("devicekit-fixture-wheels")) if cache is not None else tmp_path_factory.mktemp("wheels")
+    wheels = base / _fixtures_hash()
     if not list(wheels.glob("*.whl")):
         wheels.mkdir(parents=True, exist_ok=True)
         p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
