@@ -16,9 +16,8 @@ import statistics
 import sys
 import time
 
-import numpy as np
-
 import devicekit as dk
+import numpy as np
 from devicekit import ir
 from devicekit.ir.dtypes import dtypes
 
@@ -34,7 +33,7 @@ def peak_bandwidth_gbs(ctx) -> tuple[float | None, str]:
         bus_bits = ctx.device.get_attribute(cuda.device_attribute.GLOBAL_MEMORY_BUS_WIDTH)
         if clock_khz and bus_bits:
             return 2.0 * clock_khz * 1e3 * bus_bits / 8 / 1e9, "device attributes"
-    except Exception:  # noqa: BLE001 - attribute removed in newer drivers
+    except Exception:  # noqa: BLE001, S110 - attribute removed in newer drivers
         pass
     for key, gbs in PEAK_GBS.items():
         if key in ctx.name:
@@ -110,7 +109,7 @@ def main(argv=None) -> int:
     res: dict = {"device": str(dev.spec), "name": ctx.name, "arch": ctx.arch, "compiler": dev.compiler.identity(),
                  "peak_gbs": peak, "peak_source": peak_src}
     print(f"{dev.spec}: {ctx.name} ({ctx.arch}); peak memory bandwidth "
-          f"{'%.0f GB/s' % peak if peak else 'unknown'} ({peak_src})")
+          f"{f'{peak:.0f} GB/s' if peak else 'unknown'} ({peak_src})")
     print(f"compiler: {dev.compiler.identity()}")
 
     def pct(gbs):

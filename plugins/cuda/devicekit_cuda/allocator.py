@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from devicekit.memory import BufferOptions, LRUAllocator
 
 from . import context

@@ -57,7 +57,7 @@ class CUDACompiler(Compiler):
                 raise RuntimeError(f"nvJitLink {self.jitlink.version[0]}.{self.jitlink.version[1]} is older than NVRTC "
                                    f"{self.nvrtc.version[0]}.{self.nvrtc.version[1]} and cannot read its PTX; "
                                    "upgrade nvidia-nvjitlink")
-            self.link_version = "%d.%d" % self.jitlink.version
+            self.link_version = "{}.{}".format(*self.jitlink.version)
             self.name = "nvrtc"
         else:
             from . import ptxas
@@ -69,7 +69,7 @@ class CUDACompiler(Compiler):
 
     # ---- identity: everything that changes the bytes
     def identity(self) -> str:
-        nv = "%d.%d" % self.nvrtc.version
+        nv = "{}.{}".format(*self.nvrtc.version)
         inc = self.include.origin if self.include else "no-headers"
         return (f"{self.name} nvrtc-{nv} {self.linker}-{self.link_version} arch={self.arch} "
                 f"flags={' '.join(self.nvrtc_options(needs_headers=False))} headers=[{inc}]")
@@ -139,7 +139,7 @@ class CUDACompiler(Compiler):
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(lib)
             f.flush()
-            return subprocess.run([exe, "-sass", f.name], capture_output=True, text=True).stdout
+            return subprocess.run([exe, "-sass", f.name], check=False, capture_output=True, text=True).stdout
 
     def __reduce__(self):
         return (type(self), (self.arch, self.linker, self.flags, self.arch_origin))

@@ -43,9 +43,9 @@ class CUDAContext:
 
     @property
     def arch(self) -> str:
-        return "sm_%d%d" % self.compute_capability
+        return "sm_{}{}".format(*self.compute_capability)
 
-    def __enter__(self) -> CUDAContext:
+    def __enter__(self):
         self.lock.acquire()
         try:
             self.ctx.push()

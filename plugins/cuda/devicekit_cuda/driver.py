@@ -39,7 +39,7 @@ def _load() -> tuple[ctypes.CDLL | None, str, str]:
     return None, "", "; ".join(errors)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def state() -> DriverState:
     lib, name, err = _load()
     if lib is None:
@@ -57,7 +57,7 @@ def state() -> DriverState:
     return DriverState(True, "", ver.value, cnt.value, name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compute_capability(index: int) -> tuple[int, int] | None:
     st = state()
     if not st.ok or not 0 <= index < st.count:

@@ -36,7 +36,7 @@ def path() -> str:
 def version(exe: str | None = None) -> str:
     """'13.0' from `ptxas --version`, or '' when it cannot be run."""
     try:
-        out = subprocess.run([exe or path(), "--version"], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([exe or path(), "--version"], check=False, capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError, PtxasError):
         return ""
     m = re.search(r"release (\d+\.\d+)", out)
@@ -51,7 +51,7 @@ def assemble(ptx: bytes, arch: str, options: list[str] | None = None, notes: lis
             with open(src, "wb") as f:
                 f.write(ptx.rstrip(b"\0"))
             r = subprocess.run([exe, f"-arch={arch}", *(options or []), src, "-o", dst],
-                               capture_output=True, text=True, timeout=300)
+                               check=False, capture_output=True, text=True, timeout=300)
             if r.returncode == 0:
                 with open(dst, "rb") as f:
                     return f.read()
@@ -59,7 +59,7 @@ def assemble(ptx: bytes, arch: str, options: list[str] | None = None, notes: lis
             m = _UNSUPPORTED.search(log)
             if attempt == 0 and m:
                 new, old = m.group(2), m.group(1)
-                ptx = re.sub(rb"^\.version\s+\S+", f".version {new}".encode(), ptx, count=1, flags=re.M)
+                ptx = re.sub(rb"^\.version\s+\S+", f".version {new}".encode(), ptx, count=1, flags=re.MULTILINE)
                 if notes is not None:
                     notes.append(f"ptxas {version(exe) or '?'} supports PTX ISA {new}; lowered .version {old} -> {new}")
                 continue

@@ -187,8 +187,8 @@ class CUDARenderer(CStyleRenderer):
             out.append("#include <cuda_bf16.h>")
         out += ["#ifndef INFINITY", "#define INFINITY (__int_as_float(0x7f800000))", "#endif",
                 "#ifndef NAN", "#define NAN (__int_as_float(0x7fffffff))", "#endif",
-                "template <class D, class S> __device__ __forceinline__ D dk_bitcast(S s) "
-                "{ D d; memcpy(&d, &s, sizeof(D)); return d; }"]
+                ("template <class D, class S> __device__ __forceinline__ D dk_bitcast(S s) "
+                 "{ D d; memcpy(&d, &s, sizeof(D)); return d; }")]
         vecs = sorted((d for d in used if d.count > 1), key=lambda d: (d.name, d.count))
         for d in vecs:
             nb = d.nbytes

@@ -56,7 +56,7 @@ def _wheel_files(dist: str, pattern: str) -> list[tuple[str, str]]:
     try:
         from importlib import metadata
         d = metadata.distribution(dist)
-    except Exception:
+    except Exception:  # noqa: BLE001 - not installed, or broken metadata
         return []
     out = []
     for f in d.files or ():
@@ -129,19 +129,19 @@ def _find_library(env: str, dist: str, stem: str) -> tuple[Found | None, list[st
     return None, searched
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nvrtc() -> tuple[Found | None, tuple[str, ...]]:
     f, s = _find_library("DEVICEKIT_NVRTC", "nvidia-cuda-nvrtc", "nvrtc")
     return f, tuple(s)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nvjitlink() -> tuple[Found | None, tuple[str, ...]]:
     f, s = _find_library("DEVICEKIT_NVJITLINK", "nvidia-nvjitlink", "nvJitLink")
     return f, tuple(s)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ptxas() -> tuple[Found | None, tuple[str, ...]]:
     searched: list[str] = []
     if _disabled("DEVICEKIT_PTXAS"):
@@ -163,7 +163,7 @@ def ptxas() -> tuple[Found | None, tuple[str, ...]]:
     return None, tuple(searched)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def include_dir() -> tuple[Found | None, tuple[str, ...]]:
     """A directory holding cuda_fp16.h and cuda_bf16.h (only kernels using half/bfloat16 need it)."""
     searched: list[str] = []

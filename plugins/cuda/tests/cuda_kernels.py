@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 
 import numpy as np
-
 from devicekit import ir
 from devicekit.ir import dtypes
 
@@ -58,7 +57,7 @@ def float_kernels():
         out.append(_ew(dt, lambda a: ir.log2(a) + ir.sqrt(a), f"log2sqrt_{t}", nin=1, positive=True))
         out.append(_ew(dt, lambda a: ir.recip(a) + ir.trunc(a * 3.0), f"reciptrunc_{t}", nin=1, special=False))
         out.append(_ew(dt, lambda a, b: ir.mulacc(a, b, a), f"mulacc_{t}", special=False))
-        out.append(_ew(dt, lambda a, b: (a < b).cast(dt) + a.eq(b).cast(dt) * 2.0 + a.ne(b).cast(dt) * 4.0,
+        out.append(_ew(dt, lambda a, b, dt=dt: (a < b).cast(dt) + a.eq(b).cast(dt) * 2.0 + a.ne(b).cast(dt) * 4.0,
                        f"compare_{t}"))
     return out
 

@@ -12,14 +12,13 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import cuda_kernels as ck  # noqa: E402
-
-import devicekit as dk  # noqa: E402
-from devicekit.compile import CompileCache, CompileError  # noqa: E402
-from devicekit.ir.dtypes import dtypes  # noqa: E402
-from devicekit_cuda import toolchain  # noqa: E402
-from devicekit_cuda.cubin import inspect  # noqa: E402
-from devicekit_cuda.renderer import CUDARenderer  # noqa: E402
+import cuda_kernels as ck
+import devicekit as dk
+from devicekit.compile import CompileCache, CompileError
+from devicekit.ir.dtypes import dtypes
+from devicekit_cuda import toolchain
+from devicekit_cuda.cubin import inspect
+from devicekit_cuda.renderer import CUDARenderer
 
 ARCHS = ("sm_80", "sm_90")
 _have_nvrtc = toolchain.nvrtc()[0] is not None
@@ -102,7 +101,7 @@ def test_compile_error_carries_the_nvrtc_log():
 
 def test_identity_names_version_arch_flags():
     a, b = compiler("sm_80").identity(), compiler("sm_90").identity()
-    nv = "%d.%d" % compiler("sm_80").nvrtc.version
+    nv = "{}.{}".format(*compiler("sm_80").nvrtc.version)
     for ident, arch in ((a, "sm_80"), (b, "sm_90")):
         assert f"nvrtc-{nv}" in ident and f"arch={arch}" in ident
         assert "--gpu-architecture=compute_" in ident and "--fmad=false" in ident
@@ -167,9 +166,9 @@ def test_target_compiles_ahead_of_time_and_shares_bytes_across_ids(tmp_path):
 def test_arch_from_environment():
     code = ("import devicekit as dk; c = dk.target('CUDA').compiler; print(c.arch, '|', c.arch_origin)")
     env = {**os.environ, "DEVICEKIT_CUDA_ARCH": "sm_80"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("|")[0].strip() == "sm_80"
     env.pop("DEVICEKIT_CUDA_ARCH")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.split("|")[0].strip() == "sm_90", out.stderr

@@ -15,10 +15,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import cuda_kernels as ck  # noqa: E402
-from cuda_host_emu import CXX, host_compile_many  # noqa: E402
-
-import devicekit as dk  # noqa: E402
+import cuda_kernels as ck
+import devicekit as dk
+from cuda_host_emu import CXX, host_compile_many
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler (g++/clang++) for the emulation tests")
 

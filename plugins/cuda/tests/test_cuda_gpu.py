@@ -12,11 +12,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import cuda_kernels as ck  # noqa: E402
-
-import devicekit as dk  # noqa: E402
-from devicekit.ir.dtypes import dtypes  # noqa: E402
-from devicekit_cuda.probe import count, runtime_status  # noqa: E402
+import cuda_kernels as ck
+import devicekit as dk
+from devicekit.ir.dtypes import dtypes
+from devicekit_cuda.probe import count, runtime_status
 
 _status = runtime_status()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _status.ok, reason=f"no CUDA device: {_status.reason}")]
