@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 
 from devicekit.ir.uop import sym_eval
@@ -31,6 +32,34 @@ class CPUProgram(Program):
         self._split = spec.core_split
         cost = spec.get_meta("split_cost", 1)
         self._cost = cost  # an int, or a SymInt over the vars: estimated operations per outer iteration
+        # precomputed for the fast path of execute()
+        from devicekit.memory import Buffer
+        self._buffer_type = Buffer
+        self._pdtypes = tuple(p.dtype for p in spec.params)
+        self._static_sizes = tuple(p.size if isinstance(p.size, int) else None for p in spec.params)
+        self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
+        self._vnames = tuple(v.name for v in spec.vars)
+
+    def execute(self, buffers, vals=(), global_size=None, local_size=None, wait=False):
+        """The base class's checks, precomputed: buffer count, device, dtype and size, var count and bounds.
+        Anything unusual (a symbolic size, another device, DEVICEKIT_DEBUG, a failed check) goes through the
+        base `execute`, which raises the error naming the argument."""
+        if (global_size is not None or local_size is not None or len(buffers) != len(self._pdtypes)
+                or len(vals) != len(self._vbounds) or "DEVICEKIT_DEBUG" in os.environ):
+            return super().execute(buffers, vals, global_size, local_size, wait)
+        for v, (lo, hi) in zip(vals, self._vbounds):
+            if type(v) is not int or not lo <= v <= hi:
+                return super().execute(buffers, vals, global_size, local_size, wait)
+        handles = []
+        dev, btype = self.device, self._buffer_type
+        for b, dt, n in zip(buffers, self._pdtypes, self._static_sizes):
+            if type(b) is not btype or n is None or b.size < n or (b.dtype is not dt and b.dtype != dt) \
+                    or b.device is not dev:
+                return super().execute(buffers, vals, global_size, local_size, wait)
+            h = b._handle
+            handles.append(h if h is not None else b.handle)
+        var_vals = dict(zip(self._vnames, vals)) if vals else {}
+        return self._launch(handles, list(vals), var_vals, None, None, wait)
 
     def work_per_iteration(self, var_vals: dict[str, int]) -> int:
         if isinstance(self._cost, int):
