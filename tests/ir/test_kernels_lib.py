@@ -80,3 +80,17 @@ def test_linear_form_stays_small(name, caps):
     lk = lower(kernels.all_kernels()[name](), caps)
     assert len(lk.uops) <= BUDGET[name], f"{name}: {len(lk.uops)} ops\n{lk}"
     assert len(lk.uops) >= 8
+
+
+def test_contiguous_lanes_become_vector_loads_and_stores_only_when_aligned():
+    from devicekit.ir.ops import Ops
+    lk = lower(kernels.matmul(64, 64, 64), GPU)
+    vec_loads = [u for u in lk.uops if u.op is Ops.LOAD and u.dtype.count == 8]
+    vec_stores = [u for u in lk.uops if u.op is Ops.STORE and u.src[1].dtype.count == 8]
+    assert len(vec_loads) == 1 and len(vec_stores) == 8  # one row of b per k step; the tile goes out by rows
+    # row sums index i*n + r*8 + c: n is a var, so alignment is unknown: scalar loads unless unaligned is allowed
+    lk = lower(kernels.reduce("sum"), GPU)
+    assert not [u for u in lk.uops if u.op is Ops.LOAD and u.dtype.count > 1]
+    import dataclasses
+    lk = lower(kernels.reduce("sum"), dataclasses.replace(CPU, unaligned_vectors=True))
+    assert [u for u in lk.uops if u.op is Ops.LOAD and u.dtype.count == 8]

@@ -18,7 +18,7 @@ from . import semantics
 from .builder import Kernel
 from .dtypes import dtypes
 from .ops import Ops
-from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, promote_half, simplify
+from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
 from .rewrite import graph_rewrite, substitute
 from .uop import KernelError, SymInt, UOp
 
@@ -52,6 +52,8 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
         sink = emulate_bf16(sink)
     sink = decompose(sink, caps.ops)
     sink = simplify(sink)
+    if caps.vectors:
+        sink = group_vectors(sink, getattr(caps, "unaligned_vectors", False))
     _check_dtypes(sink, caps)
     params = tuple(p.replace(src=()) if p.dtype != dtypes.bfloat16 or dtypes.bfloat16 in caps.dtypes
                    else p.replace(src=(), dtype=dtypes.uint16) for p in kernel.param_uops)

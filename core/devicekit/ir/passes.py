@@ -195,6 +195,15 @@ def simplify(sink: UOp) -> UOp:
                 return a
             if _is_const(a, 0):
                 return b
+            # constants move outward, so x + (y + 3) and (x + 3) + y both read (x + y) + 3 (ints wrap: associative)
+            if a.op is Ops.CONST and b.op is not Ops.CONST:
+                return UOp(Ops.ADD, u.dtype, (b, a))
+            if b.op is Ops.ADD and b.src[1].op is Ops.CONST:
+                return UOp(Ops.ADD, u.dtype, (UOp(Ops.ADD, u.dtype, (a, b.src[0])), b.src[1]))
+            if a.op is Ops.ADD and a.src[1].op is Ops.CONST and b.op is not Ops.CONST:
+                return UOp(Ops.ADD, u.dtype, (UOp(Ops.ADD, u.dtype, (a.src[0], b)), a.src[1]))
+            if a.op is Ops.ADD and a.src[1].op is Ops.CONST and b.op is Ops.CONST:
+                return UOp(Ops.ADD, u.dtype, (a.src[0], UOp.const(u.dtype, a.src[1].arg + b.arg)))
         if u.op is Ops.SUB and _is_const(b, 0) and is_int:
             return a
         if u.op is Ops.MUL:
@@ -246,3 +255,109 @@ def define_int_edges(sink: UOp) -> UOp:
 
 def _like(u: UOp, v) -> UOp:
     return _vconst(u.dtype, v) if u.dtype.count > 1 else UOp.const(u.dtype, v)
+
+
+# ---- contiguous lanes -> vector loads and stores ----------------------------------------------------------------------
+
+_VEC_WIDTHS = (2, 4, 8, 16)
+
+
+def _split_offset(idx: UOp) -> tuple[UOp | None, int]:
+    """idx as (base, constant offset); base None when idx is a constant."""
+    off = 0
+    while idx.op is Ops.ADD and idx.src[1].op is Ops.CONST:
+        off += idx.src[1].arg
+        idx = idx.src[0]
+    if idx.op is Ops.CONST:
+        return None, off + idx.arg
+    return idx, off
+
+
+def _pow2_divisor(u: UOp, memo: dict) -> int:
+    """log2 of the largest power of two that divides every value of the integer expression u (capped at 16)."""
+    if u in memo:
+        return memo[u]
+    if u.op is Ops.CONST:
+        v = int(u.arg)
+        r = 16 if v == 0 else min(16, (v & -v).bit_length() - 1)
+    elif u.op is Ops.MUL:
+        r = min(16, _pow2_divisor(u.src[0], memo) + _pow2_divisor(u.src[1], memo))
+    elif u.op in (Ops.ADD, Ops.SUB):
+        r = min(_pow2_divisor(u.src[0], memo), _pow2_divisor(u.src[1], memo))
+    elif u.op is Ops.SHL and u.src[1].op is Ops.CONST:
+        r = min(16, _pow2_divisor(u.src[0], memo) + int(u.src[1].arg))
+    elif u.op is Ops.CAST:
+        r = _pow2_divisor(u.src[0], memo)
+    else:
+        r = 0
+    memo[u] = r
+    return r
+
+
+def _index_at(buf: UOp, base: UOp | None, off: int) -> UOp:
+    c = UOp.const(dtypes.index, off)
+    idx = c if base is None else (base if off == 0 else UOp(Ops.ADD, dtypes.index, (base, c)))
+    return UOp(Ops.INDEX, buf.dtype, (buf, idx))
+
+
+def _lanes_contiguous(indexes: list[UOp], unaligned: bool, memo: dict) -> tuple[UOp, UOp | None, int] | None:
+    """(buffer, base, first offset) when the indexes address consecutive elements of one buffer (aligned to the
+    width unless the renderer takes unaligned vectors), else None."""
+    n = len(indexes)
+    if n not in _VEC_WIDTHS or any(ix.op is not Ops.INDEX or len(ix.src) != 2 for ix in indexes):
+        return None
+    buf = indexes[0].src[0]
+    if buf.dtype.count != 1 or any(ix.src[0] is not buf for ix in indexes):
+        return None
+    parts = [_split_offset(ix.src[1]) for ix in indexes]
+    base, off0 = parts[0]
+    if any(b is not base or o != off0 + c for c, (b, o) in enumerate(parts)):
+        return None
+    if not unaligned and (off0 % n or (base is not None and (1 << _pow2_divisor(base, memo)) % n)):
+        return None
+    return buf, base, off0
+
+
+def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
+    """VECTORIZE of loads of consecutive elements becomes one vector load; consecutive stores of consecutive elements
+    become one vector store. Without `unaligned`, only where the first element is provably width-aligned."""
+    memo: dict = {}
+
+    def loads(u: UOp) -> UOp | None:
+        if u.op is not Ops.VECTORIZE or any(s.op is not Ops.LOAD or len(s.src) != 1 for s in u.src):
+            return None
+        hit = _lanes_contiguous([s.src[0] for s in u.src], unaligned, memo)
+        if hit is None:
+            return None
+        buf, base, off = hit
+        return UOp(Ops.LOAD, u.dtype, (_index_at(buf, base, off),))
+
+    sink = graph_rewrite(sink, loads)
+    stmts, out, k = list(sink.src), [], 0
+    while k < len(stmts):
+        st = stmts[k]
+        done = False
+        if st.op is Ops.STORE and st.src[1].dtype.count == 1:
+            for n in reversed(_VEC_WIDTHS):
+                group = stmts[k:k + n]
+                if len(group) < n or any(g.op is not Ops.STORE or g.src[1].dtype.count != 1 for g in group):
+                    continue
+                hit = _lanes_contiguous([g.src[0] for g in group], unaligned, memo)
+                if hit is None:
+                    continue
+                buf, base, off = hit
+                vals = [g.src[1] for g in group]
+                src0 = vals[0].src[0] if vals[0].op is Ops.GEP else None
+                if src0 is not None and src0.dtype.count == n and all(
+                        v.op is Ops.GEP and v.src[0] is src0 and v.arg == c for c, v in enumerate(vals)):
+                    vec = src0
+                else:
+                    vec = UOp(Ops.VECTORIZE, vals[0].dtype.vec(n), tuple(vals))
+                out.append(UOp(Ops.STORE, dtypes.void, (_index_at(buf, base, off), vec), st.arg))
+                k += n
+                done = True
+                break
+        if not done:
+            out.append(st)
+            k += 1
+    return sink.replace(src=tuple(out))

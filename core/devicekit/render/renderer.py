@@ -20,6 +20,7 @@ class Capabilities:
     core_split: bool = False  # CPU: the outermost global range is split by the runtime (start/end args)
     has_local: bool = False  # local ranges and shared memory exist
     vectors: bool = True  # vector dtypes may reach the renderer
+    unaligned_vectors: bool = False  # vector loads/stores may start at any element (else only width-aligned ones)
     global_max: tuple[int, ...] | None = None
     local_max: tuple[int, ...] | None = None
     shared_max: int = 0  # bytes
@@ -35,6 +36,7 @@ class Renderer(ABC):
     core_split = False
     has_local = False
     vectors = True
+    unaligned_vectors = False
     global_max: tuple[int, ...] | None = None
     local_max: tuple[int, ...] | None = None
     shared_max = 0
@@ -43,7 +45,7 @@ class Renderer(ABC):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(frozenset(self.supported_dtypes), frozenset(self.native_ops), self.gpu_indexing,
-                            self.core_split, self.has_local, self.vectors, self.global_max, self.local_max,
+                            self.core_split, self.has_local, self.vectors, self.unaligned_vectors, self.global_max, self.local_max,
                             self.shared_max, self.max_buffers)
 
     def render(self, kernel, name: str | None = None) -> ProgramSpec:
