@@ -10,6 +10,7 @@ from devicekit.ir.ops import Ops
 from devicekit.render.cstyle import CStyleRenderer
 
 from .cost import split_cost
+from .memo import MemoRender
 
 _LITERAL = re.compile(r"^\(*-?\d+(u|ll|ull)?\)*$")
 
@@ -23,7 +24,7 @@ def _guarded(op: str):
     return fn
 
 
-class CRenderer(CStyleRenderer):
+class CRenderer(MemoRender, CStyleRenderer):
     """C11 (GNU) for a shared object: `restrict` pointers, int64 vars, libm math, vector values become one scalar per
     lane (the C compiler vectorizes the loops itself). The entry point is the only exported symbol."""
 

@@ -21,6 +21,8 @@ from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import ALU, Ops
 from devicekit.render.renderer import Renderer
 
+from .memo import MemoRender
+
 _SCALAR = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "i8", "uint16": "i16",
            "uint32": "i32", "uint64": "i64", "float16": "half", "bfloat16": "bfloat", "float32": "float",
            "float64": "double"}
@@ -63,7 +65,7 @@ def const_literal(value, dt: DType) -> str:
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
 
 
-class LLVMRenderer(Renderer):
+class LLVMRenderer(MemoRender, Renderer):
     """Linear form -> LLVM IR, one function named after the kernel, no target triple (the compiler sets it)."""
 
     device = "CPU"
@@ -75,6 +77,9 @@ class LLVMRenderer(Renderer):
 
     def render_linear(self, lk, name: str) -> str:
         return _Emitter(lk, name).run()
+
+    def memo_salt(self) -> str:
+        return os.environ.get("DEVICEKIT_CPU_SPLIT", "")
 
     def meta(self, lk) -> tuple:
         from .cost import split_cost

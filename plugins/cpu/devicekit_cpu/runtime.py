@@ -11,6 +11,7 @@ from devicekit.runtime import Program
 
 from .hostinfo import num_threads
 from .loader import load
+from .memo import loaded
 from .threadpool import pool
 
 # below this many estimated operations a launch runs on the calling thread (waking workers costs ~10-30 us)
@@ -24,7 +25,7 @@ class CPUProgram(Program):
     def __init__(self, compiled, device=None, threads: int | None = None):
         super().__init__(compiled, device)
         spec = compiled.spec
-        self._keep, addr = load(compiled.lib, spec.name)
+        self._keep, addr = loaded(compiled.lib, spec.name, load)
         nargs = len(spec.params)
         ints = len(spec.vars) + (2 if spec.core_split is not None else 0)
         self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs + [ctypes.c_int64] * ints))(addr)
