@@ -14,12 +14,15 @@ Language choices (all in hooks of devicekit.render.cstyle.CStyleRenderer):
   * small ints (8/16 bit) are truncated after every arithmetic op so inlined expressions wrap like the
     reference; 8/16/32-bit add/sub/mul/neg/shl are done in unsigned arithmetic (defined wrap-around); int64
     arithmetic (which is also all index arithmetic) is left plain.
+  * integer division and modulo follow the reference where C leaves them undefined (x / 0 = 0, x % 0 = 0,
+    MIN / -1 = MIN); a literal divisor (the usual case in index arithmetic) compiles to a plain `/`.
   * INFINITY / NAN from their bit patterns (NVRTC has no math.h); bitcast through memcpy.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import ClassVar
 
 from devicekit.ir.dtypes import DType, dtypes
@@ -45,7 +48,30 @@ def _float_via(fn):
 
 
 _WRAPPING = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL, Ops.MULACC})
-_UNSIGNED = {8: "unsigned int", 16: "unsigned int", 32: "unsigned int"}
+_UNSIGNED = {8: "unsigned int", 16: "unsigned int", 32: "unsigned int", 64: "unsigned long long"}
+
+
+_INT_LITERAL = re.compile(r"^\(*\(?(?:\([a-z ]+\))?\(?(-?\d+)(?:u|ll|ull)?\)*$")
+
+
+def _literal(x: str) -> int | None:
+    m = _INT_LITERAL.match(x)
+    return int(m.group(1)) if m else None
+
+
+def _safe_div(a: str, b: str, op: Ops, s: DType) -> str:
+    """a / b and a % b with the reference's answers where C has none: x / 0 = x % 0 = 0, and for signed types
+    MIN / -1 = MIN (wraps), MIN % -1 = 0. A literal divisor other than 0 and -1 needs no guard."""
+    c = "/" if op is Ops.IDIV else "%"
+    t = CUDARenderer.type_map[s.name]
+    lit = _literal(b)
+    if lit is not None and lit not in (0, -1):
+        return f"({a}{c}{b})"
+    if not s.is_unsigned:
+        u = _UNSIGNED.get(s.bits, "unsigned long long")
+        minus1 = f"(({t})(0u-(({u})({a}))))" if op is Ops.IDIV else f"(({t})0)"
+        return f"((({b})==0)?(({t})0):((({b})==-1)?{minus1}:({a}{c}{b})))"
+    return f"((({b})==0)?(({t})0):({a}{c}{b}))"
 
 
 def _int_wrap(fn, op: Ops):
@@ -57,6 +83,9 @@ def _int_wrap(fn, op: Ops):
         if dtype.count != 1 or not s.is_int:
             return fn(*xs, dtype=dtype)
         t = CUDARenderer.type_map[s.name]
+        if op in (Ops.IDIV, Ops.MOD):
+            expr = _safe_div(*xs, op, s)
+            return f"(({t})({expr}))" if s.bits < 32 else expr
         if op in _WRAPPING and s.bits < 64:  # int64 is also the index type: keep its arithmetic plain
             u = _UNSIGNED[s.bits]
             if op is Ops.SHL:
@@ -117,7 +146,8 @@ class CUDARenderer(CStyleRenderer):
     code_for_op = _CODE
     math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
                                           Ops.TRUNC: "trunc"}
-    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
+    # ops whose code repeats an operand (MAX; IDIV/MOD guard their divisor): operands are not inlined into them
+    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX, Ops.IDIV, Ops.MOD})
 
     def __init__(self, arch: str | None = None):
         self.arch = arch  # informational only; the compiler targets the arch

@@ -241,20 +241,22 @@ def all_kernels():
 
 
 def library_kernels():
-    """The kernels of devicekit.kernels (the lead's library), when it is there: (name, kernel) pairs."""
+    """Every kernel of devicekit.kernels (the core's library) with its example inputs: (name, kernel, inputs)."""
     try:
         from devicekit import kernels as lib
     except ImportError:
         return []
+    return [(name, make(), lib.example_inputs(name)) for name, make in lib.all_kernels().items()]
+
+
+def core_random_kernels(seeds):
+    """The core's random kernels (devicekit.testing.random_kernels): (name, kernel, inputs)."""
+    try:
+        from devicekit.testing.random_kernels import random_kernel as core_random
+    except ImportError:
+        return []
     out = []
-    for name in getattr(lib, "__all__", dir(lib)):
-        fn = getattr(lib, name, None)
-        if not callable(fn) or name.startswith("_"):
-            continue
-        try:
-            kern = fn()
-        except TypeError:
-            continue
-        if hasattr(kern, "sink"):
-            out.append((name, kern))
+    for s in seeds:
+        rk = core_random(s)
+        out.append((f"core_rand{s}", rk.kernel, rk.inputs))
     return out

@@ -42,8 +42,8 @@ def compiler(arch, linker="nvjitlink"):
 def _kernels():
     casts = ck.cast_kernels()
     out = [*ck.all_kernels(), *ck.reduce_kernels(), *ck.local_kernels(), *casts[::7],
-           *[ck.random_kernel(s) for s in range(20)]]
-    return [(name, kern) for name, kern, _ in out] + ck.library_kernels()
+           *[ck.random_kernel(s) for s in range(20)], *ck.library_kernels(), *ck.core_random_kernels(range(40))]
+    return [(name, kern) for name, kern, _ in out]
 
 
 KERNELS = _kernels()

@@ -41,7 +41,10 @@ _GROUPS = {
     "float": ck.float_kernels, "int": ck.int_kernels, "cast": lambda: ck.cast_kernels() + ck.bitcast_kernels(),
     "structure": ck.structure_kernels, "reduce": ck.reduce_kernels, "local": ck.local_kernels,
     "random": lambda: [ck.random_kernel(s) for s in range(N_RANDOM)],
+    "library": ck.library_kernels,
+    "core_random": lambda: ck.core_random_kernels(range(N_CORE_RANDOM)),
 }
+N_CORE_RANDOM = 150
 N_RANDOM = 60
 _built: dict[str, dict] = {}
 
@@ -51,6 +54,10 @@ def _host(group: str, name: str):
     if group not in _built:
         _built[group] = host_compile_many([k for _, k, _ in _GROUPS[group]()])
     return _built[group][name]
+
+
+def _host_name(group, name):
+    return name
 
 
 def _check(name, kernel, inputs, group):
@@ -100,3 +107,15 @@ def test_shared_memory_and_barriers(kernel, inputs):
 def test_random_kernels(seed):
     name, kernel, inputs = ck.random_kernel(seed)
     _check(name, kernel, inputs, "random")
+
+
+@pytest.mark.parametrize("kernel,inputs", _params(ck.library_kernels()))
+def test_library_kernels(kernel, inputs):
+    """Every kernel of devicekit.kernels (elementwise, reduce, softmax, transpose, matmul, mlp)."""
+    _check(kernel.name, kernel, inputs, "library")
+
+
+@pytest.mark.parametrize("kernel,inputs", _params(ck.core_random_kernels(range(N_CORE_RANDOM))))
+def test_core_random_kernels(kernel, inputs):
+    """The core's random kernels: every dtype, gated loads, reductions, division by zero, shifts of any amount."""
+    _check(kernel.name, kernel, inputs, "core_random")

@@ -20,25 +20,20 @@ from devicekit_cuda.probe import count, runtime_status
 _status = runtime_status()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _status.ok, reason=f"no CUDA device: {_status.reason}")]
 
-TOL = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-12), "float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}
-
-
 def _check(kernel, inputs, device="CUDA"):
+    """Against the PYTHON reference, with the core's stated tolerances (devicekit.testing.random_kernels)."""
+    from devicekit.testing.random_kernels import assert_matches
     want = dk.run(kernel, device="PYTHON", **inputs)
     got = dk.run(kernel, device=device, **inputs)
-    dts = {p.name: p.dtype.name for p in kernel.params}
+    dts = {p.name: p.dtype for p in kernel.params}
     for name, arr in want.items():
-        g, w = np.asarray(got[name]).reshape(-1), np.asarray(arr).reshape(-1)
-        if dts[name] in TOL:
-            rtol, atol = TOL[dts[name]]
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
-                                       equal_nan=True, err_msg=f"{kernel.name}.{name}")
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=f"{kernel.name}.{name}")
+        assert_matches(np.asarray(got[name]).reshape(-1), np.asarray(arr).reshape(-1), dts[name],
+                       f"{kernel.name}.{name} on {device}")
 
 
 ALL = [*ck.float_kernels(), *ck.int_kernels(), *ck.cast_kernels(), *ck.bitcast_kernels(), *ck.structure_kernels(),
-       *ck.reduce_kernels(), *ck.local_kernels(), *[ck.random_kernel(s) for s in range(60)]]
+       *ck.reduce_kernels(), *ck.local_kernels(), *[ck.random_kernel(s) for s in range(60)], *ck.library_kernels(),
+       *ck.core_random_kernels(range(300))]
 
 
 @pytest.mark.parametrize("kernel,inputs", [pytest.param(k, i, id=n) for n, k, i in ALL])
