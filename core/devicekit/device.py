@@ -51,16 +51,21 @@ class Target:
         """The kind without the index: compiled bytes are shared between CUDA:0 and CUDA:1 under this key."""
         return self.spec.kind
 
+    def pair_index(self, which: int | str | None = None) -> int:
+        """The index of a compiler pair given by index or name (None: 0, the best)."""
+        if which is None:
+            return 0
+        if isinstance(which, int):
+            if not -len(self.compilers) <= which < len(self.compilers):
+                raise IndexError(f"{self.spec} has {len(self.compilers)} compiler pairs, no pair {which}")
+            return which % len(self.compilers)
+        if which not in self.pair_names:
+            raise KeyError(f"{self.spec} has no compiler pair {which!r}; it has {', '.join(self.pair_names)}")
+        return self.pair_names.index(which)
+
     def pair(self, which: int | str | None = None) -> CompilerPair:
         """A compiler pair by index or name (None: the best)."""
-        if which is None:
-            return self.compilers[0]
-        if isinstance(which, int):
-            return self.compilers[which]
-        try:
-            return self.compilers[self.pair_names.index(which)]
-        except ValueError:
-            raise KeyError(f"{self.spec} has no compiler pair {which!r}; it has {', '.join(self.pair_names)}") from None
+        return self.compilers[self.pair_index(which)]
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec} pairs={self.pair_names}>"
@@ -92,17 +97,6 @@ class Device(Target):
         self._init(spec, allocator, compilers, pair_names, runtime, fallback_reason)
         return self
 
-    def _pair_index(self, pair: int | str | None) -> int:
-        if pair is None:
-            return 0
-        if isinstance(pair, int):
-            if not -len(self.compilers) <= pair < len(self.compilers):
-                raise IndexError(f"{self.spec} has {len(self.compilers)} compiler pairs, no pair {pair}")
-            return pair % len(self.compilers)
-        if pair not in self.pair_names:
-            raise KeyError(f"{self.spec} has no compiler pair {pair!r}; it has {', '.join(self.pair_names)}")
-        return self.pair_names.index(pair)
-
     def _program(self, compiled) -> Program:
         program = self.runtime(compiled)
         if getattr(program, "device", None) is None:
@@ -111,7 +105,7 @@ class Device(Target):
 
     def compile(self, kernel: Any, name: str | None = None, pair: int | str | None = None) -> Program:
         """render -> compile -> runtime, memoized per device by (kernel.key, name, pair)."""
-        idx = self._pair_index(pair)
+        idx = self.pair_index(pair)
         key = (kernel.key, name, idx)
         if (prog := self._programs.get(key)) is not None:
             return prog

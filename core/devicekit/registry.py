@@ -449,12 +449,12 @@ class Registry:
 
     def pair_names(self, spec: DeviceSpec) -> list[str]:
         """Names of the compiler pairs offered for `spec`, best first (declarations only; nothing is built)."""
+        answers = self._call("devicekit_compiler_pairs", spec=spec)
         try:
-            return [d.name for _, d in self._ranked(self._call("devicekit_compiler_pairs", spec=spec),
-                                                    f"compiler pairs for {spec}")]
-        except ResolutionError:
-            return [d.name for _, d in sorted(self._call("devicekit_compiler_pairs", spec=spec),
-                                              key=lambda a: -a[1].priority)]
+            ranked = self._ranked(answers, f"compiler pairs for {spec}")
+        except ResolutionError:  # listing still shows them; using the kind reports the tie
+            ranked = sorted(answers, key=lambda a: -a[1].priority)
+        return [d.name for _, d in ranked]
 
     def devices(self) -> list[DeviceInfo]:
         """Every known kind and id with its plugin and availability; unavailable ones with the reason.
@@ -481,8 +481,9 @@ class Registry:
         failed = self._failed_kind_reasons()
         if spec.kind in failed:
             return DeviceUnavailableError(f"device {spec} is not available: {failed[spec.kind][1]}")
-        avail = [d.spec for d in self.devices() if d.available]
-        unavail = [f"{d.spec} ({d.reason})" for d in self.devices() if not d.available]
+        infos = self.devices()
+        avail = [d.spec for d in infos if d.available]
+        unavail = [f"{d.spec} ({d.reason})" for d in infos if not d.available]
         msg = f"no device {str(spec)!r}. Available: {', '.join(avail) or 'none'}."
         if unavail:
             msg += f" Unavailable: {'; '.join(unavail)}."
