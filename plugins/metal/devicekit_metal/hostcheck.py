@@ -8,7 +8,8 @@ malformed source and wrong arithmetic, not Metal-specific type rules.
   diagnostics (an empty list means it parsed).
 - `HostKernel(spec)` compiles a ProgramSpec's MSL with g++ (or $CXX) into a shared library whose entry point loops
   over every threadgroup and thread position and calls the kernel; `run(arrays, vals)` executes it on numpy arrays.
-  Only kernels without barriers can be emulated this way (threads run one after another).
+  Kernels with barriers run each threadgroup as real threads (C++20 std::barrier, threadgroup arrays shared), one
+  group at a time; kernels without run every thread one after another.
 """
 
 from __future__ import annotations
@@ -85,8 +86,9 @@ def _c_type(renderer, dt) -> str:
     return renderer.render_dtype(dt)
 
 
-def harness_source(spec, renderer) -> str:
-    """The MSL source plus an extern "C" entry point that runs every thread of the grid in turn."""
+def harness_source(spec, renderer, threaded: bool = False) -> str:
+    """The MSL source plus an extern "C" entry point that runs every thread of the grid: one after another, or
+    (`threaded`, for kernels with barriers) one threadgroup at a time with a std::thread per thread position."""
     args = []
     for i, p in enumerate(spec.params):
         args.append(f"({_c_type(renderer, p.dtype)}*)bufs[{i}]")
@@ -94,6 +96,22 @@ def harness_source(spec, renderer) -> str:
         args.append(f"vals[{j}]")
     args += ["uint3((uint)gx, (uint)gy, (uint)gz)", "uint3((uint)lx, (uint)ly, (uint)lz)"]
     call = f"{spec.name}({', '.join(args)});"
+    if threaded:
+        return f"""#define DK_HOST_THREADS 1
+{spec.src}
+#undef thread
+extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group) {{
+  for (long gz = 0; gz < grid[2]; gz++) for (long gy = 0; gy < grid[1]; gy++) for (long gx = 0; gx < grid[0]; gx++) {{
+    std::barrier<> b(group[0] * group[1] * group[2]);
+    metal::dk_group_barrier = &b;
+    std::vector<std::thread> ts;
+    for (long lz = 0; lz < group[2]; lz++) for (long ly = 0; ly < group[1]; ly++) for (long lx = 0; lx < group[0]; lx++)
+      ts.emplace_back([=] {{ {call} }});
+    for (auto &t : ts) t.join();
+  }}
+  return 0;
+}}
+"""
     return f"""{spec.src}
 extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group) {{
   for (long gz = 0; gz < grid[2]; gz++) for (long gy = 0; gy < grid[1]; gy++) for (long gx = 0; gx < grid[0]; gx++)
@@ -107,21 +125,22 @@ extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long
 class HostKernel:
     """A rendered Metal kernel compiled for the host CPU through the shim (barrier-free kernels only)."""
 
+    MAX_THREADED_GROUP = 1024
+
     def __init__(self, spec, renderer, workdir: str | None = None):
-        if "threadgroup_barrier" in spec.src:
-            raise HostCheckError(f"{spec.name} uses threadgroup barriers: threads run one after another on the "
-                                 "host, so it cannot be emulated (it is only syntax-checked)")
         compiler = cxx()
         if compiler is None:
             raise HostCheckError("no C++ compiler (g++/clang++) for the host emulation")
         self.spec = spec
-        src = harness_source(spec, renderer)
+        self.threaded = "threadgroup_barrier" in spec.src  # barriers need the threads of a group to run together
+        src = harness_source(spec, renderer, self.threaded)
         digest = hashlib.sha256(src.encode()).hexdigest()[:16]
         self._dir = workdir or tempfile.mkdtemp(prefix="dk_metal_host_")
         cpp = Path(self._dir) / f"{spec.name}_{digest}.cpp"
         so = cpp.with_suffix(".so")
         cpp.write_text(src)
-        cmd = [compiler, "-std=c++17", "-O1", "-fPIC", "-shared", "-fno-fast-math", "-ffp-contract=off",
+        std = ["-std=c++20", "-pthread"] if self.threaded else ["-std=c++17"]
+        cmd = [compiler, *std, "-O1", "-fPIC", "-shared", "-fno-fast-math", "-ffp-contract=off",
                f"-I{SHIM_DIR}", "-Wno-attributes", "-o", str(so), str(cpp)]
         p = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if p.returncode != 0:
@@ -140,6 +159,8 @@ class HostKernel:
         grid, group = grid or g, group or loc
         grid = tuple(grid or (1,)) + (1,) * (3 - len(grid or (1,)))
         group = tuple(group or (1,)) + (1,) * (3 - len(group or (1,)))
+        if self.threaded and group[0] * group[1] * group[2] > self.MAX_THREADED_GROUP:
+            raise HostCheckError(f"{spec.name}: {group} threads per group is too many to emulate with threads")
         if len(arrays) != len(spec.params):
             raise ValueError(f"{spec.name}: expected {len(spec.params)} arrays, got {len(arrays)}")
         for a, p in zip(arrays, spec.params):

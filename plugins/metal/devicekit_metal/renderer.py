@@ -17,9 +17,9 @@ Choices (see docs/architecture.md, "Metal plugin"):
 - No float64 (Metal has no double): it is left out of `supported_dtypes`, so lowering/verification reports it.
 - float32 math is `precise::` (the compiler is also asked for non-fast math); half math functions and every bfloat
   ALU op are computed in float32 and rounded back, which is what the reference interpreter does.
-- Vectors of 2-4 lanes are Metal's own (float4, half2, ...); 8 and 16 lanes are a small struct template emitted in
-  the preamble (Metal has no wider vectors). Vector loads/stores go lane by lane: a linear-form vector access is not
-  known to be aligned, and Metal's vector types need natural alignment.
+- Vectors of 2-4 lanes are Metal's own (float4, half2, ...); 8 and 16 lanes (Metal has none) are scalarized lane by
+  lane by the C-style base. Vector loads/stores go lane by lane: a buffer view may start at any element offset, and
+  Metal's vector types need natural alignment (the compiler merges the lanes where it can prove alignment).
 """
 
 from __future__ import annotations
@@ -143,9 +143,12 @@ class MetalRenderer(CStyleRenderer):
         return (type(self), (self.language_version,))
 
     # ================= types, literals, conversions
+    def native_vector(self, dt: DType) -> bool:
+        """Metal's own vectors have 2, 3 or 4 lanes; wider ones are scalarized lane by lane by the base."""
+        return 2 <= dt.count <= 4
+
     def vector_type(self, dt: DType) -> str:
-        base = self.type_map[dt.name]
-        return f"{base}{dt.count}" if dt.count <= 4 else f"dk_{base}{dt.count}"
+        return f"{self.type_map[dt.name]}{dt.count}"
 
     def render_cast(self, x: str, src: DType, dst: DType) -> str:
         t = self.render_dtype(dst)
@@ -165,12 +168,10 @@ class MetalRenderer(CStyleRenderer):
         return f"{self.render_dtype(dt)}({','.join(lanes)})"
 
     def render_gep(self, x: str, lane: int, dt: DType) -> str:
-        return f"{x}.{_LANES[lane]}" if dt.count <= 4 else f"{x}[{lane}]"
+        return f"{x}.{_LANES[lane]}"
 
     def render_math(self, fn: str, x: str, dt: DType) -> str:
         # float32 only reaches here for exp2/log2/sin/sqrt (half and bfloat are routed through float32 first)
-        if dt.count > 4:
-            return f"dk_{fn}({x})"
         return f"{fn}({x})" if fn == "trunc" else f"precise::{fn}({x})"
 
     # ================= memory
@@ -197,13 +198,7 @@ class MetalRenderer(CStyleRenderer):
 
     # ================= file
     def render_preamble(self, used: set[DType]) -> str:
-        lines = ["#include <metal_stdlib>", "using namespace metal;"]
-        wide = sorted({d for d in used if d.count > 4}, key=lambda d: (d.name, d.count))
-        if wide:
-            lines.append(_WIDE_VEC_TEMPLATE)
-            for d in wide:
-                lines.append(f"typedef dk_vec<{self.type_map[d.name]}, {d.count}> {self.vector_type(d)};")
-        return "\n".join(lines)
+        return "#include <metal_stdlib>\nusing namespace metal;"
 
     def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
         if len(params) > MAX_BUFFERS:
@@ -334,32 +329,3 @@ def route_through_float32(uops: list[UOp]) -> list[UOp]:
             new = put(u if src == u.src else u.replace(src=src))
         m[id(u)] = new
     return out
-
-
-# Metal has vectors of 2, 3 and 4 lanes only; 8 and 16 lanes are this struct (elementwise operators, lane access,
-# conversions, select). Only emitted when a kernel uses such a vector.
-_WIDE_VEC_TEMPLATE = r"""template <typename T, int N> struct dk_vec {
-  T v[N];
-  dk_vec() = default;
-  template <typename... A> explicit dk_vec(T a0, A... a) : v{a0, T(a)...} {}
-  template <typename U> explicit dk_vec(dk_vec<U, N> o) { for (int i = 0; i < N; i++) v[i] = T(o.v[i]); }
-  thread T& operator[](int i) { return v[i]; }
-  T operator[](int i) const { return v[i]; }
-};
-#define DK_VEC_BIN(OP, R) \
-  template <typename T, int N> dk_vec<R, N> operator OP(dk_vec<T, N> a, dk_vec<T, N> b) { \
-    dk_vec<R, N> r; for (int i = 0; i < N; i++) r.v[i] = a.v[i] OP b.v[i]; return r; }
-DK_VEC_BIN(+, T) DK_VEC_BIN(-, T) DK_VEC_BIN(*, T) DK_VEC_BIN(/, T) DK_VEC_BIN(%, T)
-DK_VEC_BIN(&, T) DK_VEC_BIN(|, T) DK_VEC_BIN(^, T) DK_VEC_BIN(<<, T) DK_VEC_BIN(>>, T)
-DK_VEC_BIN(<, bool) DK_VEC_BIN(!=, bool) DK_VEC_BIN(==, bool)
-#undef DK_VEC_BIN
-template <typename T, int N> dk_vec<T, N> operator-(dk_vec<T, N> a) { for (int i = 0; i < N; i++) a.v[i] = -a.v[i]; return a; }
-template <typename T, int N> dk_vec<T, N> operator!(dk_vec<T, N> a) { for (int i = 0; i < N; i++) a.v[i] = !a.v[i]; return a; }
-template <typename T, int N> dk_vec<T, N> select(dk_vec<T, N> a, dk_vec<T, N> b, dk_vec<bool, N> c) {
-  for (int i = 0; i < N; i++) a.v[i] = c.v[i] ? b.v[i] : a.v[i]; return a; }
-#define DK_VEC_MATH(F, G) template <typename T, int N> dk_vec<T, N> dk_##F(dk_vec<T, N> a) { \
-  for (int i = 0; i < N; i++) a.v[i] = G(a.v[i]); return a; }
-DK_VEC_MATH(exp2, precise::exp2) DK_VEC_MATH(log2, precise::log2) DK_VEC_MATH(sin, precise::sin)
-DK_VEC_MATH(sqrt, precise::sqrt) DK_VEC_MATH(trunc, trunc)
-#undef DK_VEC_MATH"""
-

@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 from devicekit import ir
 from devicekit.ir import dtypes
 from devicekit_metal import env
