@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from devicekit.ir.dtypes import dtypes
 from devicekit.memory import Buffer, BufferOptions, HostAllocator
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture
@@ -147,3 +149,15 @@ def test_buffer_frees_to_allocator_on_gc(toy):
     del b
     gc.collect()
     assert alloc.cached_bytes == before + 64
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["int8", "uint8", "int16", "uint32", "int64", "float16", "float32", "float64"]),
+       st.integers(0, 300), st.integers(0, 2**32 - 1))
+def test_roundtrip_property(registry, name, size, seed):
+    dt = dtypes.from_name(name)
+    x = np.random.default_rng(seed).integers(-100, 100, size).astype(dt.np)
+    b = Buffer("TOY", size, dt).copyin(x)
+    np.testing.assert_array_equal(b.numpy(), x)
+    if size >= 2:
+        np.testing.assert_array_equal(b.view(size - 1, offset=1).numpy(), x[1:])
