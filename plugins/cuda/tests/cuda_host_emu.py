@@ -95,6 +95,9 @@ def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
     from devicekit_cuda.renderer import CUDARenderer
     renderer = renderer or CUDARenderer()
     specs = [renderer.render(k) for k in kernels]
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"kernel names must be unique in one host library: {sorted(n for n in names if names.count(n) > 1)}")
     parts = [_PRELUDE]
     for n, spec in enumerate(specs):
         args = [f"({renderer.render_dtype(p.dtype)}*)bufs[{i}]" for i, p in enumerate(spec.params)]

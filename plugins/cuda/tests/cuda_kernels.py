@@ -97,13 +97,13 @@ def bitcast_kernels():
 def structure_kernels():
     out = []
     # 2D global grid (gidx0 + gidx1): transpose of an m x n matrix
-    k = ir.KernelBuilder("transpose")
+    k = ir.KernelBuilder("transpose2d")
     m, n = k.var("m", lo=1, hi=4096), k.var("n", lo=1, hi=4096)
     a = k.param("a", dtypes.float32, size=m * n)
     o = k.param("o", dtypes.float32, size=m * n, writable=True)
     i, j = k.range(m, kind="global"), k.range(n, kind="global")
     o[j * m + i] = a[i * n + j]
-    out.append(("transpose", k.build(), {"a": np.arange(37 * 53, dtype=np.float32), "m": 37, "n": 53}))
+    out.append(("transpose2d", k.build(), {"a": np.arange(37 * 53, dtype=np.float32), "m": 37, "n": 53}))
     # gated load with a default and a gated store
     k = ir.KernelBuilder("gated")
     n = k.var("n", lo=1, hi=2**20)

@@ -1,0 +1,154 @@
+"""The runtime side (context, allocator, program, launch geometry, timing) against a fake pycuda whose kernels run
+through the host emulation. The cubins are real (NVRTC + nvJitLink); only the driver is simulated."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import cuda_fake_pycuda as fake
+import cuda_kernels as ck
+import devicekit as dk
+from cuda_host_emu import CXX, host_compile_many
+from devicekit.device import Device
+from devicekit.ir.dtypes import dtypes
+from devicekit.memory import BufferOptions
+from devicekit.spec import DeviceSpec
+from devicekit_cuda import context, plugin, toolchain
+
+pytestmark = pytest.mark.skipif(CXX is None or toolchain.nvrtc()[0] is None,
+                                reason="needs a host C++ compiler and NVRTC")
+
+KERNELS = [*ck.structure_kernels(), *ck.local_kernels(), *ck.library_kernels(), *ck.float_kernels()[:4],
+           *ck.int_kernels()[:4]]
+_hosts: dict = {}
+
+
+@pytest.fixture
+def cuda(monkeypatch):
+    """A CUDA:0 Device built from the plugin's own factories, on the fake driver."""
+    fake.install(monkeypatch)
+    monkeypatch.setattr(context, "_contexts", {})
+    if not _hosts:
+        _hosts.update(host_compile_many([k for _, k, _ in KERNELS]))
+    monkeypatch.setattr(fake, "KERNELS", _hosts)
+    monkeypatch.setenv("DEVICEKIT_CUDA_ARCH", "sm_90")
+
+    def make(index=0):
+        spec = DeviceSpec("CUDA", index)
+        return Device(spec, plugin._allocator(spec), plugin._renderer(spec), plugin._compiler_nvjitlink(spec),
+                      plugin._runtime(spec))
+    return make
+
+
+def _check(dev, kernel, inputs):
+    from devicekit.testing.random_kernels import assert_matches
+    want = dk.run(kernel, device="PYTHON", **inputs)
+    got = dk.run(kernel, device=dev, **inputs)
+    dts = {p.name: p.dtype for p in kernel.params}
+    for name, arr in want.items():
+        assert_matches(np.asarray(got[name]).reshape(-1), np.asarray(arr).reshape(-1), dts[name], name)
+
+
+@pytest.mark.parametrize("kernel,inputs", [pytest.param(k, i, id=n) for n, k, i in KERNELS])
+def test_dk_run_on_fake_driver(cuda, kernel, inputs):
+    _check(cuda(), kernel, inputs)
+
+
+def test_launch_packs_pointers_vars_and_geometry(cuda):
+    dev = cuda()
+    _, kern, inputs = ck.structure_kernels()[0]  # transpose: params a, o; vars m, n
+    _check(dev, kern, inputs)
+    launch = [c for c in fake.calls if c[0] == "launch"][-1]
+    _, name, grid, block, args = launch
+    assert name == "transpose2d"
+    assert grid == (1, 53, 1) and block == (256, 1, 1)
+    assert args[2:] == (37, 53) and all(a > 0 for a in args[:2])
+
+
+def test_views_pass_offset_pointers(cuda):
+    dev = cuda()
+    _, kern, _ = ck.structure_kernels()[3]  # const1: x, o of 1 int32
+    x = dk.Buffer(dev, 10, dtypes.int32).copyin(np.arange(10, dtype=np.int32))
+    o = dk.Buffer(dev, 10, dtypes.int32).copyin(np.zeros(10, np.int32))
+    prog = dev.compile(kern)
+    prog.execute([x.view(1, dtypes.int32, 7), o.view(1, dtypes.int32, 4)], [])
+    np.testing.assert_array_equal(o.numpy(), [0, 0, 0, 0, 21, 0, 0, 0, 0, 0])
+
+
+def test_timed_launch_and_sync(cuda):
+    dev = cuda()
+    _, kern, inputs = ck.float_kernels()[0]
+    prog = dev.compile(kern)
+    n = inputs["n"]
+    bufs = [dk.Buffer(dev, n, dtypes.float32).copyin(inputs["x0"]), dk.Buffer(dev, n, dtypes.float32).copyin(inputs["x1"]),
+            dk.Buffer(dev, n, dtypes.float32)]
+    t = prog.execute(bufs, [n], wait=True)
+    assert isinstance(t, float) and t >= 0
+    assert prog.execute(bufs, [n]) is None
+    dev.synchronize()
+    assert ("sync",) in fake.calls
+
+
+def test_copyin_is_staged_and_released_on_sync(cuda):
+    dev = cuda()
+    alloc = dev.allocator
+    h = alloc.alloc(4096)
+    alloc.copyin(h, memoryview(np.arange(1024, dtype=np.float32)).cast("B"))
+    assert alloc._staging and alloc._staging_bytes == 4096
+    out = np.empty(1024, np.float32)
+    alloc.copyout(memoryview(out).cast("B"), h)  # waits for the stream first
+    np.testing.assert_array_equal(out, np.arange(1024, dtype=np.float32))
+    assert not alloc._staging
+
+
+def test_host_mapped_buffers(cuda):
+    dev = cuda()
+    alloc = dev.allocator
+    opts = BufferOptions(host=True)
+    h = alloc.alloc(64, opts)
+    alloc.copyin(h, memoryview(bytes(range(64))))
+    mv = alloc.as_buffer(h, 64)
+    assert bytes(mv) == bytes(range(64))
+
+
+def test_too_big_grid_is_refused_before_launch(cuda):
+    dev = cuda()
+    k = dk.ir.KernelBuilder("wide2d")
+    mv, nv = k.var("m", lo=1, hi=4096), k.var("n", lo=1, hi=1 << 20)
+    a = k.param("a", dtypes.float32, size=mv * nv)
+    o = k.param("o", dtypes.float32, size=mv * nv, writable=True)
+    i, j = k.range(mv, kind="global"), k.range(nv, kind="global")
+    o[i * nv + j] = a[i * nv + j]
+    prog = dev.compile(k.build())
+    m, n = 3, 70000  # gidx1 = n > 65535
+    bufs = [dk.Buffer(dev, m * n, dtypes.float32), dk.Buffer(dev, m * n, dtypes.float32)]
+    with pytest.raises(ValueError, match="exceeds"):
+        prog.execute(bufs, [m, n])
+
+
+def test_each_device_has_its_context(cuda):
+    d0, d1 = cuda(0), cuda(1)
+    assert d0.allocator.ctx is not d1.allocator.ctx
+    assert d0.allocator.ctx.index == 0 and d1.allocator.ctx.index == 1
+    _, kern, inputs = ck.structure_kernels()[1]
+    _check(d1, kern, inputs)
+    assert d0.compile(kern).compiled.lib == d1.compile(kern).compiled.lib
+
+
+def test_missing_device_index_is_explained(cuda):
+    with pytest.raises(RuntimeError, match="CUDA:5 does not exist"):
+        cuda(5)
+
+
+def test_without_pycuda_the_error_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pycuda", None)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", None)
+    monkeypatch.setattr(context, "_contexts", {})
+    with pytest.raises(RuntimeError, match=r"devicekit-cuda\[runtime\]"):
+        context.get(0)
