@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..render.program_spec import ParamSpec, VarSpec
 from .dtypes import DType, dtypes
 from .ops import RANGE_KINDS, Ops
 from .uop import KernelError, SymInt, UOp, as_uop
+
+if TYPE_CHECKING:
+    from ..render.program_spec import ParamSpec, VarSpec
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,6 +176,7 @@ class KernelBuilder:
 
     def build(self) -> Kernel:
         """Verify and freeze the kernel (a KernelError names the bad node and where it was built)."""
+        from ..render.program_spec import ParamSpec, VarSpec  # the render package imports the IR: import late
         from .verify import verify
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
