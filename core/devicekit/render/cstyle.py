@@ -194,6 +194,14 @@ class CStyleRenderer(Renderer):
         ok = _IDENT.match(name) and name not in C_KEYWORDS and not _GENERATED.match(name) and not name.startswith("__")
         return name if ok else fallback
 
+    def promotes(self, dt: DType) -> bool:
+        """Whether the language computes ALU results of scalar type dt in a wider type (C's integer promotion of
+        char/short; half with excess precision), so each result is cast back to dt to wrap/round as the IR says."""
+        return dt.name in ("int8", "uint8", "int16", "uint16", "float16", "bfloat16")
+
+    def _rounded(self, f: Callable[..., str], d: DType) -> Callable[..., str]:
+        return lambda *a, dtype: self.render_cast(f(*a, dtype=dtype), d, d)
+
     def native_vector(self, dt: DType) -> bool:
         """Whether vector dtype dt is rendered as a vector type of the language. Default: no, every vector value
         becomes one scalar per lane (loads/stores per lane too); the compiler re-vectorizes. Override for the widths
@@ -261,12 +269,14 @@ class CStyleRenderer(Renderer):
                 [fn(k) for k in range(n)]
 
         param_names = {p.name: self.safe_name(p.name, f"data{i}") for i, p in enumerate(lk.params)}
-        sig = [self.render_param(param_names[p.name], p.dtype, p.writable) for p in lk.params]
+        # the PARAM uops carry the storage dtype after lowering (bfloat16 emulated as uint16 bits)
+        stored = {u.arg[0]: u.dtype for u in uops if u.op is Ops.PARAM}
+        pdt = [stored.get(i, p.dtype) for i, p in enumerate(lk.params)]
+        sig = [self.render_param(param_names[p.name], dt, p.writable) for p, dt in zip(lk.params, pdt)]
         sig += [self.render_var(v.name) for v in lk.vars]
         if lk.core_split is not None:
             sig += [self.render_var("core_start"), self.render_var("core_end")]
-        for p in lk.params:
-            used.add(p.dtype)
+        used.update(pdt)
 
         for u in uops:
             op, dt, src = u.op, u.dtype, u.src
@@ -354,6 +364,8 @@ class CStyleRenderer(Renderer):
                        or self.render_math(fn, r[src[0]], dt), "alu")
             elif op in self.code_for_op:
                 f = self.code_for_op[op]
+                if self.promotes(dt.scalar()) and op not in (Ops.WHERE,):  # C computes these in int/float: round back
+                    f = self._rounded(f, dt.scalar())
                 define(u, per_lane(u, lambda k: f(*[lane(s, k) for s in src], dtype=dt.scalar()))  # noqa: B023 (called at once)
                        or f(*[r[s] for s in src], dtype=dt), "alu")
             elif op is Ops.CAST:

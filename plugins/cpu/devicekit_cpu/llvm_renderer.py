@@ -240,6 +240,9 @@ class _Emitter:
             if s.itemsize == d.itemsize:  # half <-> bfloat16, through float32
                 f32 = dtypes.float32 if d.count == 1 else dtypes.float32.vec(d.count)
                 return self.cast(self.ins(f"fpext {ts} {x} to {lty(f32)}"), f32, d)
+            if s.scalar() == dtypes.float64 and d.itemsize == 2:
+                f32 = dtypes.float32 if s.count == 1 else dtypes.float32.vec(s.count)
+                return self.cast(self.round_to_odd_f32(x, s), f32, d)
             return self.ins(f"{'fpext' if d.itemsize > s.itemsize else 'fptrunc'} {ts} {x} to {td}")
         if s.is_float:
             return self.ins(f"{'fptoui' if d.is_unsigned else 'fptosi'} {ts} {x} to {td}")
@@ -250,6 +253,28 @@ class _Emitter:
         if d.bits < s.bits:
             return self.ins(f"trunc {ts} {x} to {td}")
         return self.ins(f"{'zext' if s.is_unsigned else 'sext'} {ts} {x} to {td}")
+
+    def round_to_odd_f32(self, x: str, s: DType) -> str:
+        """double -> float rounded to odd: a second rounding to half is then correctly rounded, with no libcall
+        (LLVM lowers fptrunc double->half to __truncdfhf2, which the process may not have)."""
+        n = s.count
+        vt = (lambda t: t if n == 1 else f"<{n} x {t}>")
+        f = self.ins(f"fptrunc {vt('double')} {x} to {vt('float')}")
+        back = self.ins(f"fpext {vt('float')} {f} to {vt('double')}")
+        inexact = self.ins(f"fcmp one {vt('double')} {back}, {x}")  # false for NaN
+        bits = self.ins(f"bitcast {vt('float')} {f} to {vt('i32')}")
+        lsb = self.ins(f"and {vt('i32')} {bits}, {self.splat_like('1', dtypes.int32 if n == 1 else dtypes.int32.vec(n))}")
+        even = self.ins(f"icmp eq {vt('i32')} {lsb}, {self.zero(dtypes.int32 if n == 1 else dtypes.int32.vec(n))}")
+        need = self.ins(f"and {vt('i1')} {inexact}, {even}")
+        ab = self.call(f"llvm.fabs.{'f64' if n == 1 else f'v{n}f64'}", vt("double"), [f"{vt('double')} {back}"])
+        ax = self.call(f"llvm.fabs.{'f64' if n == 1 else f'v{n}f64'}", vt("double"), [f"{vt('double')} {x}"])
+        away = self.ins(f"fcmp ogt {vt('double')} {ab}, {ax}")
+        i32 = dtypes.int32 if n == 1 else dtypes.int32.vec(n)
+        step = self.ins(f"select {vt('i1')} {away}, {vt('i32')} {self.splat_like('-1', i32)}, "
+                        f"{vt('i32')} {self.splat_like('1', i32)}")
+        moved = self.ins(f"add {vt('i32')} {bits}, {step}")
+        fixed = self.ins(f"select {vt('i1')} {need}, {vt('i32')} {moved}, {vt('i32')} {bits}")
+        return self.ins(f"bitcast {vt('i32')} {fixed} to {vt('float')}")
 
     def address(self, idx_uop, dt: DType, clamp: bool) -> str:
         buf, i, gate = self.index[idx_uop]
