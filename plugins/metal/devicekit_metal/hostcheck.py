@@ -86,15 +86,45 @@ def _c_type(renderer, dt) -> str:
     return renderer.render_dtype(dt)
 
 
+_BUILTIN_XYZ = {
+    "threadgroup_position_in_grid": ("gx", "gy", "gz"),
+    "thread_position_in_threadgroup": ("lx", "ly", "lz"),
+    "thread_position_in_grid": ("gx*group[0]+lx", "gy*group[1]+ly", "gz*group[2]+lz"),
+    "threads_per_threadgroup": ("group[0]", "group[1]", "group[2]"),
+    "threadgroups_per_grid": ("grid[0]", "grid[1]", "grid[2]"),
+    "threads_per_grid": ("grid[0]*group[0]", "grid[1]*group[1]", "grid[2]*group[2]"),
+    "thread_index_in_threadgroup": ("(lz*group[1]+ly)*group[0]+lx",),
+}
+
+
+def _builtin_expr(attr: str, type_spelling: str) -> str:
+    """The host value of a Metal builtin param, in the harness's loop variables."""
+    if attr not in _BUILTIN_XYZ:
+        raise HostCheckError(f"the host emulation does not model [[{attr}]]")
+    xyz = _BUILTIN_XYZ[attr]
+    t = type_spelling.replace("const ", "").replace("metal::", "").strip()
+    lanes = int(t[-1]) if t[-1].isdigit() else 1
+    if lanes == 1:
+        return f"({t})({xyz[0]})"
+    return f"{t}(" + ", ".join(f"({t[:-1]})({x})" for x in (xyz + ("0", "0"))[:lanes]) + ")"
+
+
 def harness_source(spec, renderer, threaded: bool = False) -> str:
     """The MSL source plus an extern "C" entry point that runs every thread of the grid: one after another, or
     (`threaded`, for kernels with barriers) one threadgroup at a time with a std::thread per thread position."""
+    signature = spec.get_meta("signature")  # hand-written kernels (devicekit_metal.source) say where builtins go
+    if signature is None:
+        signature = ([("buffer", i) for i in range(len(spec.params))] + [("var", j) for j in range(len(spec.vars))]
+                     + [("builtin", "threadgroup_position_in_grid", "uint3"),
+                        ("builtin", "thread_position_in_threadgroup", "uint3")])
     args = []
-    for i, p in enumerate(spec.params):
-        args.append(f"({_c_type(renderer, p.dtype)}*)bufs[{i}]")
-    for j, _ in enumerate(spec.vars):
-        args.append(f"vals[{j}]")
-    args += ["uint3((uint)gx, (uint)gy, (uint)gz)", "uint3((uint)lx, (uint)ly, (uint)lz)"]
+    for item in signature:
+        if item[0] == "buffer":
+            args.append(f"({_c_type(renderer, spec.params[item[1]].dtype)}*)bufs[{item[1]}]")
+        elif item[0] == "var":  # 8 bytes per var, as the runtime's setBytes: a narrower type reads the low bytes
+            args.append(f"*({item[2]}*)&vals[{item[1]}]" if len(item) > 2 else f"vals[{item[1]}]")
+        else:
+            args.append(_builtin_expr(item[1], item[2]))
     call = f"{spec.name}({', '.join(args)});"
     if threaded:
         return f"""#define DK_HOST_THREADS 1

@@ -284,3 +284,27 @@ def test_too_many_threads_is_refused(fake_metal):
     bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
     with pytest.raises(ValueError, match="threads per threadgroup"):
         prog.execute(bufs, [8, 1], global_size=(1,), local_size=(2048,))
+
+
+HAND_WRITTEN = """#include <metal_stdlib>
+using namespace metal;
+kernel void hw_axpy(device const float *x [[buffer(0)]], device float *y [[buffer(1)]],
+                    constant long& n [[buffer(2)]], constant int& a [[buffer(3)]],
+                    uint i [[thread_position_in_grid]]) {
+  if ((long)i < n) y[i] = (float)a * x[i] + y[i];
+}
+"""
+
+
+def test_program_from_source(fake_metal):
+    import devicekit as dk
+    from devicekit_metal.hostcheck import libclang_available
+    if libclang_available() is not None:
+        pytest.skip(libclang_available())
+    dev = _device()
+    SPECS["hw_axpy"] = MetalRenderer().parse_source(HAND_WRITTEN, "hw_axpy")
+    prog = dev.program_from_source(HAND_WRITTEN, "hw_axpy")
+    bx = dk.Buffer(dev, 100, dtypes.float32).copyin(np.arange(100, dtype=np.float32))
+    by = dk.Buffer(dev, 100, dtypes.float32).copyin(np.ones(100, np.float32))
+    prog.execute([bx, by], [100, -2], global_size=(2,), local_size=(64,), wait=True)
+    np.testing.assert_allclose(by.numpy(), -2 * np.arange(100) + 1)
