@@ -22,6 +22,7 @@ class NVRTCError(RuntimeError):
 class NVRTC:
     def __init__(self, path: str, origin: str = ""):
         self.path, self.origin = path, origin
+        _preload_builtins(path)
         lib = ctypes.CDLL(path)
         c = ctypes
         lib.nvrtcVersion.argtypes = [c.POINTER(c.c_int), c.POINTER(c.c_int)]
@@ -83,6 +84,20 @@ class NVRTC:
             return (data if cubin else data.rstrip(b"\0")), log
         finally:
             lib.nvrtcDestroyProgram(c.byref(prog))
+
+
+def _preload_builtins(path: str) -> None:
+    """NVRTC dlopens libnvrtc-builtins.so.X.Y by name at compile time; some builds find it next to themselves, others
+    only on the loader path. Loading the copies beside `path` first makes that lookup succeed either way."""
+    import glob
+    import os
+    for p in sorted(glob.glob(os.path.join(os.path.dirname(os.path.realpath(path)), "libnvrtc-builtins.so*"))):
+        if ".alt." in os.path.basename(p):
+            continue
+        try:
+            ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)
+        except OSError:
+            pass
 
 
 _lock = threading.Lock()
