@@ -37,6 +37,8 @@ class CRenderer(MemoRender, CStyleRenderer):
     type_map: ClassVar = {**CStyleRenderer.type_map, "bool": "_Bool", "float16": "_Float16"}
     code_for_op: ClassVar = {**CStyleRenderer.code_for_op, Ops.IDIV: _guarded("/"), Ops.MOD: _guarded("%")}
     repeats_operands = CStyleRenderer.repeats_operands | {Ops.IDIV, Ops.MOD}
+    # exp2/log2/sin come from the core's decompositions (they vectorize; libm calls do not); sqrt/trunc stay libm
+    math_fns: ClassVar = {Ops.SQRT: "sqrt", Ops.TRUNC: "trunc"}
 
     def render_preamble(self, used: set[DType]) -> str:
         return "#include <math.h>"
