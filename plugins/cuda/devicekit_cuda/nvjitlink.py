@@ -98,6 +98,8 @@ def load() -> NvJitLink:
                                      "searched: " + ", ".join(searched))
             try:
                 _loaded = NvJitLink(found.path, found.origin)
+                from devicekit.debug import dprint
+                dprint(2, f"CUDA: loaded nvJitLink {'.'.join(map(str, _loaded.version))} from {found.path} ({found.origin})")
             except OSError as e:
                 raise NvJitLinkError(f"nvJitLink at {found.path} ({found.origin}) failed to load: {e}") from e
         return _loaded

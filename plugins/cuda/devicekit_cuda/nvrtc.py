@@ -115,6 +115,8 @@ def load() -> NVRTC:
                                  + ", ".join(searched))
             try:
                 _loaded = NVRTC(found.path, found.origin)
+                from devicekit.debug import dprint
+                dprint(2, f"CUDA: loaded NVRTC {'.'.join(map(str, _loaded.version))} from {found.path} ({found.origin})")
             except OSError as e:
                 raise NVRTCError(f"NVRTC at {found.path} ({found.origin}) failed to load: {e}") from e
         return _loaded
