@@ -3,7 +3,7 @@ hook answers by explicit priority, and creates devices lazily, once per canonica
 
 Environment: DEVICEKIT_STRICT_PLUGINS=1 (a plugin failure raises), DEVICEKIT_DISABLE_PLUGINS=a,b (entry-point
 names never imported), DEVICEKIT_TRACE_PLUGINS=1 (loading and hook calls traced to stderr), DEVICEKIT_DEVICE (the
-default device).
+default device), DEVICEKIT_PROBE_TIMEOUT (seconds a kind's probe/count may take, default 5).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any
 import pluggy
 
 from . import hookspecs
-from .debug import dprint, env_flag
+from .debug import dprint, env_flag, warn_once
 from .errors import DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, PluginError, ResolutionError
 from .plugin import API_VERSION, AllocatorFactory, Availability, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
 from .spec import DeviceSpec
 
-__all__ = ["DeviceInfo", "PluginFailure", "PluginRecord", "PluginWarning", "Registry", "device", "devices",
+__all__ = ["DeviceInfo", "PluginFailure", "PluginRecord", "PluginWarning", "ProbeTimeout", "Registry", "device", "devices",
            "get_registry", "register_plugin", "reset_registry", "target", "unregister_plugin"]
 
 ENTRY_POINT_GROUP = "devicekit"
@@ -125,6 +125,50 @@ def _disabled_from_env() -> set[str]:
 
 def _trace(msg: str) -> None:
     print(f"devicekit-trace: {msg}", file=sys.stderr, flush=True)
+
+
+DEFAULT_PROBE_TIMEOUT = 5.0
+
+
+class ProbeTimeout(DeviceKitError, TimeoutError):
+    """A kind's probe() or count() did not return within DEVICEKIT_PROBE_TIMEOUT seconds."""
+
+
+def probe_timeout() -> float:
+    """DEVICEKIT_PROBE_TIMEOUT in seconds (default 5; 0 or less: no limit). A bad value is reported and ignored."""
+    v = os.environ.get("DEVICEKIT_PROBE_TIMEOUT", "").strip()
+    if not v:
+        return DEFAULT_PROBE_TIMEOUT
+    try:
+        return float(v)
+    except ValueError:
+        warn_once(f"probe-timeout:{v}", f"devicekit: DEVICEKIT_PROBE_TIMEOUT={v!r} is not a number of seconds; "
+                  f"using {DEFAULT_PROBE_TIMEOUT:g}", PluginWarning)
+        return DEFAULT_PROBE_TIMEOUT
+
+
+def _bounded(fn: Any, what: str) -> Any:
+    """fn() run in a daemon thread, so a probe that hangs (a wedged driver) cannot hang device listing: after the
+    timeout the kind is unavailable and the thread is abandoned (Python cannot kill it)."""
+    limit = probe_timeout()
+    if limit <= 0:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=call, name=f"devicekit-{what}", daemon=True)
+    t.start()
+    t.join(limit)
+    if t.is_alive():
+        raise ProbeTimeout(f"{what} timed out after {limit:g}s (DEVICEKIT_PROBE_TIMEOUT)")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 _HOOK_TYPES: dict[str, tuple[type, bool]] = {  # hook -> (declaration type, returns a list)
@@ -403,16 +447,22 @@ class Registry:
                     entry.availability = Availability.no(entry.error)
                 else:
                     try:
-                        a = entry.decl.probe()
+                        a = _bounded(entry.decl.probe, "probe")
                         if not isinstance(a, Availability):
                             a = Availability(bool(a), "" if a else "probe said no")
-                    except Exception as e:  # noqa: BLE001 - a probe that raises is the plugin's failure
+                    except ProbeTimeout as e:
+                        self._fail(entry.plugin, "probe", e)
+                        a = Availability.no(str(e))
+                    except (Exception, SystemExit) as e:  # noqa: BLE001 - a probe that raises is the plugin's failure
                         f = self._fail(entry.plugin, "probe", e)
                         a = Availability.no(f"probe raised {f.describe()}")
                     if a.ok:
                         try:
-                            entry.count = int(entry.decl.count())
-                        except Exception as e:  # noqa: BLE001
+                            entry.count = int(_bounded(entry.decl.count, "count()"))
+                        except ProbeTimeout as e:
+                            self._fail(entry.plugin, "count", e)
+                            a = Availability.no(str(e))
+                        except (Exception, SystemExit) as e:  # noqa: BLE001
                             f = self._fail(entry.plugin, "count", e)
                             a = Availability.no(f"count() raised {f.describe()}")
                         else:
