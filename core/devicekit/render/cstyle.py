@@ -200,7 +200,9 @@ class CStyleRenderer(Renderer):
         return dt.name in ("int8", "uint8", "int16", "uint16", "float16", "bfloat16")
 
     def _rounded(self, f: Callable[..., str], d: DType) -> Callable[..., str]:
-        return lambda *a, dtype: self.render_cast(f(*a, dtype=dtype), d, d)
+        # cast to the dtype f is called with (metal plugin fix): a native vector result (char4, half4) is cast back
+        # to its vector type, not to the scalar `d`; per-lane calls pass the scalar dtype, so those are unchanged
+        return lambda *a, dtype: self.render_cast(f(*a, dtype=dtype), dtype, dtype)
 
     def native_vector(self, dt: DType) -> bool:
         """Whether vector dtype dt is rendered as a vector type of the language. Default: no, every vector value

@@ -58,29 +58,17 @@ def _is_vec(dt: DType) -> bool:
     return dt.count > 1
 
 
-def _small_int(dtype: DType) -> bool:
-    return dtype.scalar().is_int and dtype.itemsize < 4
-
-
-def _wrap(expr: str, dtype: DType) -> str:
-    """C promotes char/short operands to int: convert back so the value wraps as the reference's does."""
-    if not _small_int(dtype):
-        return expr
-    t = MetalRenderer.type_map[dtype.name] + (str(dtype.count) if dtype.count > 1 else "")
-    return f"{t}({expr})" if dtype.count > 1 else f"(({t}){expr})"
-
-
 def _bin(op: str) -> Callable[..., str]:
-    return lambda a, b, dtype: _wrap(f"({a}{op}{b})", dtype)
+    return lambda a, b, dtype: f"({a}{op}{b})"
 
 
 def _shift(op: str) -> Callable[..., str]:
     # the reference shifts by the amount modulo the bit width (C leaves >= width undefined)
-    return lambda a, b, dtype: _wrap(f"({a}{op}({b}&{dtype.bits - 1}))", dtype)
+    return lambda a, b, dtype: f"({a}{op}({b}&{dtype.bits - 1}))"
 
 
 def _neg(x: str, dtype: DType) -> str:
-    return f"(!{x})" if dtype.scalar() == dtypes.bool else _wrap(f"(-{x})", dtype)
+    return f"(!{x})" if dtype.scalar() == dtypes.bool else f"(-{x})"
 
 
 def _max(a: str, b: str, dtype: DType) -> str:
@@ -129,7 +117,7 @@ class MetalRenderer(CStyleRenderer):
         Ops.NEG: _neg, Ops.ADD: _bin("+"), Ops.SUB: _bin("-"), Ops.MUL: _bin("*"), Ops.FDIV: _bin("/"),
         Ops.IDIV: _bin("/"), Ops.MOD: _bin("%"), Ops.AND: _bin("&"), Ops.OR: _bin("|"), Ops.XOR: _bin("^"),
         Ops.SHL: _shift("<<"), Ops.SHR: _shift(">>"), Ops.MAX: _max, Ops.WHERE: _where,
-        Ops.MULACC: lambda a, b, c, dtype: _wrap(f"(({a}*{b})+{c})", dtype),
+        Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
     }
     math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
                                           Ops.TRUNC: "trunc"}
@@ -143,6 +131,11 @@ class MetalRenderer(CStyleRenderer):
         return (type(self), (self.language_version,))
 
     # ================= types, literals, conversions
+    def promotes(self, dt: DType) -> bool:
+        # char/short results are int in MSL as in C: the base casts them back. half is computed in half on Apple
+        # GPUs (no excess precision) and bfloat arithmetic arrives as float32 from lowering: nothing to round back.
+        return dt.name in ("int8", "uint8", "int16", "uint16")
+
     def native_vector(self, dt: DType) -> bool:
         """Metal's own vectors have 2, 3 or 4 lanes; wider ones are scalarized lane by lane by the base."""
         return 2 <= dt.count <= 4

@@ -180,6 +180,21 @@ def k_vectors():
     return k.build(), {"n": 40}
 
 
+def k_small_vectors():
+    """char4 / half4 / bool4 native vectors: narrow results are cast back to the vector type."""
+    k = ir.KernelBuilder("small_vectors")
+    n = k.var("n", 1, 1 << 16)
+    x, h = k.param("x", i8, n * 4), k.param("h", f16, n * 4)
+    o, oh = k.param("o", i8, n, writable=True), k.param("oh", f16, n, writable=True)
+    i = k.range(n, "global")
+    v = ir.vectorize(*(x[i * 4 + t] for t in range(4))) * 3 + 100
+    o[i] = v[0] + v[3] - v[1] // 7
+    w = ir.vectorize(*(h[i * 4 + t] for t in range(4))) * 1.5
+    m = ir.where(w < 0.5, w, -w)
+    oh[i] = m[1] + m[2]
+    return k.build(), {"n": 77}
+
+
 def k_gated():
     k = ir.KernelBuilder("stencil")
     n = k.var("n", 2, 1 << 20)
@@ -252,7 +267,7 @@ def k_tile_transpose():
 
 
 CORPUS = {f.__name__[2:]: f for f in (k_saxpy, k_math, k_intops, k_small_ints, k_casts, k_half, k_bf16, k_rowsum,
-                                      k_matmul, k_softmax, k_transpose3d, k_vectors, k_gated, k_unroll, k_specials,
+                                      k_matmul, k_softmax, k_transpose3d, k_vectors, k_small_vectors, k_gated, k_unroll, k_specials,
                                       k_local_sum, k_tile_transpose)}
 
 
