@@ -308,3 +308,88 @@ def test_program_from_source(fake_metal):
     by = dk.Buffer(dev, 100, dtypes.float32).copyin(np.ones(100, np.float32))
     prog.execute([bx, by], [100, -2], global_size=(2,), local_size=(64,), wait=True)
     np.testing.assert_allclose(by.numpy(), -2 * np.arange(100) + 1)
+
+
+# ---------------------------------------------------------------- the xcrun pair, with a fake Xcode toolchain
+FAKE_XCRUN = r"""#!/bin/sh
+# fake `xcrun` for tests: -find prints a path; `metal` copies the source to the .air (fails on #error);
+# `metallib` writes "MTLB" + the .air
+[ "$1" = "-sdk" ] && shift 2
+tool="$1"; shift
+case "$tool" in
+  -find) echo "/fake/$1"; exit 0 ;;
+  metal)
+    [ "$1" = "--version" ] && { echo "fake metal 32023.1"; exit 0; }
+    src=""; out=""
+    while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; -c) src="$2"; shift ;; esac; shift; done
+    if grep -q "#error" "$src"; then echo "$src:2:2: error: deliberate" >&2; exit 1; fi
+    cp "$src" "$out" ;;
+  metallib)
+    air="$1"; out="$3"; { printf 'MTLB'; cat "$air"; } > "$out" ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_xcode(tmp_path, monkeypatch):
+    from devicekit_metal import env
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "xcrun").write_text(FAKE_XCRUN)
+    (bin_dir / "xcode-select").write_text("#!/bin/sh\necho /Applications/Xcode.app/Contents/Developer\n")
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{__import__('os').environ['PATH']}")
+    monkeypatch.setattr(env, "is_macos", lambda: True)
+    env.xcrun_metal.cache_clear()
+    yield bin_dir
+    env.xcrun_metal.cache_clear()
+
+
+def test_xcrun_compiler_and_metallib_loading(fake_xcode, fake_metal, monkeypatch):
+    from devicekit_metal.compiler import MAGIC_METALLIB, MetalXcrunCompiler
+    from devicekit_metal.mtl import load_library
+    c = MetalXcrunCompiler()
+    c.use_cache = False
+    assert c.identity().startswith("metal-xcrun:fake metal 32023.1:")
+    spec = MetalRenderer().render(_kernel())
+    lib = c.compile(spec).lib
+    assert lib.startswith(MAGIC_METALLIB) and lib[4:].decode() == spec.src
+    # loading a metallib without pyobjc-framework-libdispatch goes through a file URL
+    urls = []
+    foundation = types.ModuleType("Foundation")
+    foundation.NSURL = types.SimpleNamespace(fileURLWithPath_=lambda p: urls.append(open(p, "rb").read()) or p)
+    monkeypatch.setitem(sys.modules, "Foundation", foundation)
+    monkeypatch.setitem(sys.modules, "libdispatch", None)  # import fails
+    fake_metal.newLibraryWithURL_error_ = lambda url, err: (FakeLibrary(spec.src), None)
+    library = load_library(fake_metal, lib)
+    assert urls == [lib] and library.newFunctionWithName_("fake_axpy") is not None
+
+
+def test_xcrun_compile_error_has_log(fake_xcode, fake_metal):
+    import devicekit as dk
+    from devicekit.render.program_spec import ProgramSpec
+    from devicekit_metal.compiler import MetalXcrunCompiler
+    c = MetalXcrunCompiler()
+    c.use_cache = False
+    spec = ProgramSpec(name="bad", src="#include <metal_stdlib>\n#error nope\n", device="METAL", lang="metal",
+                       params=())
+    with pytest.raises(dk.CompileError) as ei:
+        c.compile(spec)
+    assert "deliberate" in ei.value.log and "metal rejected" in ei.value.message
+
+
+def test_pairs_on_macos_prefer_xcrun(fake_xcode):
+    import devicekit_metal.plugin as p
+    from devicekit.spec import DeviceSpec
+    pairs = sorted(p.devicekit_compiler_pairs(DeviceSpec("METAL")), key=lambda f: -f.priority)
+    assert [f.name for f in pairs] == ["xcrun", "metal"]
+    assert pairs[0].compiler(DeviceSpec("METAL")).toolchain == "xcrun metal + metallib"
+
+
+def test_xcrun_missing_is_a_reasoned_skip(monkeypatch):
+    from devicekit_metal import env
+    from devicekit_metal.compiler import MetalXcrunCompiler
+    monkeypatch.setattr(env, "xcrun_metal", lambda: None)
+    with pytest.raises(RuntimeError, match="Metal toolchain was not found"):
+        MetalXcrunCompiler()
