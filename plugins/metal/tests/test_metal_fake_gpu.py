@@ -12,6 +12,7 @@ import struct
 import sys
 import types
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -358,7 +359,7 @@ def test_xcrun_compiler_and_metallib_loading(fake_xcode, fake_metal, monkeypatch
     # loading a metallib without pyobjc-framework-libdispatch goes through a file URL
     urls = []
     foundation = types.ModuleType("Foundation")
-    foundation.NSURL = types.SimpleNamespace(fileURLWithPath_=lambda p: urls.append(open(p, "rb").read()) or p)
+    foundation.NSURL = types.SimpleNamespace(fileURLWithPath_=lambda p: urls.append(Path(p).read_bytes()) or p)
     monkeypatch.setitem(sys.modules, "Foundation", foundation)
     monkeypatch.setitem(sys.modules, "libdispatch", None)  # import fails
     fake_metal.newLibraryWithURL_error_ = lambda url, err: (FakeLibrary(spec.src), None)
