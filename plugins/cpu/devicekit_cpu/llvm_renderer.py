@@ -339,16 +339,16 @@ class _Emitter:
         self.label(f"exit{k}")
 
     # ---- accumulator splitting: a reduce loop runs SPLIT iterations per trip into SPLIT partial accumulators
-    SPLIT = 4  # DEVICEKIT_CPU_SPLIT overrides; 1 turns splitting off
+    SPLIT = 4  # at most; DEVICEKIT_CPU_SPLIT forces a factor (1 turns splitting off)
+    ACC_BUDGET = 256  # bytes of partial accumulators to aim for
     _BODY_OK = frozenset({Ops.CONST, Ops.INDEX, Ops.LOAD, Ops.CAST, Ops.BITCAST, Ops.VECTORIZE, Ops.GEP,
                           Ops.ASSIGN}) | ALU
 
     def split_plan(self, i: int):
-        """For the reduce RANGE at position i: (end position, {acc: combining op}) when its loop only loads,
-        computes and updates accumulators with a reassociable op (each once, read nowhere else); else None."""
+        """For the reduce RANGE at position i: (end position, {acc: combining op}, split factor) when its loop only
+        loads, computes and updates accumulators with a reassociable op (each once, read nowhere else); else None."""
         u = self.uops[i]
-        self.SPLIT = int(os.environ.get("DEVICEKIT_CPU_SPLIT", self.SPLIT))
-        if u.arg[1] != "reduce" or self.SPLIT <= 1:
+        if u.arg[1] != "reduce" or os.environ.get("DEVICEKIT_CPU_SPLIT", "") == "1":
             return None
         try:
             q = next(j for j in range(i + 1, len(self.uops))
@@ -379,7 +379,12 @@ class _Emitter:
         for later in self.uops[q + 1:]:
             if any(s in inside for s in later.src):
                 return None
-        return q, accs
+        # keep the partial accumulators in registers: about 256 bytes of them (8 AVX2 registers) in all
+        acc_bytes = sum(a.dtype.nbytes for a in accs)
+        forced = int(os.environ.get("DEVICEKIT_CPU_SPLIT", "0") or 0)
+        n = forced or max(1, min(self.SPLIT, self.ACC_BUDGET // max(acc_bytes, 1)))
+        n = 1 << (n.bit_length() - 1)
+        return (q, accs, n) if n > 1 else None
 
     def identity(self, op: Ops, dt: DType) -> str:
         s = dt.scalar()
@@ -397,10 +402,9 @@ class _Emitter:
         c = self.ins(f"fcmp {fm}olt {t} {x}, {y}" if dt.is_float else f"icmp {'s' if sig else 'u'}lt {t} {x}, {y}")
         return self.ins(f"select {fm}{self.booltype(dt)} {c}, {t} {y}, {t} {x}")
 
-    def emit_split_loop(self, u, q: int, accs: dict) -> None:
+    def emit_split_loop(self, u, q: int, accs: dict, n: int) -> None:
         """main loop: SPLIT copies of the body per trip, copy c updating partial accumulator c; then the partials
         are combined into the accumulator, and a remainder loop (the normal walk) finishes the range."""
-        n = self.SPLIT
         i = self.uops.index(u)
         body = self.uops[i + 1:q]
         start = self.v(u.src[0])
