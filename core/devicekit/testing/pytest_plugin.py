@@ -1,0 +1,126 @@
+"""The pytest side of the conformance kit: the `--devicekit-device` option, its fixtures and the skip of the kit's
+tests when the option is absent. Loaded in every pytest run of an environment with devicekit installed, so it imports
+nothing of devicekit until the option is used."""
+
+from __future__ import annotations
+
+import pytest
+
+MARKER = "devicekit_conformance"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("devicekit", "devicekit conformance kit")
+    group.addoption("--devicekit-device", metavar="KIND", default=None,
+                    help="run the devicekit conformance kit (pytest --pyargs devicekit.testing) against this device, "
+                         "e.g. CPU, ACME or CUDA:1")
+    group.addoption("--devicekit-seeds", metavar="N", type=int, default=12,
+                    help="how many random kernels (seeds 0..N-1) the kit compares with the PYTHON device (default 12)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}: a test of the devicekit conformance kit (needs --devicekit-device)")
+
+
+def _known_device(spec_text: str) -> str | None:
+    """None when the spec names a known kind, else the message saying which devices exist."""
+    from devicekit.registry import devices
+    from devicekit.spec import DeviceSpec
+
+    try:
+        spec = DeviceSpec.parse(spec_text)
+    except (TypeError, ValueError) as e:
+        return f"--devicekit-device: {e}"
+    infos = devices()
+    if any(d.kind == spec.kind for d in infos):
+        return None
+    known = ", ".join(f"{d.spec} ({'available' if d.available else 'unavailable: ' + d.reason})" for d in infos)
+    return f"--devicekit-device={spec_text}: no plugin declares the kind {spec.kind}. Known devices: {known or 'none'}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    kit = [item for item in items if item.get_closest_marker(MARKER)]
+    if not kit:
+        return
+    spec_text = config.getoption("devicekit_device")
+    if not spec_text:
+        skip = pytest.mark.skip(reason="devicekit conformance kit: pass --devicekit-device=KIND to run it")
+        for item in kit:
+            item.add_marker(skip)
+        return
+    if (err := _known_device(spec_text)) is not None:
+        raise pytest.UsageError(err)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    spec_text = config.getoption("devicekit_device")
+    if not spec_text or _known_device(spec_text) is not None:
+        return None
+    from .conformance import device_info
+    d = device_info(spec_text)
+    state = "available" if d.available else f"unavailable here ({d.reason}): runtime tests skip"
+    return f"devicekit conformance: {spec_text} from plugin {d.plugin!r} ({d.distribution} {d.version}), {state}"
+
+
+# ---------------------------------------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def dk_spec(request: pytest.FixtureRequest):
+    """The DeviceSpec under test (from --devicekit-device)."""
+    from devicekit.spec import DeviceSpec
+
+    spec_text = request.config.getoption("devicekit_device")
+    if not spec_text:
+        pytest.skip("devicekit conformance kit: pass --devicekit-device=KIND to run it")
+    return DeviceSpec.parse(spec_text)
+
+
+@pytest.fixture(scope="session")
+def dk_info(dk_spec):
+    """The dk.devices() row of the device under test (the kind's row when it is unavailable)."""
+    from .conformance import device_info
+    return device_info(dk_spec)
+
+
+@pytest.fixture(scope="session")
+def dk_target(dk_spec, dk_info):
+    """dk.target(spec): the compile side, built even where the device cannot run."""
+    import devicekit as dk
+    try:
+        return dk.target(dk_spec)
+    except dk.DeviceKitError as e:
+        if dk_info.available:
+            raise  # an available device must have a compile side
+        pytest.skip(f"{dk_spec} has no compile side here: {e}")
+
+
+@pytest.fixture(scope="session")
+def dk_compiles(dk_target, dk_info):
+    """Skips when the target's compiler cannot run on this machine (e.g. Metal off macOS); else the target."""
+    import devicekit as dk
+
+    from .conformance import probe_kernel
+    try:
+        dk_target.compiler.compile(dk_target.renderer.render(probe_kernel()))
+    except dk.CompileError as e:
+        if dk_info.available:
+            raise
+        pytest.skip(f"{dk_target.spec} renders here but cannot compile: {e.message}")
+    return dk_target
+
+
+@pytest.fixture(scope="session")
+def dk_device(dk_spec, dk_info):
+    """dk.device(spec), or a skip with the reason dk.devices() gives when the device cannot run here."""
+    import devicekit as dk
+    if not dk_info.available:
+        pytest.skip(f"{dk_spec} cannot run here: {dk_info.reason}")
+    return dk.device(dk_spec)
+
+
+@pytest.fixture(scope="session")
+def dk_seeds(request: pytest.FixtureRequest) -> list[int]:
+    n = request.config.getoption("devicekit_seeds")
+    if n < 0:
+        raise pytest.UsageError(f"--devicekit-seeds must be >= 0, got {n}")
+    return list(range(n))

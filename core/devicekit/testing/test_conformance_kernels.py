@@ -1,0 +1,78 @@
+"""Conformance: kernels. Every kernel of `devicekit.kernels.all_kernels()` renders and compiles with every compiler
+pair of the target (also where the device cannot run), and on the device matches the PYTHON reference with every
+pair; one compiled program serves several sizes; a sample of random kernels matches too."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from devicekit import kernels
+
+from .conformance import check_against_reference, dtype_pool
+from .random_kernels import random_kernel
+
+pytestmark = pytest.mark.devicekit_conformance
+
+KERNELS = sorted(kernels.all_kernels())
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_render(dk_target, dk_spec, name):
+    """Rendering needs no hardware: it runs for every kind, also where the device cannot."""
+    kernel = kernels.all_kernels()[name]()
+    for (renderer, _), pair in zip(dk_target.compilers, dk_target.pair_names):
+        spec = renderer.render(kernel)
+        assert spec.device == dk_spec.kind, f"pair {pair}: ProgramSpec.device {spec.device!r}"
+        assert spec.src.strip(), f"pair {pair}: empty source"
+        assert [p.name for p in spec.params] == [p.name for p in kernel.params], f"pair {pair}: params reordered"
+        assert [v.name for v in spec.vars] == [v.name for v in kernel.vars], f"pair {pair}: vars reordered"
+        assert renderer.render(kernel).src == spec.src, f"pair {pair}: rendering is not deterministic"
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_compile(dk_compiles, name):
+    """Compiling needs the toolchain, not the device (CUDA compiles here without a GPU)."""
+    kernel = kernels.all_kernels()[name]()
+    for (renderer, compiler), pair in zip(dk_compiles.compilers, dk_compiles.pair_names):
+        compiled = compiler.compile(renderer.render(kernel))
+        assert isinstance(compiled.lib, bytes) and compiled.lib, f"pair {pair}: no bytes"
+        assert compiled.compiler_id == compiler.identity()
+        assert compiler.compile(renderer.render(kernel)).lib == compiled.lib, f"pair {pair}: cached bytes differ"
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_library_kernel_matches_reference(dk_device, name):
+    kernel = kernels.all_kernels()[name]()
+    for pair in dk_device.pair_names:
+        check_against_reference(kernel, kernels.example_inputs(name, seed=1), dk_device, f"{name} [{pair}]", pair)
+
+
+def test_one_program_serves_several_sizes(dk_device):
+    import devicekit as dk
+    from devicekit.ir.dtypes import dtypes
+
+    program = dk_device.compile(kernels.elementwise("a * b + c", name="dk_conf_sizes"))
+    assert dk_device.compile(kernels.elementwise("a * b + c", name="dk_conf_sizes")) is program, \
+        "Device.compile memoizes per kernel"
+    rng = np.random.default_rng(3)
+    for n in (1, 17, 1000, 4097):
+        a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+        bufs = [dk.Buffer(dk_device, n, dtypes.float32).copyin(x) for x in (a, b, c)]
+        out = dk.Buffer(dk_device, n, dtypes.float32)
+        program.execute([*bufs, out], [n], wait=True)
+        np.testing.assert_allclose(out.numpy(), a * b + c, rtol=1e-5, atol=1e-6, err_msg=f"n={n}")
+
+
+def test_random_kernels_match_reference(dk_device, dk_seeds):
+    if not dk_seeds:
+        pytest.skip("--devicekit-seeds=0")
+    pool = dtype_pool(dk_device.renderer)
+    failures = []
+    for seed in dk_seeds:
+        rk = random_kernel(seed, pool=pool)
+        try:
+            check_against_reference(rk.kernel, rk.inputs, dk_device, f"random_kernel({seed})")
+        except AssertionError as e:
+            failures.append(f"seed {seed}: {e}")
+    assert not failures, "\n".join(failures)

@@ -1,0 +1,71 @@
+"""The entry point devicekit loads: cheap declarations only. The renderer, compiler, allocator and runtime modules
+are imported inside the factories, when an ACME device (or target) is first built, never when devices are listed."""
+
+from __future__ import annotations
+
+import os
+
+from devicekit.hookspecs import hookimpl
+from devicekit.plugin import AllocatorFactory, Availability, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+
+DEVICEKIT_API = (1, 0)  # the plugin API this package was built against; another major is refused by the core
+KIND = "ACME"
+
+
+def _probe() -> Availability:
+    """Cheap and never raising: can ACME run here? It needs a host C compiler (its 'toolchain')."""
+    from .toolchain import find_cc
+    if find_cc() is None:
+        return Availability.no("no host C compiler for ACME (set ACME_CC or CC, or install clang/gcc)")
+    return Availability.yes()
+
+
+def _count() -> int:
+    try:
+        return int(os.environ.get("ACME_DEVICE_COUNT", "2"))
+    except ValueError:
+        return 0  # the registry reports "no devices of this kind were found"
+
+
+def _renderer(spec):
+    from .renderer import AcmeRenderer
+    return AcmeRenderer()
+
+
+def _compiler(spec):
+    from .compiler import AcmeCompiler
+    return AcmeCompiler()
+
+
+def _allocator(spec):
+    from .allocator import AcmeAllocator
+    return AcmeAllocator(str(spec))
+
+
+def _runtime(spec):
+    from .runtime import AcmeProgram
+    return AcmeProgram
+
+
+@hookimpl
+def devicekit_device_kinds() -> list[DeviceKind]:
+    # priority 5: below CPU (10), so installing ACME does not change anyone's default device
+    return [DeviceKind(KIND, "ACME accelerator (emulated on the host CPU: C via the host compiler)", priority=5,
+                       probe=_probe, count=_count)]
+
+
+@hookimpl
+def devicekit_allocator(spec) -> AllocatorFactory | None:
+    return AllocatorFactory(_allocator, priority=0) if spec.kind == KIND else None
+
+
+@hookimpl
+def devicekit_compiler_pairs(spec) -> list[CompilerPairFactory]:
+    if spec.kind != KIND:
+        return []
+    return [CompilerPairFactory("acme-cc", _renderer, _compiler, priority=10)]
+
+
+@hookimpl
+def devicekit_runtime_factory(spec) -> RuntimeFactoryDecl | None:
+    return RuntimeFactoryDecl(_runtime, priority=0) if spec.kind == KIND else None

@@ -1,0 +1,58 @@
+"""AcmeProgram: loads the compiled shared object in process and calls the kernel through ctypes."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import tempfile
+import threading
+import time
+
+from devicekit.ir.uop import sym_eval
+from devicekit.runtime import Program
+
+_loaded: dict[tuple[bytes, str], tuple[ctypes.CDLL, int]] = {}
+_lock = threading.Lock()
+
+
+def _load(lib: bytes, symbol: str) -> tuple[ctypes.CDLL, int]:
+    """(library, address of `symbol`), each distinct object loaded once per process. The file is removed right after
+    dlopen (the mapping keeps the code) and has a unique path (the loader reuses libraries by path)."""
+    key = (hashlib.sha256(lib).digest(), symbol)
+    with _lock:
+        if key in _loaded:
+            return _loaded[key]
+        with tempfile.TemporaryDirectory(prefix="devicekit_acme_") as d:
+            path = os.path.join(d, f"acme_{key[0].hex()[:16]}.so")
+            with open(path, "wb") as f:
+                f.write(lib)
+            dll = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        try:
+            addr = ctypes.cast(getattr(dll, symbol), ctypes.c_void_p).value
+        except AttributeError:
+            raise RuntimeError(f"ACME: symbol {symbol!r} not found in the compiled object") from None
+        _loaded[key] = (dll, addr)
+        return dll, addr
+
+
+class AcmeProgram(Program):
+    """The C signature is: buffer pointers (param order), int64 vars (declaration order), then `core_start,
+    core_end` when the spec has a core split. ACME runs the whole range in one call (ctypes releases the GIL, so
+    several threads may launch at once)."""
+
+    def __init__(self, compiled, device=None):
+        super().__init__(compiled, device)
+        spec = compiled.spec
+        self._dll, addr = _load(compiled.lib, spec.name)
+        ints = len(spec.vars) + (2 if spec.core_split is not None else 0)
+        self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(spec.params) + [ctypes.c_int64] * ints))(addr)
+
+    def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
+        t0 = time.perf_counter()
+        args = [h.ctypes.data for h in handles] + list(vals)
+        split = self.spec.core_split
+        if split is not None:
+            args += [0, split if isinstance(split, int) else sym_eval(split, var_vals)]
+        self._fn(*args)
+        return time.perf_counter() - t0 if wait else None

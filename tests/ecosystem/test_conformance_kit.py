@@ -1,0 +1,66 @@
+"""The conformance kit as CI runs it: `pytest --pyargs devicekit.testing --devicekit-device=X` in a subprocess, for
+the devices that run here (PYTHON, CPU, ACME); the kind that cannot run (CUDA) still renders and compiles; without
+the option nothing runs; an unknown kind is a usage error; and a device with a real bug fails the kit."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import FIXTURES
+
+KIT = ("-m", "pytest", "--pyargs", "devicekit.testing", "-q", "-p", "no:cacheprovider", "-rfEs")
+
+
+def _counts(out: str) -> dict[str, int]:
+    tail = out.strip().splitlines()[-1]
+    return {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|errors?)", tail)}
+
+
+@pytest.mark.parametrize("device", ["PYTHON", "CPU", "ACME"])
+def test_kit_passes(run_py, device):
+    p = run_py(*KIT, f"--devicekit-device={device}")
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
+    counts = _counts(p.stdout)
+    assert counts.get("passed", 0) >= 60, counts
+    assert "failed" not in counts, counts
+    if device != "PYTHON":  # only PYTHON lacks hand-written source
+        assert "skipped" not in counts, p.stdout[-3000:]
+
+
+def test_kit_for_a_kind_that_cannot_run_here(run_py):
+    import devicekit as dk
+    cuda = [d for d in dk.devices() if d.kind == "CUDA"]
+    if not cuda or cuda[0].available:
+        pytest.skip("needs the CUDA plugin installed on a machine without a CUDA driver")
+    p = run_py(*KIT, "--devicekit-device=CUDA")
+    assert p.returncode == 0, p.stdout[-4000:]
+    counts = _counts(p.stdout)
+    assert counts.get("passed", 0) >= 20, counts  # hooks, render and compile of every library kernel
+    assert "CUDA cannot run here: no CUDA driver" in p.stdout
+
+
+def test_kit_without_the_option_runs_nothing(run_py):
+    p = run_py(*KIT)
+    assert p.returncode == 0, p.stdout[-2000:]
+    counts = _counts(p.stdout)
+    assert counts.get("skipped", 0) >= 60 and "passed" not in counts, counts
+    assert "pass --devicekit-device=KIND" in p.stdout
+
+
+def test_unknown_kind_is_a_usage_error(run_py):
+    p = run_py(*KIT, "--devicekit-device=NOSUCH")
+    assert p.returncode == 4, p.stdout + p.stderr
+    assert "no plugin declares the kind NOSUCH" in p.stderr
+    assert "CPU (available)" in p.stderr
+
+
+def test_kit_catches_an_off_by_one_device(run_py):
+    p = run_py(*KIT, "-p", "dkfix_buggy_pytest", "--devicekit-device=BUGGY",
+               env={"PYTHONPATH": str(FIXTURES)})
+    assert p.returncode == 1, p.stdout[-4000:] + p.stderr[-2000:]
+    failed = set(re.findall(r"FAILED \S+::(\w+)", p.stdout))
+    assert {"test_library_kernel_matches_reference", "test_one_program_serves_several_sizes",
+            "test_random_kernels_match_reference"} <= failed, failed
+    assert not any("round_trip" in t or "hook" in t or "render" in t for t in failed), failed
