@@ -44,6 +44,9 @@ class CCompiler(Compiler):
         self.cc = cc or find_cc()
         if self.cc is None:
             raise RuntimeError("no C compiler: none of $CC, clang, cc, gcc is on PATH")
+        if cc is None and not os.environ.get("CC") and os.path.basename(self.cc) != "clang":
+            from devicekit.debug import dprint
+            dprint(1, f"CPU pair 'c': clang is not on PATH, using {self.cc} ({cc_version(self.cc)})")
         self.flags = tuple(flags)
         self._id = f"{self.name} {os.path.basename(self.cc)}: {cc_version(self.cc)} [{' '.join(self.flags)}] " \
                    f"host={cpu_fingerprint()}"

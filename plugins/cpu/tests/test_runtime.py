@@ -141,3 +141,38 @@ def test_launch_overhead(cpu):
     assert per < 50e-6, f"native launch took {per * 1e6:.1f} us"
     prog.execute(args)
     assert buf.numpy()[0] == 2201.0
+
+
+def test_concurrent_launches_from_threads(cpu):
+    """Several Python threads launching split kernels at once share the pool and all get right answers."""
+    from concurrent.futures import ThreadPoolExecutor
+    prog = cpu.compile(_heavy("concurrent"))
+    m, n = 64, 2048
+    rng = np.random.default_rng(5)
+    jobs = []
+    for t in range(6):
+        a = rng.standard_normal(m * n).astype(np.float32)
+        jobs.append((a, dk.Buffer(cpu, m * n, dtypes.float32).copyin(a), dk.Buffer(cpu, m, dtypes.float32)))
+
+    def run(job):
+        a, ab, ob = job
+        for _ in range(5):
+            prog.execute([ab, ob], [m, n])
+        return ob.numpy(), (a.reshape(m, n) ** 2).sum(1) + np.arange(m)
+    with ThreadPoolExecutor(6) as ex:
+        for got, want in ex.map(run, jobs):
+            np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_concurrent_compiles(cpu):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from devicekit import kernels
+    ks = [kernels.elementwise(f"a * {i}.0 + b", name=f"cc_{i}_{time.time_ns()}") for i in range(8)]
+    with ThreadPoolExecutor(4) as ex:
+        progs = list(ex.map(lambda k: cpu.compile(k), ks))
+    x = dk.Buffer(cpu, 4, dtypes.float32).copyin(np.ones(4, np.float32))
+    for i, p in enumerate(progs):
+        o = dk.Buffer(cpu, 4, dtypes.float32)
+        p.execute([x, x, o], [4])
+        assert (o.numpy() == i + 1).all()
