@@ -30,6 +30,20 @@ from devicekit.ir.ops import Ops
 from devicekit.render.cstyle import CStyleRenderer
 
 _LOW = ("float16", "bfloat16")
+# identifiers a user's param or var name must not take in CUDA C++: C++ keywords the C base does not know, CUDA
+# built-in variables and vector types, the math functions we call, our own helpers (dk_*) and lambda params (_lN)
+CUDA_RESERVED = frozenset("""alignas alignof and and_eq asm bitand bitor catch char8_t char16_t char32_t compl concept
+const_cast consteval constexpr constinit co_await co_return co_yield decltype dynamic_cast explicit export friend
+mutable namespace noexcept not not_eq nullptr operator or or_eq private protected public reinterpret_cast requires
+static_assert static_cast thread_local throw try typeid typename using virtual wchar_t xor xor_eq
+threadIdx blockIdx blockDim gridDim warpSize dim3 INFINITY NAN memcpy nv_bfloat16 half2 nv_bfloat162
+exp2 exp2f log2 log2f sin sinf sqrt sqrtf trunc truncf""".split()) | frozenset(  # noqa: SIM905
+    f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong",
+                        "float", "double") for n in (1, 2, 3, 4))
+
+
+def _reserved(name: str) -> bool:
+    return name in CUDA_RESERVED or name.startswith("dk_") or re.fullmatch(r"_l\d+", name) is not None
 _AXES = "xyz"
 
 
@@ -155,6 +169,9 @@ class CUDARenderer(CStyleRenderer):
     def __reduce__(self):
         return (type(self), (self.arch,))
 
+    def safe_name(self, name: str, fallback: str) -> str:
+        return fallback if _reserved(name) else super().safe_name(name, fallback)
+
     # ---- types
     def vector_type(self, dt: DType) -> str:
         return f"dk_{dt.name}x{dt.count}"
@@ -231,7 +248,7 @@ class CUDARenderer(CStyleRenderer):
         return "\n".join(out)
 
     def render_linear(self, lk, name: str) -> str:
-        src = super().render_linear(lk, name)
+        src = super().render_linear(_rename_vars(lk), name)
         threads = _const_prod(lk.local_size)
         if threads is not None:
             if threads > self.local_total_max:
@@ -246,6 +263,27 @@ class CUDARenderer(CStyleRenderer):
 
     def meta(self, lk) -> tuple:
         return (("shared_bytes", shared_bytes(lk)), ("arch", self.arch))
+
+
+def _rename_vars(lk):
+    """Int vars whose names CUDA reserves get `dkv_<name>` in the source (the ProgramSpec keeps the user's names;
+    vars are passed by position)."""
+    import dataclasses
+    bad = {v.name for v in lk.vars if _reserved(v.name) or v.name in CStyleRenderer.type_map.values()}
+    if not bad:
+        return lk
+    memo: dict = {}
+    uops = []
+    for u in lk.uops:
+        if u.op is Ops.VAR and u.arg[0] in bad:
+            nu = u.replace(arg=(f"dkv_{u.arg[0]}", *u.arg[1:]))
+        else:
+            src = tuple(memo.get(x, x) for x in u.src)
+            nu = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+        memo[u] = nu
+        uops.append(nu)
+    vs = tuple(dataclasses.replace(v, name=f"dkv_{v.name}") if v.name in bad else v for v in lk.vars)
+    return dataclasses.replace(lk, uops=uops, vars=vs)
 
 
 def shared_bytes(lk) -> int:

@@ -197,3 +197,26 @@ def test_vector_kernel_emulated():
     want = vector_reference(x)
     for k in want:
         np.testing.assert_allclose(got[k], want[k], rtol=2e-6, err_msg=k)
+
+
+def test_reserved_user_names_are_renamed():
+    """Params/vars named like CUDA built-ins, C++ keywords, math functions or our helpers still compile and run."""
+    import devicekit as dk
+    from cuda_host_emu import CXX, host_compile
+    k = ir.KernelBuilder("names")
+    n = k.var("sin", lo=1, hi=4096)
+    m = k.var("threadIdx", lo=0, hi=10)
+    a = k.param("blockIdx", dtypes.float32, size=n)
+    b = k.param("dk_map", dtypes.float32, size=n)
+    o = k.param("and", dtypes.float32, size=n, writable=True)
+    i = k.range(n, kind="global")
+    o[i] = ir.sin(a[i]) + b[i] * m.cast(dtypes.float32)
+    kern = k.build()
+    spec = CUDARenderer().render(kern)
+    assert [v.name for v in spec.vars] == ["sin", "threadIdx"]  # the signature keeps the user's names
+    assert "long long dkv_sin" in spec.src and "float *__restrict__ blockIdx" not in spec.src
+    if CXX is None:
+        pytest.skip("no host C++ compiler")
+    inp = {"blockIdx": np.arange(10, dtype=np.float32), "dk_map": np.ones(10, np.float32), "sin": 10, "threadIdx": 3}
+    np.testing.assert_allclose(host_compile(kern)(**inp)["and"], dk.run(kern, device="PYTHON", **inp)["and"],
+                               rtol=1e-6)
