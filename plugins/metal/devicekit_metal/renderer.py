@@ -123,12 +123,8 @@ class MetalRenderer(CStyleRenderer):
                                           Ops.TRUNC: "trunc"}
     repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
 
-    def __init__(self, language_version: str | None = None):
-        # the MSL version the source needs is decided per kernel (bfloat needs 3.1); this only records an override
-        self.language_version = language_version
-
     def __reduce__(self):
-        return (type(self), (self.language_version,))
+        return (type(self), ())
 
     # ================= types, literals, conversions
     def promotes(self, dt: DType) -> bool:
@@ -226,7 +222,7 @@ class MetalRenderer(CStyleRenderer):
         shared = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
         uses_bf16 = any(u.dtype.scalar() == dtypes.bfloat16 for u in lk.uops) or \
             any(p.dtype == dtypes.bfloat16 for p in lk.params)
-        version = self.language_version or ("3.1" if uses_bf16 else "2.4")
+        version = "3.1" if uses_bf16 else "2.4"  # the compilers read it from the source (compiler.needs_msl_version)
         return (("shared_bytes", shared), ("max_threads_per_threadgroup", MAX_THREADS_PER_GROUP),
                 ("buffer_slots", len(lk.params) + len(lk.vars)), ("msl_version", version))
 
