@@ -32,7 +32,8 @@ class CUDAProgram(Program):
                                    f"it was compiled by {compiled.compiler_id}") from e
             self.function = self.module.get_function(spec.name)
             self.max_threads = self.function.get_attribute(cuda.function_attribute.MAX_THREADS_PER_BLOCK)
-        self.function.prepare("P" * len(spec.params) + "q" * len(spec.vars))
+        # generated kernels take int64 vars; a hand-written one states its C types (devicekit_cuda.source)
+        self.function.prepare(spec.get_meta("arg_format") or "P" * len(spec.params) + "q" * len(spec.vars))
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         grid, block = _dims3(global_size, "global_size"), _dims3(local_size, "local_size")

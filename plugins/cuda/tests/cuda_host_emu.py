@@ -91,10 +91,12 @@ class HostKernel:
 
 
 def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
-    """Render every kernel with the CUDA renderer and build them all into one host library: {kernel name: HostKernel}."""
+    """Render every kernel with the CUDA renderer (ProgramSpecs, e.g. hand-written CUDA, are taken as they are) and build
+    them all into one host library: {kernel name: HostKernel}."""
+    from devicekit.render.program_spec import ProgramSpec
     from devicekit_cuda.renderer import CUDARenderer
     renderer = renderer or CUDARenderer()
-    specs = [renderer.render(k) for k in kernels]
+    specs = [k if isinstance(k, ProgramSpec) else renderer.render(k) for k in kernels]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"kernel names must be unique in one host library: {sorted(n for n in names if names.count(n) > 1)}")

@@ -32,3 +32,8 @@ struct __nv_bfloat16 {
   }
   operator float() const { unsigned int u = (unsigned int)x << 16; float f; std::memcpy(&f, &u, 4); return f; }
 };
+// a few conversion intrinsics hand-written kernels use
+static inline half __float2half(float f) { return (half)f; }
+static inline float __half2float(half h) { return (float)h; }
+static inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16(f); }
+static inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
