@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import tempfile
 
 
 def is_shared_object(lib: bytes) -> bool:
-    """ELF with e_type ET_DYN (a .so), as opposed to ET_REL (an object file from llvmlite)."""
-    return lib[:4] == b"\x7fELF" and int.from_bytes(lib[16:18], "little") == 3
+    """A shared library (ELF ET_DYN, Mach-O MH_DYLIB), as opposed to an object file (ELF ET_REL, Mach-O MH_OBJECT)
+    from llvmlite."""
+    if lib[:4] == b"\x7fELF":
+        return int.from_bytes(lib[16:18], "little") == 3
+    if lib[:4] in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe"):  # Mach-O, little-endian
+        return int.from_bytes(lib[12:16], "little") == 6
+    return False
 
 
 def load_object(lib: bytes, symbol: str) -> tuple[object, int]:
@@ -26,13 +32,16 @@ def load_object(lib: bytes, symbol: str) -> tuple[object, int]:
 def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
     """(keepalive, address) of `symbol` in a shared object."""
     with tempfile.TemporaryDirectory(prefix="devicekit_so_") as d:
-        path = os.path.join(d, f"k{os.getpid()}_{id(lib):x}.so")
+        path = os.path.join(d, f"k{os.getpid()}_{id(lib):x}{'.dylib' if sys.platform == 'darwin' else '.so'}")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
         try:
             os.write(fd, lib)
         finally:
             os.close(fd)
-        dll = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        try:
+            dll = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        finally:
+            os.unlink(path)
     try:
         fn = getattr(dll, symbol)
     except AttributeError:
