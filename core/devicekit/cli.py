@@ -1,4 +1,5 @@
-"""The `devicekit` command: `info [--json]`, `devices [--json]`, `cache info|clear [--json]`.
+"""The `devicekit` command: `info [--json]`, `devices [--json]`, `cache info|clear [--json]`,
+`bench [--device X] [--quick] [--plot out.png] [--json]`, `compile FILE.py:KERNEL [--device X] [--show source|ir|asm]`.
 
 Exit codes: 0 ok; 1 a requested thing failed; 2 usage error. `info` is the diagnostic: it exits 0 even when plugins
 are broken, except under DEVICEKIT_STRICT_PLUGINS=1, where a failed plugin makes it exit 1.
@@ -149,6 +150,81 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .benchmarking import Progress, cases, format_table, plot, run_bench
+    from .errors import DeviceKitError
+    from .registry import devices
+
+    if args.plot:  # fail before spending a minute benchmarking
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            print("devicekit bench --plot needs matplotlib: pip install 'devicekit[bench]' (or pip install "
+                  "matplotlib)", file=sys.stderr)
+            return EXIT_FAILED
+    try:
+        infos = devices()
+        if args.device:
+            want = str(_parse_spec(args.device))
+            row = next((d for d in infos if d.spec == want), None)
+            if row is None:
+                from .registry import device
+                device(want)  # raises the registry's message: which devices exist, why one is missing
+            specs = [want]
+        else:
+            specs = [d.spec for d in infos if d.available]
+    except (DeviceKitError, ValueError) as e:
+        print(f"devicekit bench: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    if not specs:
+        print("devicekit bench: no device is available (see `devicekit info`)", file=sys.stderr)
+        return EXIT_FAILED
+    progress = Progress(len(cases(args.quick)) * len(specs), plain=True if args.no_progress_bar else None)
+    try:
+        results = run_bench(specs, quick=args.quick, progress=None if args.json else progress)
+    finally:
+        progress.close()
+    if args.json:
+        _print_json([r.to_dict() for r in results])
+    else:
+        print(format_table(results))
+    if args.plot:
+        plot(results, args.plot)
+        if not args.json:
+            print(f"plot written to {args.plot}")
+    return EXIT_OK if all(r.ok for r in results) else EXIT_FAILED
+
+
+def _parse_spec(text: str):
+    from .spec import DeviceSpec
+    return DeviceSpec.parse(text)
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from .errors import CompileError, DeviceKitError
+    from .inspect_kernel import KernelLoadError, NoDisassembly, load_kernel, show
+    from .registry import get_registry
+
+    try:
+        kernel = load_kernel(args.kernel)
+    except KernelLoadError as e:
+        print(f"devicekit compile: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        device = args.device or str(get_registry().default_spec())
+        pair = int(args.pair) if args.pair is not None and args.pair.lstrip("-").isdigit() else args.pair
+        text = show(kernel, device, args.show, pair)
+    except CompileError as e:
+        print(f"devicekit compile: {device}: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    except (DeviceKitError, NoDisassembly, KeyError, IndexError, ValueError) as e:
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else e
+        print(f"devicekit compile: {msg}", file=sys.stderr)
+        return EXIT_FAILED
+    print(text.rstrip("\n"))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="devicekit", description="devicekit: devices, plugins and the compile cache")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -163,6 +239,19 @@ def build_parser() -> argparse.ArgumentParser:
     pc.add_argument("action", choices=["info", "clear"])
     pc.add_argument("--json", action="store_true", help="machine-readable output")
     pc.set_defaults(func=cmd_cache)
+    pb = sub.add_parser("bench", help="time the standard kernels on each available device against numpy")
+    pb.add_argument("--device", metavar="X", help="only this device (default: every available one)")
+    pb.add_argument("--quick", action="store_true", help="small sizes: a smoke run in seconds")
+    pb.add_argument("--plot", metavar="OUT.png", help="also write a bar chart (needs matplotlib)")
+    pb.add_argument("--json", action="store_true", help="machine-readable output")
+    pb.add_argument("--no-progress-bar", action="store_true", help="plain progress lines even on a terminal")
+    pb.set_defaults(func=cmd_bench)
+    pk = sub.add_parser("compile", help="show the source, linear IR or assembly of a kernel for a device")
+    pk.add_argument("kernel", metavar="FILE.py:KERNEL", help="an ir.Kernel, or a zero-argument function returning one")
+    pk.add_argument("--device", metavar="X", help="the device kind (default: the default device); need not run here")
+    pk.add_argument("--show", choices=["source", "ir", "asm"], default="source", help="the stage (default source)")
+    pk.add_argument("--pair", metavar="NAME", help="a compiler pair by name or index (default: the best)")
+    pk.set_defaults(func=cmd_compile)
     return p
 
 
@@ -176,7 +265,11 @@ def main(argv: list[str] | None = None) -> int:
         # failures are reported in the output itself; don't repeat them as warnings
         from .registry import PluginWarning
         warnings.simplefilter("ignore", PluginWarning)
-        return args.func(args)
+        try:
+            return args.func(args)
+        except BrokenPipeError:  # `devicekit compile ... | head`: the reader left, nothing more to say
+            sys.stderr.close()
+            return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,0 +1,104 @@
+"""`devicekit bench`: the table for one device, JSON, the plain progress fallback without rich, the rich bar, the
+PNG plot, a clear error when matplotlib is missing, and an unknown device."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from devicekit import cli
+from devicekit.benchmarking import BenchResult, Progress, format_table
+
+BLOCK = "import sys; sys.modules[{mod!r}] = None; from devicekit.cli import main; sys.exit(main({argv!r}))"
+
+
+def test_bench_python_quick_table(run_py):
+    p = run_py("-m", "devicekit.cli", "bench", "--device", "PYTHON", "--quick")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["kernel", "size", "device", "time", "rate", "vs", "numpy", "check"]
+    rows = [ln for ln in lines[2:] if ln and not ln.startswith("vs numpy")]
+    assert [r.split()[0] for r in rows] == ["fma", "sum", "softmax", "matmul"]
+    for r in rows:
+        assert re.search(r"PYTHON\s+[\d.]+ m?s\s+[\d.]+ (GB/s|GFLOP/s)\s+[\d.]+x\s+ok$", r), r
+    assert "[4/4] matmul 32x32x32 on PYTHON" in p.stderr  # plain progress: stderr is not a terminal
+
+
+def test_bench_json_and_every_device(run_py):
+    p = run_py("-m", "devicekit.cli", "bench", "--quick", "--json")  # a subprocess: the installed devices only
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    rows = json.loads(p.stdout)
+    listed = run_py("-m", "devicekit.cli", "devices", "--json")
+    available = {d["spec"] for d in json.loads(listed.stdout) if d["available"]}
+    assert {"CPU", "PYTHON", "ACME"} <= available
+    assert {r["device"] for r in rows} == available
+    assert all(r["ok"] and r["seconds"] > 0 and r["rate"] > 0 for r in rows), rows
+
+
+def test_bench_without_rich_falls_back_to_plain(run_py):
+    p = run_py("-c", BLOCK.format(mod="rich", argv=["bench", "--device", "CPU", "--quick"]))
+    assert p.returncode == 0, p.stderr
+    assert "[1/4] fma n=16384 on CPU" in p.stderr
+    assert "matmul" in p.stdout
+
+
+def test_rich_progress_bar_when_rich_is_installed():
+    pytest.importorskip("rich")
+    bar = Progress(3, plain=False)
+    assert bar._rich is not None
+    for step in ("a", "b", "c"):
+        bar(step)
+    bar.close()
+    assert bar.done == 3
+
+
+def test_plot_writes_a_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "bench.png"
+    assert cli.main(["bench", "--device", "PYTHON", "--quick", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot written to {out}" in capsys.readouterr().out
+
+
+def test_plot_without_matplotlib_is_a_clear_error(run_py, tmp_path):
+    out = tmp_path / "bench.png"
+    p = run_py("-c", BLOCK.format(mod="matplotlib", argv=["bench", "--quick", "--plot", str(out)]))
+    assert p.returncode == 1
+    assert "needs matplotlib: pip install 'devicekit[bench]'" in p.stderr
+    assert not out.exists() and "fma" not in p.stdout  # refused before benchmarking
+
+
+def test_bench_unknown_device(capsys):
+    assert cli.main(["bench", "--device", "NOSUCH", "--quick"]) == 1
+    err = capsys.readouterr().err
+    assert "no device 'NOSUCH'" in err and "Available:" in err
+
+
+def test_a_failing_device_is_an_error_row_not_a_crash(monkeypatch):
+    from devicekit import benchmarking
+
+    def broken(case, dev, inputs):
+        raise RuntimeError("device fell over")
+
+    monkeypatch.setattr(benchmarking, "_device_time", broken)
+    rows = benchmarking.run_bench(["PYTHON"], quick=True)
+    assert len(rows) == 4 and not any(r.ok for r in rows)
+    assert all(r.error == "RuntimeError: device fell over" for r in rows)
+
+
+def test_table_shows_errors_and_mismatches():
+    rows = [BenchResult("fma", "n=4", "X", None, 1e-3, 64, "GB/s", False, "CompileError: boom"),
+            BenchResult("fma", "n=4", "Y", 2e-3, 1e-3, 64, "GB/s", False, "max abs error 1 against numpy")]
+    text = format_table(rows)
+    assert "ERROR CompileError: boom" in text
+    assert "0.50x" in text and "MISMATCH max abs error 1" in text
+
+
+def test_wrong_results_show_as_mismatch(run_py):
+    from .conftest import FIXTURES
+    code = ("import sys; import devicekit as dk, dkfix_buggy.plugin as p; dk.register_plugin(p, 'buggy'); "
+            "from devicekit.cli import main; sys.exit(main(['bench', '--device', 'BUGGY', '--quick']))")
+    p = run_py("-c", code, env={"PYTHONPATH": str(FIXTURES)})
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout.count("MISMATCH max abs error") == 4, p.stdout
