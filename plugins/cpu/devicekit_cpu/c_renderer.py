@@ -16,11 +16,19 @@ _LITERAL = re.compile(r"^\(*-?\d+(u|ll|ull)?\)*$")
 
 
 def _guarded(op: str):
-    """Integer / and % that give 0 for a zero divisor (as the reference does) instead of killing the process."""
+    """Integer / and % that give 0 for a zero divisor (as the reference does) and wrap for INT_MIN / -1, instead of
+    trapping (x86 idiv raises SIGFPE, which would kill the process)."""
     def fn(a: str, b: str, dtype: DType) -> str:
-        if not dtype.is_int or (_LITERAL.match(b) and b.strip("()") not in ("0", "0u", "0ll", "0ull")):
+        lit = _LITERAL.match(b) is not None
+        if not dtype.is_int or (lit and b.strip("()") not in ("0", "0u", "0ll", "0ull", "-1", "-1ll")):
             return f"({a}{op}{b})"
-        return f"(({b})==0?0:({a}{op}{b}))"
+        if dtype.is_unsigned or dtype.bits < 32:  # narrow types compute in int: -INT8_MIN does not overflow
+            return f"(({b})==0?0:({a}{op}{b}))"
+        ut = "unsigned long long" if dtype.bits == 64 else "unsigned int"
+        t = "long long" if dtype.bits == 64 else "int"
+        if op == "%":
+            return f"((({b})==0||({b})==-1)?0:({a}%{b}))"
+        return f"(({b})==0?0:({b})==-1?({t})(({ut})0-({ut})({a})):({a}/{b}))"
     return fn
 
 

@@ -183,13 +183,23 @@ class _Emitter:
         if op is Ops.FDIV:
             return self.ins(f"fdiv {t} {a[0]}, {a[1]}")
         if op in (Ops.IDIV, Ops.MOD):
+            # x / 0 gives 0 (the reference); INT_MIN / -1 wraps: neither may trap (x86 idiv raises SIGFPE)
             ins = ("s" if sig else "u") + ("div" if op is Ops.IDIV else "rem")
-            if u.src[1].op is Ops.CONST and u.src[1].arg != 0:
+            b, bt = u.src[1], self.booltype(dt)
+            if b.op is Ops.CONST and b.arg != 0 and not (sig and b.arg == -1):
                 return self.ins(f"{ins} {t} {a[0]}, {a[1]}")
             z = self.ins(f"icmp eq {t} {a[1]}, {self.zero(dt)}")
-            d = self.ins(f"select {self.booltype(dt)} {z}, {t} {self.splat_like('1', dt)}, {t} {a[1]}")
-            q = self.ins(f"{ins} {t} {a[0]}, {d}")
-            return self.ins(f"select {self.booltype(dt)} {z}, {t} {self.zero(dt)}, {t} {q}")
+            bad = z
+            if sig:
+                m1 = self.ins(f"icmp eq {t} {a[1]}, {self.splat_like('-1', dt)}")
+                bad = self.ins(f"or {bt} {z}, {m1}")
+            d = self.ins(f"select {bt} {bad}, {t} {self.splat_like('1', dt)}, {t} {a[1]}")
+            q = self.ins(f"{ins} {t} {a[0]}, {d}")  # a % 1 == 0 covers both cases of MOD
+            if op is Ops.IDIV:
+                if sig:
+                    q = self.ins(f"select {bt} {m1}, {t} {self.ins(f'sub {t} {self.zero(dt)}, {q}')}, {t} {q}")
+                q = self.ins(f"select {bt} {z}, {t} {self.zero(dt)}, {t} {q}")
+            return q
         if op is Ops.MAX:
             if fl and u in self.acc_update:  # reductions: the vectorizer knows maxnum-like intrinsics; NaN: see docs
                 c = self.ins(f"fcmp {fm}olt {t} {a[0]}, {a[1]}")

@@ -201,3 +201,30 @@ def test_vs_python_reference(name, pair, single_pair, python_ref, close):
     assert set(got) == set(want)
     for k in want:
         close(got[k], want[k], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("dt", [dtypes.int32, dtypes.int64, dtypes.int8])
+def test_division_never_traps(pair, dt, single_pair, close):
+    """x/0 and x%0 give 0, INT_MIN / -1 wraps and INT_MIN % -1 is 0: no SIGFPE."""
+    import devicekit as dk
+    from devicekit.ir import semantics
+    from devicekit.ir.ops import Ops
+    k = ir.KernelBuilder(f"divs_{dt.name}")
+    n = k.var("n", lo=1, hi=1 << 20)
+    a, b = k.param("a", dt, size=n), k.param("b", dt, size=n)
+    o = k.param("o", dt, size=n * 4, writable=True)
+    i = k.range(n, kind="global")
+    o[i * 4], o[i * 4 + 1] = a[i] // b[i], a[i] % b[i]
+    o[i * 4 + 2], o[i * 4 + 3] = a[i] // -1, a[i] % -1
+    lo = np.iinfo(dt.np).min
+    av = np.array([lo, lo, 7, -7, lo, 5], dt.np)
+    bv = np.array([-1, 0, 0, -1, 1, 2], dt.np)
+    got = dk.run(k.build(), device=single_pair(pair), a=av, b=bv, n=av.size)["o"].reshape(-1, 4)
+    with np.errstate(all="ignore"):
+        want_div = semantics.alu(Ops.IDIV, dt, av, bv)
+        want_mod = semantics.alu(Ops.MOD, dt, av, bv)
+    close(got[:, 0], want_div)
+    close(got[:, 1], want_mod)
+    close(got[:, 2], (-av.astype(np.int64)).astype(dt.np))
+    close(got[:, 3], np.zeros_like(av))
