@@ -301,6 +301,7 @@ def main() -> int:
     want = (lambda name: not only or name in only)
     reps = 3 if args.quick else 7
 
+    load0 = f"{os.getloadavg()[0]:.2f}"
     dk = DK()
     tg = load_tinygrad()
     if isinstance(tg, str):
@@ -339,7 +340,8 @@ def main() -> int:
     cpu_name = __import__("devicekit_cpu.hostinfo", fromlist=["cpu_fingerprint"]).cpu_fingerprint()
     head = (f"Machine: {cpu_name.split(' flags=')[0]}, {os.cpu_count()} CPUs, devicekit CPU threads {threads}; "
             f"python {platform.python_version()}, numpy {np.__version__}; {tg_note}. "
-            f"devicekit pair: {dk.pair} ({dk.cpu.compiler.identity().split(' features=')[0]}).")
+            f"devicekit pair: {dk.pair} ({dk.cpu.compiler.identity().split(' features=')[0]}). "
+            f"Load average before/after the run: {load0} / {os.getloadavg()[0]:.2f} (other processes share the CPUs).")
     lines = [head, "",
              "| benchmark | devicekit | numpy | tinygrad | numpy / devicekit | tinygrad / devicekit | bar |",
              "|---|---|---|---|---|---|---|"]
