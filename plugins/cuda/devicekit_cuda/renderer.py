@@ -8,9 +8,11 @@ Language choices (all in hooks of devicekit.render.cstyle.CStyleRenderer):
   * half (cuda_fp16.h) and __nv_bfloat16 (cuda_bf16.h): every arithmetic op and math function on them is computed
     in float and rounded once, as the reference interpreter does (numpy computes float16 the same way); casts
     between them and non-float types go through float.
-  * vectors of 2/4/8/16 bytes (others are scalarized by the base): one struct per vector type used, `dk_float32x4 { float v[4]; }`, aligned to its size when that is a
-    power of two <= 16 bytes (so vector loads become ld.v2/ld.v4); lanes are `.v[i]`; vector ALU ops, math and
-    casts apply the scalar code lane by lane through `dk_map<R>(lambda, operands...)` (operands evaluated once).
+  * vectors of 2/4/8/16 bytes (others are scalarized by the base): one struct per vector type used,
+    `dk_float32x4 { float v[4]; }`, aligned to its size (so vector loads become ld.v2/ld.v4); lanes are `.v[i]`;
+    vector ALU ops, math and casts apply the scalar code lane by lane through `dk_map<R>(lambda, operands...)`
+    (operands evaluated once).
+  * user names that CUDA C++ reserves are replaced (params: data<slot>; vars: dkv_<name>, in the source only).
   * small ints (8/16 bit) are truncated after every arithmetic op so inlined expressions wrap like the
     reference; 8/16/32-bit add/sub/mul/neg/shl are done in unsigned arithmetic (defined wrap-around); int64
     arithmetic (which is also all index arithmetic) is left plain.
@@ -44,6 +46,8 @@ exp2 exp2f log2 log2f sin sinf sqrt sqrtf trunc truncf""".split()) | frozenset( 
 
 def _reserved(name: str) -> bool:
     return name in CUDA_RESERVED or name.startswith("dk_") or re.fullmatch(r"_l\d+", name) is not None
+
+
 _AXES = "xyz"
 
 
@@ -63,8 +67,6 @@ def _float_via(fn):
 
 _WRAPPING = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL, Ops.MULACC})
 _UNSIGNED = {8: "unsigned int", 16: "unsigned int", 32: "unsigned int", 64: "unsigned long long"}
-
-
 _INT_LITERAL = re.compile(r"^\(*\(?(?:\([a-z ]+\))?\(?(-?\d+)(?:u|ll|ull)?\)*$")
 
 
