@@ -10,6 +10,7 @@ headers dominate the cost of a single small kernel); each kernel's source sits i
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import math
@@ -26,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 INCLUDE = os.path.join(HERE, "host_include")
 CXX = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
 _BUILD = tempfile.mkdtemp(prefix="devicekit-cuda-emu-")
+atexit.register(shutil.rmtree, _BUILD, ignore_errors=True)
 
 _PRELUDE = r"""
 #include <thread>
