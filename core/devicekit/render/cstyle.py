@@ -6,8 +6,10 @@ re-implements lowering. The keys of `code_for_op` (plus `math_fns`) are the ALU 
 decide what the core decomposes before rendering, as in tinygrad.
 
 Naming: params keep the user's name when it is a safe C identifier (else `data<slot>`), vars keep theirs,
-ranges are `ridx<id>`, GPU indices `gidx<axis>` / `lidx<axis>`, accumulators `acc<id>`, loads `val<n>`,
-other values `alu<n>` / `cast<n>`.
+ranges are `ridx<n>` and accumulators `acc<n>` (numbered here in order, so equal kernels give equal source: the
+source is the compile cache key), GPU indices `gidx<axis>` / `lidx<axis>`, loads `val<n>`, other values `alu<n>` /
+`cast<n>`. A vector value is one scalar per lane (`acc3_0`, `acc3_1`, ...) unless `native_vector(dtype)` says the
+language has that vector type.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ..ir.uop import UOp
 from .renderer import Renderer
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_GENERATED = re.compile(r"^(alu|val|acc|cast|ridx|gidx|lidx|data|vec|gep|bc)\d+$")
+_GENERATED = re.compile(r"^(alu|val|acc|cast|ridx|gidx|lidx|data|vec|gep|bc|smem)\d+(_\w*)?$")
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int
 long register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool
 bool half float2 float4 true false new delete this class template kernel device constant threadgroup thread""".split())  # noqa: SIM905
@@ -75,7 +77,8 @@ class CStyleRenderer(Renderer):
         Ops.RECIP: lambda x, dtype: f"(1/{x})",
         Ops.ADD: _b("+"), Ops.SUB: _b("-"), Ops.MUL: _b("*"), Ops.FDIV: _b("/"), Ops.IDIV: _b("/"), Ops.MOD: _b("%"),
         Ops.CMPLT: _b("<"), Ops.CMPNE: _b("!="), Ops.CMPEQ: _b("=="),
-        Ops.AND: _b("&"), Ops.OR: _b("|"), Ops.XOR: _b("^"), Ops.SHL: lambda a, b, dtype: f"({a}<<({b}&{dtype.bits - 1}))",  # amount modulo width
+        Ops.AND: _b("&"), Ops.OR: _b("|"), Ops.XOR: _b("^"),
+        Ops.SHL: lambda a, b, dtype: f"({a}<<({b}&{dtype.bits - 1}))",  # shift amounts are taken modulo the width
         Ops.SHR: lambda a, b, dtype: f"({a}>>({b}&{dtype.bits - 1}))",
         Ops.MAX: lambda a, b, dtype: f"(({a}<{b})?{b}:{a})",  # NaN in a propagates, NaN in b does not
         Ops.WHERE: lambda c, a, b, dtype: f"({c}?{a}:{b})",
