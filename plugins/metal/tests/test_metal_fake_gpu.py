@@ -8,7 +8,6 @@ argument ABI, not Metal itself (test_metal_macos.py does that on a Mac).
 
 from __future__ import annotations
 
-import struct
 import sys
 import types
 import warnings
@@ -18,174 +17,30 @@ import numpy as np
 import pytest
 from devicekit import ir
 from devicekit.ir import dtypes
-from devicekit_metal.hostcheck import HostKernel, cxx
+from devicekit_metal.hostcheck import cxx
 from devicekit_metal.renderer import MetalRenderer
 
 warnings.filterwarnings("ignore", message=".*plugin.*")
+
+
+def _load_fake():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("devicekit_metal_fake", Path(__file__).with_name("fake_metal.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
 pytestmark = pytest.mark.skipif(cxx() is None, reason="the fake GPU runs kernels with a host C++ compiler")
 
-SPECS: dict[str, object] = {}  # kernel name -> ProgramSpec, so the fake GPU knows the argument types
-
-
-class _Err:
-    def __init__(self, msg):
-        self.msg = msg
-
-    def localizedDescription(self):
-        return self.msg
-
-
-class _VarList:
-    def __init__(self, data):
-        self.data = data
-
-    def as_buffer(self, n):
-        return memoryview(self.data)[:n]
-
-
-class FakeBuffer:
-    def __init__(self, n):
-        self.data = bytearray(n)
-
-    def contents(self):
-        return _VarList(self.data)
-
-    def length(self):
-        return len(self.data)
-
-
-class FakeLibrary:
-    def __init__(self, src):
-        self.src = src
-
-    def newFunctionWithName_(self, name):
-        return (self.src, name) if f"kernel void {name}(" in self.src else None
-
-    def functionNames(self):
-        return ["saxpy"]
-
-
-class FakePSO:
-    def __init__(self, fn):
-        self.src, self.name = fn
-
-    def maxTotalThreadsPerThreadgroup(self):
-        return 1024
-
-
-class FakeEncoder:
-    def __init__(self, cb):
-        self.cb, self.bufs, self.bytes = cb, {}, {}
-
-    def setComputePipelineState_(self, pso):
-        self.pso = pso
-
-    def setBuffer_offset_atIndex_(self, buf, offset, index):
-        self.bufs[index] = (buf, offset)
-
-    def setBytes_length_atIndex_(self, arg, n, index):
-        self.bytes[index] = bytes(memoryview(arg).cast("B"))[:n]
-
-    def dispatchThreadgroups_threadsPerThreadgroup_(self, grid, group):
-        self.cb.work.append((self.pso, dict(self.bufs), dict(self.bytes), grid, group))
-
-    def endEncoding(self):
-        pass
-
-
-class FakeCommandBuffer:
-    def __init__(self, log):
-        self.work, self.log, self.done = [], log, False
-
-    def computeCommandEncoder(self):
-        return FakeEncoder(self)
-
-    def commit(self):
-        for pso, bufs, byts, grid, group in self.work:
-            spec = SPECS[pso.name]
-            arrays = []
-            for i, p in enumerate(spec.params):
-                buf, off = bufs[i]
-                count = (len(buf.data) - off) // p.dtype.itemsize
-                arrays.append(np.frombuffer(buf.data, dtype=p.dtype.np, count=count, offset=off))
-            vals = [struct.unpack("<q", byts[len(spec.params) + j])[0] for j in range(len(spec.vars))]
-            self.log.append((pso.name, grid, group, vals))
-            HostKernel(spec, MetalRenderer()).run(arrays, vals, grid=grid, group=group)
-        self.done = True
-
-    def waitUntilCompleted(self):
-        assert self.done
-
-    def error(self):
-        return None
-
-    def GPUStartTime(self):
-        return 1.0
-
-    def GPUEndTime(self):
-        return 1.25
-
-
-class FakeQueue:
-    def __init__(self, log):
-        self.log = log
-
-    def commandBuffer(self):
-        return FakeCommandBuffer(self.log)
-
-
-class FakeDevice:
-    def __init__(self):
-        self.log = []
-
-    def name(self):
-        return "Fake Apple GPU"
-
-    def newCommandQueueWithMaxCommandBufferCount_(self, n):
-        return FakeQueue(self.log)
-
-    def maxThreadgroupMemoryLength(self):
-        return 32768
-
-    def newBufferWithLength_options_(self, n, options):
-        return FakeBuffer(n)
-
-    def newLibraryWithSource_options_error_(self, src, options, err):
-        if "#error" in src:
-            return None, _Err("program_source:3:2: error: deliberate")
-        return FakeLibrary(src), None
-
-    def newComputePipelineStateWithFunction_error_(self, fn, err):
-        return FakePSO(fn), None
-
-
-class _Options:
-    def init(self):
-        self.fast_math, self.version = True, None
-        return self
-
-    def setFastMathEnabled_(self, v):
-        self.fast_math = v
-
-    def setLanguageVersion_(self, v):
-        self.version = v
+fake = _load_fake()
+SPECS = fake.SPECS
+FakeLibrary = fake.FakeLibrary
 
 
 @pytest.fixture
-def fake_metal(monkeypatch):
-    from devicekit_metal import env, mtl
-    dev = FakeDevice()
-    mod = types.ModuleType("Metal")
-    mod.MTLCreateSystemDefaultDevice = lambda: dev
-    mod.MTLCopyAllDevices = lambda: [dev]
-    mod.MTLResourceStorageModeShared = 0
-    mod.MTLSizeMake = lambda *d: tuple(d)
-    mod.MTLCompileOptions = types.SimpleNamespace(alloc=lambda: _Options())
-    monkeypatch.setitem(sys.modules, "Metal", mod)
-    monkeypatch.setattr(env, "unavailable_reason", lambda: None)
-    monkeypatch.setattr(env, "compile_unavailable_reason", lambda: None)
-    mtl.metal_context.cache_clear()
-    mtl._LIBRARIES.clear()
+def fake_metal(monkeypatch, request):
+    from devicekit_metal import mtl
+    dev = fake.install(monkeypatch, hide_xcode="fake_xcode" not in request.fixturenames)
     yield dev
     mtl.metal_context.cache_clear()
     mtl._LIBRARIES.clear()
