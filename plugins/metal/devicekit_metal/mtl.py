@@ -22,6 +22,7 @@ from devicekit.errors import CompileError, DeviceUnavailableError
 
 from . import env
 
+_STATUS_COMPLETED = 4  # MTLCommandBufferStatusCompleted (5 is Error)
 _LANGUAGE_VERSIONS = {"2.4": (2 << 16) + 4, "3.0": 3 << 16, "3.1": (3 << 16) + 1, "3.2": (3 << 16) + 2}
 
 
@@ -70,6 +71,8 @@ class MetalContext:
     def track(self, command_buffer) -> None:
         with self._lock:
             self._in_flight.append(command_buffer)
+            if len(self._in_flight) >= 256:  # forget the ones that completed cleanly (failed ones raise at sync)
+                self._in_flight = [cb for cb in self._in_flight if cb.status() != _STATUS_COMPLETED]
 
     def synchronize(self) -> None:
         """Wait for every command buffer committed so far; raise if one of them failed."""

@@ -109,6 +109,9 @@ class FakeCommandBuffer:
             hk.run(arrays, vals, grid=grid, group=group)
         self.done = True
 
+    def status(self):
+        return 4 if self.done else 2
+
     def waitUntilCompleted(self):
         assert self.done
 

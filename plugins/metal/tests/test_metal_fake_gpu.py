@@ -249,3 +249,17 @@ def test_xcrun_missing_is_a_reasoned_skip(monkeypatch):
     monkeypatch.setattr(env, "xcrun_metal", lambda: None)
     with pytest.raises(RuntimeError, match="Metal toolchain was not found"):
         MetalXcrunCompiler()
+
+
+def test_in_flight_list_is_pruned(fake_metal):
+    import devicekit as dk
+    kern = _kernel()
+    dev = _device()
+    prog = dev.compile(kern)
+    bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
+    for _ in range(300):
+        prog.execute(bufs, [8, 1])
+    ctx = prog.ctx
+    assert len(ctx._in_flight) < 256
+    dev.synchronize()
+    assert ctx._in_flight == []
