@@ -1,0 +1,253 @@
+"""Differential fuzzer: random well-formed kernels (`fuzzgen.make_case`) run on every compiler pair of a device and
+compared with the PYTHON reference at docs/ir.md's tolerances. Kinds that cannot run here (CUDA without a GPU,
+METAL off macOS) are rendered and compiled only (rendered only, when their compiler cannot run here either). Each finding is shrunk to a minimal kernel (`shrink.py`) and
+printed as a regression test.
+
+    python -m devicekit.testing.fuzz --device CPU --pair llvm --n 2000 --seed 0 [--jobs 2] [--profile mixed]
+
+Seeds are split across worker processes (spawned: LLVM state is not fork-safe); a worker that dies (a native
+crash) is reported with its seed range as a `crash` finding. Compiles use a memory-only cache unless
+`--disk-cache`. Exit status 1 when anything was found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .fuzzgen import PROFILES, make_case
+from .random_kernels import assert_matches
+
+
+@dataclass
+class Finding:
+    seed: int
+    target: str  # "CPU/llvm"
+    kind: str  # mismatch | error | compile-error | crash | reference-error
+    message: str
+
+
+@dataclass
+class Report:
+    tried: int = 0  # kernels generated
+    checks: dict[str, int] = field(default_factory=dict)  # target -> kernels checked on it
+    unsupported: dict[str, int] = field(default_factory=dict)  # target -> kernels outside its documented dtypes
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def merge(self, other: Report) -> None:
+        self.tried += other.tried
+        for mine, theirs in ((self.checks, other.checks), (self.unsupported, other.unsupported)):
+            for t, c in theirs.items():
+                mine[t] = mine.get(t, 0) + c
+        self.findings.extend(other.findings)
+
+
+class Runner:
+    """The targets of one device kind: one single-pair Device per pair when the kind runs here, else the pairs of
+    its Target (compile only)."""
+
+    def __init__(self, kind: str = "CPU", pairs: Iterable[str] | None = None, reference: str = "PYTHON"):
+        import devicekit as dk
+        from devicekit.device import Device
+        from devicekit.errors import DeviceKitError
+
+        self.ref = dk.device(reference)
+        self.compile_only = False
+        try:
+            dev = dk.device(kind)
+            base = dev
+        except DeviceKitError:
+            base = dk.target(kind)
+            self.compile_only = True
+        names = list(pairs) if pairs else list(base.pair_names)
+        self.targets: dict[str, Any] = {}
+        for name in names:
+            r, c = base.pair(name)
+            label = f"{base.spec.kind}/{name}"
+            self.targets[label] = (r, c) if self.compile_only else Device(base.spec, dev.allocator, r, c, dev.runtime)
+        self._made = 0
+        self.unsupported: dict[str, int] = {}  # target -> kernels it refused as unsupported (not findings)
+        self.render_only = self.compile_only and not self._can_compile()
+
+    def _can_compile(self) -> bool:
+        """Whether the compilers of a kind that cannot run here still work (NVRTC does; Metal off macOS not)."""
+        from devicekit.errors import CompileError
+
+        from .fuzzgen import fuzz_kernel
+        r, c = next(iter(self.targets.values()))
+        try:
+            c.compile(r.render(fuzz_kernel(1, shapes=("elementwise",)).kernel))
+        except CompileError:
+            return False
+        return True
+
+    def reference(self, case) -> dict:
+        import devicekit as dk
+        return dk.run(case.kernel, device=self.ref, **case.inputs)
+
+    def check_one(self, label: str, kernel, inputs: dict, want: dict | None) -> tuple[str, str] | None:
+        """(kind, message) when `kernel` misbehaves on target `label`, else None."""
+        import devicekit as dk
+        from devicekit.errors import CompileError
+        from devicekit.ir import KernelError
+
+        target = self.targets[label]
+        try:
+            if self.compile_only:
+                r, c = target
+                spec = r.render(kernel)
+                if not self.render_only:
+                    c.compile(spec)
+                return None
+            got = dk.run(kernel, device=target, **inputs)
+        except CompileError as e:
+            return "compile-error", f"{e.message}: {str(e.log)[:400]}"
+        except KernelError as e:
+            if "does not support" in str(e):  # a documented limit of the target (float64 on METAL): not a bug
+                return "unsupported", str(e).splitlines()[0]
+            return "error", f"KernelError: {str(e)[:400]}"
+        except Exception as e:  # noqa: BLE001 - the fuzzer reports every failure
+            return "error", f"{type(e).__name__}: {str(e)[:400]}"
+        for p in kernel.params:
+            if p.writable:
+                try:
+                    assert_matches(got[p.name], want[p.name], p.dtype, p.name)
+                except AssertionError as e:
+                    return "mismatch", str(e)
+        return None
+
+    def check(self, case) -> list[Finding]:
+        try:
+            want = self.reference(case)
+        except Exception as e:  # noqa: BLE001 - a generator bug: the kernel should have been defined
+            return [Finding(case.seed, "PYTHON", "reference-error", f"{type(e).__name__}: {str(e)[:400]}")]
+        out = []
+        for label in self.targets:
+            if (bad := self.check_one(label, case.kernel, case.inputs, want)) is not None:
+                if bad[0] == "unsupported":
+                    self.unsupported[label] = self.unsupported.get(label, 0) + 1
+                else:
+                    out.append(Finding(case.seed, label, *bad))
+        self._made += 1
+        if self._made % 500 == 0 and not self.compile_only:  # Device.compile memoizes every Program: start afresh
+            self.targets = {lb: type(d).from_pairs(d.spec, d.allocator, d.compilers, d.pair_names, d.runtime)
+                            for lb, d in self.targets.items()}
+        return out
+
+
+def fuzz_seeds(seeds: Iterable[int], kind: str = "CPU", pairs: Iterable[str] | None = None,
+               profile: str = "mixed") -> Report:
+    """Check each seed's kernel on every target, in this process."""
+    t0 = time.perf_counter()
+    runner = Runner(kind, pairs)
+    rep = Report()
+    for seed in seeds:
+        case = make_case(seed, profile)
+        rep.tried += 1
+        rep.findings.extend(runner.check(case))
+        for t in runner.targets:
+            rep.checks[t] = rep.checks.get(t, 0) + 1
+    rep.unsupported = dict(runner.unsupported)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _worker(args: tuple) -> Report:
+    seeds, kind, pairs, profile, disk = args
+    if not disk:
+        os.environ["DEVICEKIT_CACHE"] = "0"
+    import warnings
+    warnings.simplefilter("ignore")
+    return fuzz_seeds(seeds, kind, pairs, profile)
+
+
+def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None = None, profile: str = "mixed",
+         jobs: int = 1, disk_cache: bool = False, chunk: int = 100, worker: Any = None) -> Report:
+    """Seeds seed..seed+n-1 on `jobs` worker processes (1: in this process). `worker` replaces the per-chunk
+    function (a picklable module-level function, for tests of the crash handling)."""
+    t0 = time.perf_counter()
+    pairs = list(pairs) if pairs else None
+    seeds = list(range(seed, seed + n))
+    if jobs <= 1:
+        rep = fuzz_seeds(seeds, kind, pairs, profile)
+        rep.seconds = time.perf_counter() - t0
+        return rep
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    chunks = [seeds[i:i + chunk] for i in range(0, len(seeds), chunk)]
+    rep, broken = Report(), []
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(jobs, mp_context=ctx) as ex:
+        futs = [(c, ex.submit(worker or _worker, (c, kind, pairs, profile, disk_cache))) for c in chunks]
+        for c, f in futs:
+            try:
+                rep.merge(f.result())
+            except BrokenProcessPool:  # this chunk, or another in the same pool, killed a worker
+                broken.append(c)
+
+    def isolate(c: list[int]) -> None:
+        """Run `c` alone; when its worker dies, halve it until the seed that kills it is found."""
+        try:
+            with ProcessPoolExecutor(1, mp_context=ctx) as ex:
+                rep.merge(ex.submit(worker or _worker, (c, kind, pairs, profile, disk_cache)).result())
+        except BrokenProcessPool:
+            if len(c) == 1:
+                rep.tried += 1
+                rep.findings.append(Finding(c[0], kind, "crash", "the worker process died (native crash)"))
+            else:
+                isolate(c[:len(c) // 2])
+                isolate(c[len(c) // 2:])
+
+    for c in broken:
+        isolate(c)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m devicekit.testing.fuzz", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="CPU", help="device kind (default CPU)")
+    ap.add_argument("--pair", action="append", help="compiler pair (repeatable; default: every pair)")
+    ap.add_argument("--n", type=int, default=1000, help="kernels to try")
+    ap.add_argument("--seed", type=int, default=0, help="first seed")
+    ap.add_argument("--profile", default="mixed", choices=PROFILES)
+    ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8))
+    ap.add_argument("--disk-cache", action="store_true", help="store compiled kernels in the disk cache")
+    ap.add_argument("--no-shrink", action="store_true", help="report findings without shrinking them")
+    ap.add_argument("--max-shrink", type=int, default=10, help="shrink at most this many findings")
+    args = ap.parse_args(argv)
+    if args.n < 1:
+        ap.error("--n must be at least 1")
+    rep = fuzz(args.n, args.seed, args.device, args.pair, args.profile, args.jobs, args.disk_cache)
+    rate = ", ".join(f"{t}: {c}" for t, c in rep.checks.items())
+    print(f"fuzz: {rep.tried} kernels (seeds {args.seed}..{args.seed + args.n - 1}, profile {args.profile}) in "
+          f"{rep.seconds:.1f} s; checked {rate}; {len(rep.findings)} findings"
+          + (f"; refused as unsupported (not findings): {rep.unsupported}" if rep.unsupported else ""))
+    for f in rep.findings:
+        print(f"  seed {f.seed} {f.target} {f.kind}: {f.message.splitlines()[0][:300]}")
+    if rep.findings and not args.no_shrink:
+        from .shrink import shrink_finding
+        os.environ.setdefault("DEVICEKIT_CACHE", "0")
+        for f in rep.findings[:args.max_shrink]:
+            if f.kind in ("crash", "reference-error"):
+                continue
+            print(f"\n# ---- seed {f.seed} on {f.target} ({f.kind}), shrunk:")
+            print(shrink_finding(f, args.profile, args.device))
+    return 1 if rep.findings else 0
+
+
+def report_dict(rep: Report) -> dict:
+    return {"tried": rep.tried, "checks": rep.checks, "seconds": rep.seconds,
+            "findings": [asdict(f) for f in rep.findings]}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Kernel generator of the differential fuzzer: wider coverage than `random_kernels.random_kernel`, which stays as
+it is (other suites pin its seeds). Every kernel is well-formed and its result defined: floats going to integers
+are clamped first, bitcasts only start from integers (NaN payloads are not part of the contract), accesses stay in
+bounds or are gated.
+
+Shapes: elementwise, a store per lane of an unroll range, a store per step of a loop range, reductions (sum, max,
+prod; over a reduce range, an unroll range, or vector lanes), vectors of 2/4/8 lanes. Extras mixed in: a signed
+int var used as a value and as an index offset (gated loads), gated stores, every ALU op.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+
+from .. import ir
+from ..ir import dtypes
+from ..ir.dtypes import DType
+from ..ir.uop import UOp
+from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, random_kernel
+
+PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats")
+SHAPES = ("elementwise", "unroll_store", "loop_store", "reduce", "unroll_reduce", "vector", "vector_reduce")
+
+
+def _bool(dt: DType) -> DType:
+    return dtypes.bool.vec(dt.count) if dt.count > 1 else dtypes.bool
+
+
+class ExprGen:
+    """Random typed expressions over leaves (dtype -> values); works lane-wise for vector dtypes too."""
+
+    def __init__(self, rng: random.Random, pool: tuple[DType, ...], lanes: int = 1):
+        self.rng, self.lanes = rng, lanes
+        self.pool = tuple(d.vec(lanes) if lanes > 1 else d for d in pool)
+
+    def const(self, dt: DType) -> Any:
+        s = dt.scalar()
+        if s.is_bool:
+            return self.rng.random() < 0.5
+        if s.is_float:
+            return self.rng.choice([0.0, 1.0, -1.0, 0.5, round(self.rng.uniform(-4, 4), 3)])
+        lo, hi = (0, 100) if s.is_unsigned else (-100, 100)
+        return self.rng.choice([0, 1, s.max() if s.bits <= 16 else 7, self.rng.randint(lo, hi)])
+
+    def leaf(self, dt: DType, leaves: dict[DType, list[UOp]]) -> UOp:
+        r = self.rng
+        if leaves.get(dt) and r.random() < 0.85:
+            return r.choice(leaves[dt])
+        src_dt = r.choice([d for d in leaves if leaves[d]])
+        return self.convert(r.choice(leaves[src_dt]), dt)
+
+    def expr(self, dt: DType, leaves: dict[DType, list[UOp]], depth: int) -> UOp:
+        r, s = self.rng, dt.scalar()
+        if depth <= 0 or r.random() < 0.2:
+            return self.leaf(dt, leaves)
+        sub = lambda d=dt: self.expr(d, leaves, depth - 1)
+        if s.is_bool:
+            other = r.choice(self.pool)
+            if other.scalar().is_bool:
+                a, b = sub(), sub()
+                return r.choice([a & b, a | b, a ^ b, a.ne(b), a.eq(b)])
+            a, b = sub(other), sub(other)
+            return r.choice([a < b, a.ne(b), a.eq(b), a > b, a <= b])
+        ops = ["add", "sub", "mul", "max", "min", "where", "neg", "cast", "const"]
+        ops += ["fdiv", "exp2", "log2", "sqrt", "sin", "recip", "trunc", "mulacc"] if s.is_float else \
+            ["idiv", "mod", "and", "or", "xor", "shl", "shr", "not"]
+        op = r.choice(ops)
+        a = sub()
+        if op == "neg":
+            return -a
+        if op == "not":
+            return ~a
+        if op in ("exp2", "log2", "sqrt", "sin", "recip", "trunc"):
+            arg = ir.minimum(ir.maximum(a, -20.0), 20.0) if op == "exp2" else a
+            return getattr(ir, op)(arg)
+        if op == "cast":
+            return self.convert(sub(r.choice(self.pool)), dt)
+        if op == "const":
+            c = self.const(dt)
+            return r.choice([lambda: a + c, lambda: a * c, lambda: ir.maximum(a, c), lambda: c - a])()
+        b = sub()
+        if op == "where":
+            return ir.where(sub(_bool(dt)), a, b)
+        if op == "mulacc":
+            return ir.mulacc(a, b, sub())
+        return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "max": lambda: ir.maximum(a, b),
+                "min": lambda: ir.minimum(a, b), "fdiv": lambda: a / b, "idiv": lambda: a // b,
+                "mod": lambda: a % b, "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
+                "shl": lambda: a << b, "shr": lambda: a >> b}[op]()
+
+    def convert(self, x: UOp, dt: DType) -> UOp:
+        """A defined conversion: floats are clamped (NaN to 0) before becoming integers."""
+        if x.dtype == dt:
+            return x
+        xs, ds = x.dtype.scalar(), dt.scalar()
+        if xs.is_float and ds.is_int:
+            lo, hi = (0.0, 100.0) if ds.is_unsigned else (-100.0, 100.0)
+            x = ir.where(x.ne(x), 0.0, ir.minimum(ir.maximum(x, lo), hi))
+        if xs.is_int and not ds.is_bool and xs.itemsize == ds.itemsize and self.rng.random() < 0.2:
+            return x.bitcast(dt)
+        return x.cast(dt)
+
+
+def _vec(xs: list[UOp]) -> UOp:
+    return xs[0] if len(xs) == 1 else ir.vectorize(*xs)
+
+
+def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[str, ...] = SHAPES,
+                max_depth: int = 4) -> RandomKernel:
+    """One random kernel of the fuzzer's wider generator (see the module docstring)."""
+    r = random.Random(seed * 7919 + 17)
+    shape = r.choice(shapes)
+    lanes = r.choice([2, 4, 8]) if shape.startswith("vector") else 1
+    if lanes > 1:  # the core's bfloat16 emulation refuses vectors (a KernelError at render time): not generated
+        pool = tuple(d for d in pool if d != dtypes.bfloat16) or (dtypes.float32,)
+    unroll = r.choice([2, 3, 4]) if shape.startswith("unroll") else 1
+    k = ir.KernelBuilder(f"fz{seed}")
+    n_val = r.choice([1, 2, 3, 5, 8, 17, 33, 64])
+    n = k.var("n", 1, 4096)
+    m_val, m = 1, None
+    if shape in ("reduce", "loop_store", "vector_reduce"):
+        m_val, m = r.choice([1, 2, 5, 7]), k.var("m", 1, 64)
+    s_val, s = 0, None
+    if r.random() < 0.4:
+        s_val, s = r.randint(-4, 4), k.var("s", -8, 8)
+    rows = (m if m is not None else 1) * (unroll * lanes)
+    size = n * rows if not isinstance(rows, int) or rows != 1 else n
+    in_dts = [r.choice(pool) for _ in range(r.randint(1, 3))]
+    out_dt = r.choice([d for d in pool if not (shape.endswith("reduce") and d.is_bool)])
+    params = [k.param(f"in{j}", d, size) for j, d in enumerate(in_dts)]
+    per_row = shape in ("unroll_store", "loop_store", "vector")
+    out = k.param("out", out_dt, size if per_row else n, writable=True)
+    i = k.range(n, "global")
+    inner = None
+    if shape in ("reduce", "vector_reduce"):
+        inner = k.range(m, "reduce")
+    elif shape == "loop_store":
+        inner = k.range(m, "loop")
+    elif shape.startswith("unroll"):
+        inner = k.range(unroll, "unroll")
+    stride = rows if inner is None or shape.startswith("vector") else (m if m is not None else unroll)
+    base = i * stride if not (isinstance(stride, int) and stride == 1) else i
+    if inner is not None:
+        base = base + (inner * lanes if lanes > 1 else inner)
+
+    g = ExprGen(r, pool, lanes)
+    leaves: dict[DType, list[UOp]] = {}
+    for p in params:
+        lane_vals = []
+        for lane in range(lanes):
+            idx = base + lane if lanes > 1 else base
+            if r.random() < 0.25:  # gated neighbour read: off the edges it reads the default
+                off = s if s is not None and r.random() < 0.5 else r.choice([1, -1])
+                j = idx + off
+                lane_vals.append(p.load(j, gate=(j >= 0) & (j < size), default=g.const(p.dtype)))
+            else:
+                lane_vals.append(p[idx])
+        v = _vec(lane_vals)
+        leaves.setdefault(v.dtype, []).append(v)
+    if s is not None:
+        for d in {r.choice(pool), r.choice(pool)}:
+            sv = g.convert(s, d) if not d.is_bool else s.ne(0)
+            v = _vec([sv] * lanes)
+            leaves.setdefault(v.dtype, []).append(v)
+    want = out_dt.vec(lanes) if lanes > 1 else out_dt
+    val = g.expr(want, leaves, r.randint(1, max_depth))
+
+    if shape in ("reduce", "vector_reduce", "unroll_reduce"):
+        from .random_kernels import _ranges_of
+        if inner not in _ranges_of(val):
+            val = val + g.convert(_vec([params[0][base + lane if lanes > 1 else base] for lane in range(lanes)]), want)
+        op = r.choice(["sum", "max", "prod"] if out_dt.is_int else ["sum", "max"])
+        val = getattr(val, op)(inner)
+        if lanes > 1:  # combine the lanes of the reduced vector
+            acc = val.gep(0)
+            for lane in range(1, lanes):
+                acc = ir.maximum(acc, val.gep(lane)) if op == "max" else acc + val.gep(lane)
+            val = acc
+        if r.random() < 0.3:  # use the reduction's result in more arithmetic
+            val = g.convert(val, out_dt)
+            val = ir.maximum(val, g.convert(params[-1][i * stride], out_dt))
+        out_idx = i
+    else:
+        out_idx = base
+    gate = None
+    if r.random() < 0.2:
+        gate = (out_idx % 3).ne(1) if s is None else (i < s + 3)
+    if lanes > 1 and not shape.endswith("reduce"):
+        for lane in range(lanes):
+            out.store(out_idx + lane, val.gep(lane), gate=gate)
+    else:
+        out.store(out_idx, val, gate=gate)
+    kern = k.build()
+
+    nrng = np.random.default_rng(seed)
+    nrows = (m_val if m is not None else 1) * unroll * lanes
+    inputs: dict[str, Any] = {f"in{j}": _array(nrng, d, n_val * nrows) for j, d in enumerate(in_dts)}
+    inputs["n"] = n_val
+    if m is not None:
+        inputs["m"] = m_val
+    if s is not None:
+        inputs["s"] = s_val
+    return RandomKernel(kern, inputs, seed)
+
+
+def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
+    """The fuzz case of `seed`: `base` is random_kernels.random_kernel, `wide` this module's generator, `mixed`
+    alternates (odd seeds wide)."""
+    if profile == "base" or (profile == "mixed" and seed % 2 == 0):
+        return random_kernel(seed)
+    if profile in ("wide", "mixed"):
+        return fuzz_kernel(seed)
+    if profile == "scalar":
+        return fuzz_kernel(seed, shapes=tuple(x for x in SHAPES if not x.startswith("vector")))
+    if profile == "ints":
+        return fuzz_kernel(seed, pool=INTS + (dtypes.bool,))
+    if profile == "floats":
+        return fuzz_kernel(seed, pool=FLOATS)
+    raise ValueError(f"unknown fuzz profile {profile!r}: {', '.join(PROFILES)}")

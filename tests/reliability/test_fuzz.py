@@ -1,0 +1,110 @@
+"""The differential fuzzer as part of the suite: a CI-sized run on both CPU compiler pairs against PYTHON (2,000
+kernels per pair by default, DEVICEKIT_FUZZ_N to change), the long run behind DEVICEKIT_SLOW=1, and the fuzzer's
+own machinery (shrinker, printer, crash isolation) checked on real kernels."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+CI_N = int(os.environ.get("DEVICEKIT_FUZZ_N", "2000"))
+JOBS = max(1, min(2, os.cpu_count() or 1))
+
+
+def _report(rep) -> str:
+    lines = [f"{rep.tried} kernels in {rep.seconds:.1f} s, checks {rep.checks}"]
+    lines += [f"seed {f.seed} {f.target} {f.kind}: {f.message[:300]}" for f in rep.findings]
+    return "\n".join(lines)
+
+
+def test_ci_fuzz_both_cpu_pairs_match_reference(record_property):
+    from devicekit.testing.fuzz import fuzz
+    t0 = time.perf_counter()
+    rep = fuzz(CI_N, seed=0, kind="CPU", pairs=["llvm", "c"], profile="mixed", jobs=JOBS, chunk=50)
+    record_property("fuzz_seconds", round(time.perf_counter() - t0, 1))
+    print(_report(rep))
+    assert rep.tried == CI_N and rep.checks == {"CPU/llvm": CI_N, "CPU/c": CI_N}
+    assert not rep.findings, _report(rep)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["mixed", "ints", "floats"])
+def test_long_fuzz(profile):
+    from devicekit.testing.fuzz import fuzz
+    n = int(os.environ.get("DEVICEKIT_FUZZ_LONG_N", "20000"))
+    rep = fuzz(n, seed=1_000_000, kind="CPU", profile=profile, jobs=os.cpu_count() or 1)
+    print(_report(rep))
+    assert not rep.findings, _report(rep)
+
+
+def test_fuzz_compile_only_for_kinds_that_cannot_run_here():
+    """CUDA kernels compile to cubin with NVRTC where the wheels are installed, with no GPU (compile-only)."""
+    import devicekit as dk
+    from devicekit.testing.fuzz import fuzz_seeds
+    try:
+        t = dk.target("CUDA")
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no CUDA compile toolchain here: {e}")
+    try:
+        dk.device("CUDA")
+        pytest.skip("a CUDA device is present: the run-and-compare fuzz covers it")
+    except Exception:  # noqa: BLE001
+        pass
+    rep = fuzz_seeds(range(40), kind="CUDA", pairs=[t.pair_names[0]])
+    assert rep.checks == {f"CUDA/{t.pair_names[0]}": 40}
+    assert not rep.findings, _report(rep)
+
+
+def test_shrinker_minimizes_and_prints_a_rebuildable_kernel():
+    """A planted 'bug' (any non-zero output) shrinks to a tiny kernel whose printed source rebuilds it exactly."""
+    import devicekit as dk
+    from devicekit.testing.fuzzgen import make_case
+    from devicekit.testing.shrink import PRELUDE, shrink, to_python
+    py = dk.device("PYTHON")
+
+    def fails(k, inputs):
+        try:
+            out = dk.run(k, device=py, **inputs)
+        except Exception:  # noqa: BLE001
+            return False
+        return any(np.nan_to_num(np.asarray(v, dtype=np.float64)).any() for v in out.values())
+
+    case = make_case(11)
+    assert fails(case.kernel, case.inputs)
+    k, inputs, tried = shrink(case.kernel, case.inputs, fails)
+    assert fails(k, inputs) and 0 < tried <= 400
+    assert len(k.sink.toposort()) < len(case.kernel.sink.toposort()) // 2
+    ns: dict = {}
+    exec(PRELUDE + to_python(k, inputs), ns)
+    k2, inputs2 = ns["build"]()
+    assert k2.key == k.key or all(np.array_equal(a, b) for a, b in zip(
+        dk.run(k, device=py, **inputs).values(), dk.run(k2, device=py, **inputs2).values()))
+
+
+def test_cli_reports_numbers_and_exit_status():
+    p = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "c", "--n", "5",
+                        "--seed", "0", "--jobs", "1"], capture_output=True, text=True, timeout=300, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "fuzz: 5 kernels (seeds 0..4" in p.stdout and "CPU/c: 5" in p.stdout and "0 findings" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--n", "0"], capture_output=True, text=True,
+                       timeout=60, check=False)
+    assert p.returncode == 2 and "--n must be at least 1" in p.stderr
+
+
+def test_a_native_crash_is_bisected_to_its_seed(monkeypatch):
+    """A worker killed by a signal does not end the run: its chunk is split until the one seed is found."""
+    from pathlib import Path
+
+    from devicekit.testing import fuzz as fz
+    helpers = str(Path(__file__).parent / "fixtures" / "helpers")
+    monkeypatch.setenv("PYTHONPATH", helpers + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.syspath_prepend(helpers)
+    import dkrel_crash_worker
+    rep = fz.fuzz(40, seed=0, jobs=2, chunk=16, worker=dkrel_crash_worker.crash_on_13)
+    crashes = [f for f in rep.findings if f.kind == "crash"]
+    assert [f.seed for f in crashes] == [13] and rep.tried == 40
