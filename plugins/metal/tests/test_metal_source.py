@@ -86,3 +86,23 @@ def test_target_program_from_source_path():
     t = dk.target("METAL")
     spec = t.renderer.parse_source(SAXPY, "saxpy", sizes={"x": "n", "y": "n"})
     assert spec.get_meta("from_source")
+
+
+@pytest.mark.skipif(cxx() is None, reason="no C++ compiler for the host emulation")
+def test_common_metal_functions_and_headers(tmp_path):
+    src = """#include <metal_stdlib>
+#include <metal_math>
+using namespace metal;
+kernel void act(device const float *x [[buffer(0)]], device float *y [[buffer(1)]], constant uint& n [[buffer(2)]],
+                uint3 tid [[thread_position_in_grid]]) {
+  uint i = tid.x;
+  if (i >= n) return;
+  y[i] = clamp(max(x[i], 0.0f) + fast::exp2(min(x[i], 0.0f)) * abs(x[i]), -4.0f, 4.0f) + fma(x[i], 2.0f, 1.0f);
+}
+"""
+    spec = MetalRenderer().parse_source(src, "act", sizes={"x": "n", "y": "n"}, global_size=(2,), local_size=(32,))
+    x = np.linspace(-3, 3, 50).astype(np.float32)
+    y = np.zeros(50, np.float32)
+    HostKernel(spec, MetalRenderer(), workdir=str(tmp_path)).run([x, y], [50])
+    want = np.clip(np.maximum(x, 0) + np.exp2(np.minimum(x, 0)) * np.abs(x), -4, 4) + (x * 2 + 1)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
