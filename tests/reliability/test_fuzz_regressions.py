@@ -140,7 +140,7 @@ def test_shrunk_source_still_builds():
     from devicekit.testing.shrink import PRELUDE, to_python
     kern = _reduce_of_cast_vector()
     ns: dict = {}
-    exec(PRELUDE + to_python(kern, {"n": 1, "m": 1, "x": np.zeros(4, np.int64)}), ns)
+    exec(PRELUDE + to_python(kern, {"n": 1, "m": 1, "x": np.zeros(4, np.int64)}), ns)  # noqa: S102
     k2, inputs = ns["build"]()
     assert [p.name for p in k2.params] == ["x", "out"] and inputs["m"] == 1
     assert [u.op for u in k2.uops()].count(Ops.REDUCE) == 1
