@@ -74,6 +74,11 @@ class MetalCompiler(Compiler):
         compile_library(ctx.device, src)  # raises CompileError with Metal's log on failure
         return MAGIC_SOURCE + src.encode()
 
+    def disassemble(self, lib: bytes) -> str:
+        """There is no public disassembler for Apple GPU code: say so (in parentheses, as `devicekit compile` expects)."""
+        return ("(no disassembly: Metal compiles MSL to a private GPU ISA inside the driver; with Xcode's Metal "
+                "toolchain the `xcrun` pair shows the AIR (LLVM IR) instead)")
+
 
 class MetalXcrunCompiler(Compiler):
     """Offline compile with Xcode's `xcrun metal` + `xcrun metallib` into a metallib."""
@@ -103,6 +108,20 @@ class MetalXcrunCompiler(Compiler):
 
     def identity(self) -> str:
         return f"metal-xcrun:{self._version}:macOS-{macos_version()}:-fno-fast-math"
+
+    def disassemble(self, src: str) -> str:
+        """The AIR (Metal's LLVM IR) of `src`, from `xcrun metal -S -emit-llvm`: the last stage Apple lets you see."""
+        std = needs_msl_version(src)
+        flags = ["-fno-fast-math"] + ([f"-std=metal{std}"] if std else [])
+        with tempfile.TemporaryDirectory(prefix="dk_metal_") as d:
+            path = os.path.join(d, "kernel.metal")
+            with open(path, "w") as f:
+                f.write(src)
+            p = subprocess.run(["xcrun", "-sdk", "macosx", "metal", "-x", "metal", *flags, "-S", "-emit-llvm", path,
+                                "-o", "-"], capture_output=True, text=True, timeout=300, check=False)
+        if p.returncode != 0:
+            raise CompileError(f"metal -S -emit-llvm failed (exit {p.returncode})", log=p.stderr, src=src)
+        return p.stdout
 
     def compile_src(self, src: str) -> bytes:
         std = needs_msl_version(src)

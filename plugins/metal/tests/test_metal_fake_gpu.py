@@ -176,6 +176,7 @@ case "$tool" in
   -find) echo "/fake/$1"; exit 0 ;;
   metal)
     [ "$1" = "--version" ] && { echo "fake metal 32023.1"; exit 0; }
+    case " $* " in *" -emit-llvm "*) echo "; ModuleID = 'fake AIR'"; exit 0 ;; esac
     src=""; out=""
     while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift ;; -c) src="$2"; shift ;; esac; shift; done
     if grep -q "#error" "$src"; then echo "$src:2:2: error: deliberate" >&2; exit 1; fi
@@ -263,3 +264,10 @@ def test_in_flight_list_is_pruned(fake_metal):
     assert len(ctx._in_flight) < 256
     dev.synchronize()
     assert ctx._in_flight == []
+
+
+def test_show_asm(fake_xcode, fake_metal):
+    from devicekit_metal.compiler import MetalCompiler, MetalXcrunCompiler
+    src = MetalRenderer().render(_kernel()).src
+    assert MetalXcrunCompiler().disassemble(src).startswith("; ModuleID")
+    assert MetalCompiler().disassemble(b"").startswith("(no disassembly")
