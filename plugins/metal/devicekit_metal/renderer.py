@@ -196,6 +196,9 @@ class MetalRenderer(CStyleRenderer):
         return "#include <metal_stdlib>\nusing namespace metal;"
 
     def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
+        if _reserved(name) or name == "main":
+            raise KernelError(f"kernel name {name!r} is reserved in Metal Shading Language (the entry point keeps the "
+                              "kernel's name): rename the kernel, e.g. ir.KernelBuilder('my_" + name + "')")
         if len(params) > MAX_BUFFERS:
             raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params + int vars) but Metal has "
                               f"{MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")

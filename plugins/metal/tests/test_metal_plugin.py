@@ -238,3 +238,13 @@ def test_reserved_names_are_renamed():
     assert "device const float *data0 [[buffer(0)]]" in spec.src
     if libclang_available() is None:
         assert syntax_check(spec.src) == []
+
+
+def test_reserved_kernel_name_is_refused_clearly():
+    k = ir.KernelBuilder("half")
+    x = k.param("x", dtypes.float32, 4)
+    out = k.param("out", dtypes.float32, 4, writable=True)
+    i = k.range(4, "global")
+    out[i] = x[i]
+    with pytest.raises(Exception, match="reserved in Metal"):
+        MetalRenderer().render(k.build())
