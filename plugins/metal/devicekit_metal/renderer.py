@@ -126,6 +126,15 @@ class MetalRenderer(CStyleRenderer):
     def __reduce__(self):
         return (type(self), ())
 
+    def render(self, kernel, name: str | None = None):
+        try:
+            return super().render(kernel, name)
+        except KernelError as e:
+            if "float64" in str(e) and "Metal has no" not in str(e):
+                raise KernelError("METAL cannot run float64: Metal has no 64-bit float type (no `double`); use "
+                                  f"float32 for this kernel on METAL. ({e.args[0] if e.args else e})") from e
+            raise
+
     # ================= types, literals, conversions
     def promotes(self, dt: DType) -> bool:
         # char/short results are int in MSL as in C: the base casts them back. half is computed in half on Apple
