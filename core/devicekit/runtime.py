@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,6 +47,10 @@ class Program(ABC):
         from .memory import Buffer
 
         spec = self.spec
+        if not isinstance(buffers, (list, tuple)):
+            raise TypeError(f"{spec.name}: buffers must be a list of Buffers in param order, got "
+                            f"{type(buffers).__name__}")
+        _check_int_vals(spec, vals)
         if len(buffers) != len(spec.params):
             names = ", ".join(p.name for p in spec.params) or "none"
             raise TypeError(f"{spec.name}: expected {len(spec.params)} buffers ({names}), got {len(buffers)}")
@@ -91,6 +96,17 @@ class Program(ABC):
 
 
 RuntimeFactory = Callable[["CompiledSpec"], Program]
+
+
+def _check_int_vals(spec: ProgramSpec, vals: Any) -> None:
+    """Var values are ints (python or numpy), never bools, floats or strings: int() would silently truncate 3.7."""
+    if not isinstance(vals, (list, tuple)):
+        raise TypeError(f"{spec.name}: vals must be a list of ints in var order, got {type(vals).__name__}")
+    names = [v.name for v in spec.vars]
+    for j, x in enumerate(vals):
+        if isinstance(x, bool) or not isinstance(x, numbers.Integral):  # numpy ints are Integral, numpy bools not
+            what = names[j] if j < len(names) else f"#{j}"
+            raise TypeError(f"{spec.name}: var {what} must be an int, got {type(x).__name__} {x!r}")
 
 
 def run(kernel: Any, device: Any = None, **named: Any) -> dict[str, Any]:

@@ -46,6 +46,17 @@ def describe_exit(rc: int) -> str:
     return f"exit {rc}"
 
 
+class Isolated:
+    run = staticmethod(run_isolated)
+    describe = staticmethod(describe_exit)
+
+
+@pytest.fixture
+def isolated() -> Isolated:
+    """`isolated.run(code, **env)` -> (returncode, output) in a fresh interpreter; `isolated.describe(rc)`."""
+    return Isolated()
+
+
 class RelVenv:
     def __init__(self, root: Path):
         self.root = root

@@ -35,6 +35,11 @@ class Kernel:
             h.update(p.key)
         return h.digest()
 
+    def __post_init__(self) -> None:
+        # a Kernel is verified whoever assembles it (the builder, a transform, a graph built by hand)
+        from .verify import verify
+        verify(self)
+
     def uops(self) -> list[UOp]:
         return self.sink.toposort()
 
@@ -177,14 +182,12 @@ class KernelBuilder:
     def build(self) -> Kernel:
         """Verify and freeze the kernel (a KernelError names the bad node and where it was built)."""
         from ..render.program_spec import ParamSpec, VarSpec  # the render package imports the IR: import late
-        from .verify import verify
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
         sink = UOp(Ops.SINK, dtypes.void, tuple(self._stmts), self.name)
         params = tuple(ParamSpec(p.arg[1], p.dtype, _sym(p.src[0]), p.arg[2]) for p in self._params)
         vars_ = tuple(VarSpec(*v.arg) for v in self._vars)
-        k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars))
-        verify(k)
+        k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars))  # verifies
         self._built = True
         return k
 

@@ -28,7 +28,9 @@ def free_ranges(nodes: list[UOp]) -> dict[UOp, frozenset[UOp]]:
 
 
 def verify(k: Kernel) -> None:
+    from .structure import check_structure
     nodes = k.sink.toposort()
+    check_structure(k, nodes)
     params, vars_ = set(k.param_uops), set(k.var_uops)
     free = free_ranges(nodes)
     reduced_by: dict[UOp, list[UOp]] = {}
