@@ -6,13 +6,24 @@ import ctypes
 import os
 import time
 
-from devicekit.ir.uop import sym_eval
 from devicekit.runtime import Program
 
 from .hostinfo import num_threads
 from .loader import load
 from .memo import loaded
+from .symfn import compile_sym
 from .threadpool import pool
+
+# `"DEVICEKIT_DEBUG" in os.environ` costs a KeyError when unset; the raw mapping answers in ~50 ns
+_ENV_DATA = getattr(os.environ, "_data", None)
+_DEBUG_KEY = os.environ.encodekey("DEVICEKIT_DEBUG") if hasattr(os.environ, "encodekey") else None
+
+
+def _debugging() -> bool:
+    if _ENV_DATA is not None and _DEBUG_KEY is not None:
+        return _DEBUG_KEY in _ENV_DATA
+    return "DEVICEKIT_DEBUG" in os.environ
+
 
 # below this many estimated operations a launch runs on the calling thread (waking workers costs ~10-30 us)
 PARALLEL_MIN_WORK = 1 << 16
@@ -30,50 +41,40 @@ class CPUProgram(Program):
         ints = len(spec.vars) + (2 if spec.core_split is not None else 0)
         self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs + [ctypes.c_int64] * ints))(addr)
         self.threads = threads or num_threads()
-        self._split = spec.core_split
-        cost = spec.get_meta("split_cost", 1)
-        self._cost = cost  # an int, or a SymInt over the vars: estimated operations per outer iteration
-        # precomputed for the fast path of execute()
+        # everything a launch computes from the var values, compiled once to functions of the vals tuple
+        names = tuple(v.name for v in spec.vars)
+        self._split = None if spec.core_split is None else compile_sym(spec.core_split, names)
+        self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
+        self._sizes = tuple(compile_sym(p.size, names) for p in spec.params)
         from devicekit.memory import Buffer
         self._buffer_type = Buffer
         self._pdtypes = tuple(p.dtype for p in spec.params)
-        self._static_sizes = tuple(p.size if isinstance(p.size, int) else None for p in spec.params)
         self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
-        self._vnames = tuple(v.name for v in spec.vars)
 
     def execute(self, buffers, vals=(), global_size=None, local_size=None, wait=False):
-        """The base class's checks, precomputed: buffer count, device, dtype and size, var count and bounds.
-        Anything unusual (a symbolic size, another device, DEVICEKIT_DEBUG, a failed check) goes through the
-        base `execute`, which raises the error naming the argument."""
+        """The base class's checks with precomputed dtypes and compiled size expressions: buffer count, device,
+        dtype and size, var count and bounds. Anything unusual (another device, DEVICEKIT_DEBUG, a failed check)
+        goes through the base `execute`, which raises the error naming the argument."""
         if (global_size is not None or local_size is not None or len(buffers) != len(self._pdtypes)
-                or len(vals) != len(self._vbounds) or "DEVICEKIT_DEBUG" in os.environ):
+                or len(vals) != len(self._vbounds) or _debugging()):
             return super().execute(buffers, vals, global_size, local_size, wait)
         for v, (lo, hi) in zip(vals, self._vbounds):
             if type(v) is not int or not lo <= v <= hi:
                 return super().execute(buffers, vals, global_size, local_size, wait)
         handles = []
         dev, btype = self.device, self._buffer_type
-        for b, dt, n in zip(buffers, self._pdtypes, self._static_sizes):
-            if type(b) is not btype or n is None or b.size < n or (b.dtype is not dt and b.dtype != dt) \
+        for b, dt, size in zip(buffers, self._pdtypes, self._sizes):
+            if type(b) is not btype or b.size < size(vals) or (b.dtype is not dt and b.dtype != dt) \
                     or b.device is not dev:
                 return super().execute(buffers, vals, global_size, local_size, wait)
             h = b._handle
             handles.append(h if h is not None else b.handle)
-        var_vals = dict(zip(self._vnames, vals)) if vals else {}
-        return self._launch(handles, list(vals), var_vals, None, None, wait)
+        return self._launch(handles, list(vals), None, None, None, wait)
 
-    def work_per_iteration(self, var_vals: dict[str, int]) -> int:
-        if isinstance(self._cost, int):
-            return self._cost
-        try:
-            return max(1, sym_eval(self._cost, var_vals))
-        except (KeyError, TypeError, ValueError):
-            return 1 << 10
-
-    def chunks(self, extent: int, var_vals: dict[str, int]) -> int:
-        """How many threads a launch with this extent uses."""
+    def chunks(self, extent: int, vals) -> int:
+        """How many threads a launch with this extent (and these var values, in declaration order) uses."""
         n = min(self.threads, extent)
-        if n <= 1 or extent * self.work_per_iteration(var_vals) < PARALLEL_MIN_WORK:
+        if n <= 1 or extent * max(1, self._cost(tuple(vals))) < PARALLEL_MIN_WORK:
             return 1
         return n
 
@@ -84,8 +85,8 @@ class CPUProgram(Program):
         if self._split is None:
             self._fn(*args)
         else:
-            extent = self._split if isinstance(self._split, int) else sym_eval(self._split, var_vals)
-            n = self.chunks(extent, var_vals)
+            extent = self._split(vals)
+            n = self.chunks(extent, vals)
             if n == 1:
                 self._fn(*args, 0, extent)
             else:

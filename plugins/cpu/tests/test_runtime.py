@@ -36,7 +36,7 @@ def test_threads_match_single_thread(pair, cpu):
     outs = {}
     for threads in (1, 2, 3, 8):
         prog = CPUProgram(compiled, cpu, threads=threads)
-        assert prog.chunks(m, {"m": m, "n": n}) == min(threads, m)
+        assert prog.chunks(m, (m, n)) == min(threads, m)
         ab, ob = dk.Buffer(cpu, m * n, dtypes.float32).copyin(a), dk.Buffer(cpu, m, dtypes.float32)
         prog.execute([ab, ob], [m, n])
         outs[threads] = ob.numpy()
@@ -49,8 +49,8 @@ def test_small_launch_stays_on_one_thread(cpu):
     from devicekit_cpu.runtime import CPUProgram
     r, c = cpu.pair("llvm")
     prog = CPUProgram(c.compile(r.render(_heavy())), cpu, threads=8)
-    assert prog.chunks(4, {"m": 4, "n": 10}) == 1
-    assert prog.chunks(1000, {"m": 1000, "n": 1000}) == 8
+    assert prog.chunks(4, (4, 10)) == 1
+    assert prog.chunks(1000, (1000, 1000)) == 8
 
 
 def test_env_threads(monkeypatch):
