@@ -269,7 +269,16 @@ def bench_launch(dk):
     def loop_native():
         for _ in range(n):
             p._launch(h, [], {}, None, None, False)
-    return best(loop_exec, 5, 0) / n, best(loop_native, 5, 0) / n
+    from devicekit import kernels
+    pe = dk.cpu.compile(kernels.elementwise("a * b + c"))
+    ebufs = [dk.buf(np.ones(16, np.float32)) for _ in range(4)]
+    for _ in range(1000):
+        pe.execute(ebufs, [16])
+
+    def loop_vars():
+        for _ in range(n):
+            pe.execute(ebufs, [16])
+    return best(loop_exec, 5, 0) / n, best(loop_native, 5, 0) / n, best(loop_vars, 5, 0) / n
 
 
 def import_time(code: str, reps: int = 3) -> float | None:
@@ -327,8 +336,9 @@ def main() -> int:
         singles.append(("cached kernel: render+compile(hit)+load", hit, ""))
         singles.append(("cached kernel: Device.compile again (memo)", memo, ""))
     if want("launch"):
-        t_exec, t_native = bench_launch(dk)
+        t_exec, t_native, t_vars = bench_launch(dk)
         singles.append(("launch of a tiny kernel (execute)", t_exec, "checks + ctypes call"))
+        singles.append(("launch of a*b+c, n=16 (execute)", t_vars, "sizes and extent from the var n"))
         singles.append(("launch of a tiny kernel (native call only)", t_native, "Program._launch"))
     imports = []
     if want("import"):

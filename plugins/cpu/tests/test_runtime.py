@@ -176,3 +176,19 @@ def test_concurrent_compiles(cpu):
         o = dk.Buffer(cpu, 4, dtypes.float32)
         p.execute([x, x, o], [4])
         assert (o.numpy() == i + 1).all()
+
+
+def test_launch_overhead_with_vars(cpu):
+    """A kernel whose sizes are expressions of its vars stays on the fast path (no graph walks per launch)."""
+    from devicekit import kernels
+    prog = cpu.compile(kernels.elementwise("a * b + c"))
+    n = 16
+    bufs = [dk.Buffer(cpu, n, dtypes.float32).copyin(np.ones(n, np.float32)) for _ in range(4)]
+    for _ in range(200):
+        prog.execute(bufs, [n])
+    t0 = time.perf_counter()
+    for _ in range(2000):
+        prog.execute(bufs, [n])
+    per = (time.perf_counter() - t0) / 2000
+    assert per < 60e-6, f"execute took {per * 1e6:.1f} us"
+    np.testing.assert_array_equal(bufs[3].numpy(), np.full(n, 2.0, np.float32))
