@@ -244,7 +244,7 @@ class Registry:
                 continue
             rec = PluginRecord(ep.name, ep.value, dname, dver)
             self._records[ep.name] = rec
-            if ep.name in self.disabled:
+            if self._is_disabled(ep.name):
                 rec.status = "blocked"
                 rec.notes.append("disabled by DEVICEKIT_DISABLE_PLUGINS; not imported")
                 self.pm.set_blocked(ep.name)
@@ -265,6 +265,12 @@ class Registry:
                        f"in {rec.load_seconds * 1e3:.1f} ms")
         for name in self.disabled - set(self._records):
             self.pm.set_blocked(name)
+            self.pm.set_blocked(name.lower())
+
+    def _is_disabled(self, name: str) -> bool:
+        """Blocked names match case-insensitively: DEVICEKIT_DISABLE_PLUGINS=CUDA blocks the entry point `cuda`
+        (a user thinks in kinds, which are upper-case; entry-point names are lower-case by convention)."""
+        return name in self.disabled or name.lower() in {d.lower() for d in self.disabled}
 
     def _fail(self, rec: PluginRecord, phase: str, exc: BaseException) -> PluginFailure:
         f = PluginFailure(rec.name, rec.distribution, rec.version, phase, exc)

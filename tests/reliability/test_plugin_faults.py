@@ -123,3 +123,19 @@ def test_bad_probe_timeout_value_is_reported_and_default_used(rel_venv):
     p = rel_venv.run(["-c", "import devicekit as dk; print([d.spec for d in dk.devices()])"],
                      DEVICEKIT_PROBE_TIMEOUT="soon", DEVICEKIT_DISABLE_PLUGINS="hang")
     assert p.returncode == 0 and "DEVICEKIT_PROBE_TIMEOUT='soon' is not a number" in p.stderr and "CPU" in p.stdout
+
+
+def test_blocked_plugin_is_never_imported_whatever_the_case(rel_venv):
+    """Users think in kinds (HANG), entry points are lower-case (hang): either spelling blocks before import."""
+    marker = rel_venv.side_effects / "hang-probe-started"
+    marker.unlink(missing_ok=True)
+    code = ("import json, sys, time, warnings; warnings.simplefilter('ignore'); import devicekit as dk; "
+            "from devicekit.registry import get_registry; t = time.perf_counter(); devs = dk.devices(); "
+            "print(json.dumps({'s': time.perf_counter() - t, 'mods': [m for m in sys.modules if m.startswith("
+            "'dkrel_faults')], 'status': {p.name: p.status for p in get_registry().plugins()}, "
+            "'HANG': [d.reason for d in devs if d.kind == 'HANG']}))")
+    out = rel_venv.script(code, DEVICEKIT_DISABLE_PLUGINS=" HANG , ExitImport", DEVICEKIT_PROBE_TIMEOUT="30")
+    assert out["status"]["hang"] == "blocked" and out["status"]["exitimport"] == "blocked"
+    assert "dkrel_faults.hang" not in out["mods"] and "dkrel_faults.exit_on_import" not in out["mods"]
+    assert not marker.exists() and out["s"] < 10
+    assert "disabled by DEVICEKIT_DISABLE_PLUGINS" in out["HANG"][0]
