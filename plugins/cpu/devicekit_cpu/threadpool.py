@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from queue import SimpleQueue
@@ -58,6 +59,17 @@ class ThreadPool:
 
 
 _POOL = ThreadPool(0)
+
+
+def _reset_after_fork() -> None:
+    """A forked child has none of the parent's worker threads: start from an empty pool (else a launch would wait
+    forever on queues nobody reads)."""
+    global _POOL
+    _POOL = ThreadPool(0)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def pool() -> ThreadPool:

@@ -192,3 +192,30 @@ def test_launch_overhead_with_vars(cpu):
     per = (time.perf_counter() - t0) / 2000
     assert per < 60e-6, f"execute took {per * 1e6:.1f} us"
     np.testing.assert_array_equal(bufs[3].numpy(), np.full(n, 2.0, np.float32))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_threads_work_after_fork(cpu):
+    """The pool's workers do not survive fork: the child starts its own instead of waiting on dead queues."""
+    prog = cpu.compile(_heavy("forked"))
+    m, n = 64, 4096
+    a = dk.Buffer(cpu, m * n, dtypes.float32).copyin(np.ones(m * n, np.float32))
+    o = dk.Buffer(cpu, m, dtypes.float32)
+    prog.execute([a, o], [m, n])  # starts the parent's workers
+    pid = os.fork()
+    if pid == 0:  # child: run a threaded launch, report through the exit code
+        try:
+            prog.execute([a, o], [m, n])
+            os._exit(0 if o.numpy()[1] == n + 1 else 2)
+        except BaseException:  # noqa: BLE001
+            os._exit(3)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("the forked child hung in a threaded launch")
