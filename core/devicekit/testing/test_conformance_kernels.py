@@ -65,14 +65,16 @@ def test_one_program_serves_several_sizes(dk_device):
 
 
 def test_random_kernels_match_reference(dk_device, dk_seeds):
+    """Each compiler pair, with random kernels over the dtypes its renderer supports."""
     if not dk_seeds:
         pytest.skip("--devicekit-seeds=0")
-    pool = dtype_pool(dk_device.renderer)
     failures = []
-    for seed in dk_seeds:
-        rk = random_kernel(seed, pool=pool)
-        try:
-            check_against_reference(rk.kernel, rk.inputs, dk_device, f"random_kernel({seed})")
-        except AssertionError as e:
-            failures.append(f"seed {seed}: {e}")
+    for (renderer, _), pair in zip(dk_device.compilers, dk_device.pair_names):
+        pool = dtype_pool(renderer)
+        for seed in dk_seeds:
+            rk = random_kernel(seed, pool=pool)
+            try:
+                check_against_reference(rk.kernel, rk.inputs, dk_device, f"random_kernel({seed}) [{pair}]", pair)
+            except AssertionError as e:
+                failures.append(f"seed {seed}, pair {pair}: {e}")
     assert not failures, "\n".join(failures)
