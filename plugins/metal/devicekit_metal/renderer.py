@@ -205,7 +205,7 @@ class MetalRenderer(CStyleRenderer):
         return "#include <metal_stdlib>\nusing namespace metal;"
 
     def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
-        if _reserved(name) or name == "main":
+        if name in METAL_RESERVED or name == "main":
             raise KernelError(f"kernel name {name!r} is reserved in Metal Shading Language (the entry point keeps the "
                               "kernel's name): rename the kernel, e.g. ir.KernelBuilder('my_" + name + "')")
         if len(params) > MAX_BUFFERS:
