@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["MetalCompiler", "MetalRenderer", "__version__"]
+__all__ = ["MetalCompiler", "MetalRenderer", "MetalXcrunCompiler", "__version__"]
 
 
 def __getattr__(name: str):
