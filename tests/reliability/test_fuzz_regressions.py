@@ -144,3 +144,75 @@ def test_shrunk_source_still_builds():
     k2, inputs = ns["build"]()
     assert [p.name for p in k2.params] == ["x", "out"] and inputs["m"] == 1
     assert [u.op for u in k2.uops()].count(Ops.REDUCE) == 1
+
+
+# ---------------------------------------------------------------- core lowering: max over an unroll range
+def _max_over_unroll(dt):
+    """fz10068 (and fz10187, fz11016, fz11555, fz11624, fz11638): a max reduction over an unroll range whose first
+    lane is NaN. The reference skips NaNs (max(-inf, NaN) = -inf, docs/ir.md); lowering chained the lanes from lane
+    0 instead of the identity, so the NaN propagated on every backend. Fixed in ir/passes.expand_unroll."""
+    k = ir.KernelBuilder("max_unroll")
+    n = k.var("n", 1, 4096)
+    x = k.param("x", dtypes.int16, n * 2)
+    o = k.param("out", dt, n, writable=True)
+    i = k.range(n, "global")
+    u = k.range(2, "unroll")
+    o[i] = ir.sqrt(x[i * 2 + u].cast(dt)).max(u)
+    return k.build()
+
+
+@pytest.mark.parametrize("dt", [dtypes.float64, dtypes.float32, dtypes.float16, dtypes.bfloat16])
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_max_over_unroll_range_skips_nan_lanes(dt, pair):
+    import devicekit as dk
+    kern = _max_over_unroll(dt)
+    x = np.array([-420, 770, 9, -1, -4, -9], dtype=np.int16)  # sqrt: NaN first, NaN last, both NaN
+    want = dk.run(kern, device="PYTHON", x=x, n=3)["out"]
+    want64 = (want.astype(np.float64) if dt != dtypes.bfloat16 else want)
+    assert np.isfinite(want64[0]) and want64[1] == 3 and np.isneginf(want64[2])
+    _check_on(_cpu_pair(pair), kern, {"x": x, "n": 3})
+
+
+# ---------------------------------------------------------------- CPU C pair: signed overflow is UB in C
+def _neg_of_shifted():
+    """fz11691: max(-(int)1u, -(1 << 31)) in int32. -(INT_MIN) wraps to INT_MIN in the IR; in C it is undefined
+    behaviour, and gcc -O2 folds the compare as if it could not overflow."""
+    k = ir.KernelBuilder("fz11691")
+    n = k.var("n", 1, 4096)
+    a = k.param("a", dtypes.uint32, n)
+    s = k.param("s", dtypes.int64, n)
+    o = k.param("out", dtypes.int32, n, writable=True)
+    i = k.range(n, "global")
+    v = a[i]
+    o[i] = ir.maximum(-v.cast(dtypes.int32), -(v.bitcast(dtypes.int32) << s[i].cast(dtypes.int32)))
+    return k.build()
+
+
+def _reduce_of_neg_shift():
+    """fz11967: a max reduction of max(-(x << x), -x) for x = (int)bf16: the same signed overflow in a reduction."""
+    k = ir.KernelBuilder("fz11967")
+    n = k.var("n", 1, 4096)
+    m = k.var("m", 1, 64)
+    b = k.param("b", dtypes.bfloat16, n * m)
+    o = k.param("out", dtypes.int32, n, writable=True)
+    i = k.range(n, "global")
+    r = k.range(m, "reduce")
+    x = b[i * m + r].cast(dtypes.int32)
+    o[i] = ir.maximum(-(x << x), -x).max(r)
+    return k.build()
+
+
+def _c_overflow_inputs(build):
+    if build is _neg_of_shifted:
+        return {"a": np.array([1, 1, 5], np.uint32), "s": np.array([-97, 31, 3], np.int64), "n": 3}
+    return {"b": np.array([49199], np.uint16), "n": 1, "m": 1}  # bf16 bits of -2.1...: x = -2
+
+
+@pytest.mark.parametrize("build", [_neg_of_shifted, _reduce_of_neg_shift], ids=["fz11691", "fz11967"])
+@pytest.mark.parametrize("pair", [
+    "llvm", pytest.param("c", marks=pytest.mark.xfail(strict=False, reason="cpu bug: the c pair renders int32/int64 "
+                                                      "neg/shl/add/mul as plain C, where signed overflow is undefined "
+                                                      "and gcc -O2 exploits it; -fwrapv (or unsigned arithmetic as in "
+                                                      "the CUDA renderer) fixes it"))])
+def test_signed_overflow_wraps_on_cpu(build, pair):
+    _check_on(_cpu_pair(pair), build(), _c_overflow_inputs(build))

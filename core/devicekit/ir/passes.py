@@ -35,6 +35,11 @@ def expand_unroll(sink: UOp) -> UOp:
         r, rest = unr[0], tuple(x for x in u.src[1:] if x is not unr[0])
         lanes = [substitute(u.src[0], {r: UOp.const(dtypes.index, c)}) for c in range(r.src[0].arg)]
         acc = lanes[0]
+        if u.arg is Ops.MAX and u.dtype.scalar().is_float:
+            # start from the identity like every reduction: max(-inf, NaN) is -inf, so a NaN lane is skipped
+            # (docs/ir.md); chained from lane 0, a NaN there would propagate
+            ident = semantics.identity(Ops.MAX, u.dtype)
+            acc = combine(Ops.MAX, UOp.const(u.dtype, ident) if u.dtype.count == 1 else _vconst(u.dtype, ident), acc)
         for x in lanes[1:]:
             acc = combine(u.arg, acc, x)
         return UOp(Ops.REDUCE, u.dtype, (acc, *rest), u.arg) if rest else acc
