@@ -295,14 +295,31 @@ class _Emitter:
         return self.ins(f"getelementptr inbounds {mty(dt.scalar())}, ptr {self.v(buf)}, i64 {iv}")
 
     def load(self, u) -> str:
+        """A scalar gated load reads element 0 when the gate is off (branch-free); a vector one branches, since
+        `count` lanes from element 0 may not be inside a small buffer."""
         dt = u.dtype
-        p = self.address(u.src[0], dt, clamp=True)
-        x = self.ins(f"load {mty(dt)}, ptr {p}, align {dt.itemsize}")
-        if dt.scalar().is_bool:
-            x = self.ins(f"icmp ne {mty(dt)} {x}, {self.splat_like('0', dtypes.int8 if dt.count == 1 else dtypes.int8.vec(dt.count))}")
         gate = self.index[u.src[0]][2]
+        if gate is not None and dt.count > 1:
+            g, k = self.v(gate), self.tmp()[2:]
+            pred = self.block
+            default = self.v(u.src[1])
+            self.emit(f"br i1 {g}, label %ld{k}, label %ldx{k}")
+            self.label(f"ld{k}")
+            x = self.raw_load(self.address(u.src[0], dt, clamp=False), dt)
+            got = self.block
+            self.emit(f"br label %ldx{k}")
+            self.label(f"ldx{k}")
+            return self.ins(f"phi {lty(dt)} [{x}, %{got}], [{default}, %{pred}]")
+        x = self.raw_load(self.address(u.src[0], dt, clamp=True), dt)
         if gate is not None:
             x = self.ins(f"select i1 {self.v(gate)}, {lty(dt)} {x}, {lty(dt)} {self.v(u.src[1])}")
+        return x
+
+    def raw_load(self, p: str, dt: DType) -> str:
+        x = self.ins(f"load {mty(dt)}, ptr {p}, align {dt.itemsize}")
+        if dt.scalar().is_bool:
+            i8 = dtypes.int8 if dt.count == 1 else dtypes.int8.vec(dt.count)
+            x = self.ins(f"icmp ne {mty(dt)} {x}, {self.splat_like('0', i8)}")
         return x
 
     def store(self, u) -> None:
