@@ -9,8 +9,10 @@ from queue import SimpleQueue
 
 
 class ThreadPool:
-    """`run(fn, chunks)` calls fn(*chunk) for every chunk, the first on the calling thread, the others on workers,
-    and returns when all are done (re-raising the first error). Safe to call from several threads at once."""
+    """`run(fn, chunks)` calls fn(*chunk) once for every chunk and returns when all are done (re-raising the first
+    error). Chunk 0 runs on the calling thread, chunk i on worker i; a chunk is claimed (a non-blocking lock) by
+    whoever starts it first, so when a worker has not started yet (descheduled on a busy machine) the caller runs
+    its chunk instead of waiting for it. Safe to call from several threads at once."""
 
     def __init__(self, n: int = 0):
         self._queues: list[SimpleQueue] = []
@@ -33,7 +35,9 @@ class ThreadPool:
     @staticmethod
     def _worker(q: SimpleQueue) -> None:
         while True:
-            fn, args, done = q.get()
+            fn, args, claim, done = q.get()
+            if not claim.acquire(False):  # the caller got to it first
+                continue
             try:
                 fn(*args)
                 done.put(None)
@@ -41,17 +45,23 @@ class ThreadPool:
                 done.put(e)
 
     def run(self, fn: Callable, chunks: list[tuple]) -> None:
-        if len(chunks) > 1 and len(self._queues) < len(chunks) - 1:
-            self._start(len(chunks) - 1)
+        n = len(chunks)
+        if n > 1 and len(self._queues) < n - 1:
+            self._start(n - 1)
         done: SimpleQueue = SimpleQueue()
-        for q, args in zip(self._queues, chunks[1:]):
-            q.put((fn, args, done))
+        claims = [threading.Lock() for _ in range(n)]
+        for q, args, claim in zip(self._queues, chunks[1:], claims[1:]):
+            q.put((fn, args, claim, done))
         err = None
-        try:
-            fn(*chunks[0])
-        except BaseException as e:  # noqa: BLE001
-            err = e
-        for _ in range(len(chunks) - 1):
+        mine = 0
+        for args, claim in zip(chunks, claims):  # chunk 0, then any chunk no worker has started
+            if claim.acquire(False):
+                mine += 1
+                try:
+                    fn(*args)
+                except BaseException as e:  # noqa: BLE001
+                    err = err or e
+        for _ in range(n - mine):  # the chunks workers claimed
             e = done.get()
             err = err or e
         if err is not None:

@@ -219,3 +219,29 @@ def test_threads_work_after_fork(cpu):
     os.kill(pid, 9)
     os.waitpid(pid, 0)
     pytest.fail("the forked child hung in a threaded launch")
+
+
+def test_thread_pool_runs_every_chunk_once():
+    """Chunks are claimed by whoever starts them first (caller or worker): each runs exactly once, errors come back."""
+    import random
+    import threading
+
+    from devicekit_cpu.threadpool import ThreadPool
+    tp = ThreadPool()
+    lock = threading.Lock()
+    for trial in range(30):
+        counts: dict[int, int] = {}
+
+        def work(i, delay, counts=counts):
+            time.sleep(delay)
+            with lock:
+                counts[i] = counts.get(i, 0) + 1
+        n = random.Random(trial).randint(1, 6)
+        tp.run(work, [(i, random.Random(trial * 7 + i).random() * 0.002) for i in range(n)])
+        assert counts == dict.fromkeys(range(n), 1)
+
+    def boom(i):
+        if i == 2:
+            raise RuntimeError("chunk 2 failed")
+    with pytest.raises(RuntimeError, match="chunk 2"):
+        tp.run(boom, [(i,) for i in range(4)])
