@@ -124,3 +124,35 @@ def test_local_memory_and_barrier_are_per_workgroup():
     out[g * 8 + lid] = tile[7 - lid]
     got = dk.run(k.build(), device="PYTHON", x=np.arange(32, dtype=np.int32))["out"]
     assert got.tolist() == [v for blk in range(4) for v in range(blk * 8 + 7, blk * 8 - 1, -1)]
+
+
+def _epoch_kernel():
+    k = ir.KernelBuilder("epochs")
+    x = k.param("x", dtypes.int32, 16)
+    out = k.param("out", dtypes.int32, 16, writable=True)
+    g, lid = k.range(2, "global"), k.range(8, "local")
+    tile = k.local("tile", dtypes.int32, 8)
+    tile[lid] = x[g * 8 + lid]
+    k.barrier()
+    v = tile[7 - lid]  # read in this epoch ...
+    k.barrier()
+    tile[lid] = 0  # ... even though the tile is overwritten before v is used
+    k.barrier()
+    out[g * 8 + lid] = v + tile[lid]
+    return k.build()
+
+
+def test_a_local_load_reads_in_the_barrier_epoch_it_was_built_in():
+    got = dk.run(_epoch_kernel(), device="PYTHON", x=np.arange(16, dtype=np.int32))["out"]
+    assert got.tolist() == [7 - i % 8 + (i // 8) * 8 for i in range(16)]
+
+
+def test_the_scheduler_emits_local_loads_before_the_next_barrier():
+    from devicekit.ir.linearize import lower
+    from devicekit.ir.ops import ALU, Ops
+    from devicekit.render.renderer import Capabilities
+    caps = Capabilities(frozenset(dtypes.all()), ALU, gpu_indexing=True, has_local=True, local_max=(1024, 1024, 64))
+    uops = lower(_epoch_kernel(), caps).uops
+    barriers = [n for n, u in enumerate(uops) if u.op is Ops.BARRIER]
+    epoch_loads = [n for n, u in enumerate(uops) if u.op is Ops.LOAD and u.arg == ("epoch", 1)]
+    assert len(barriers) == 3 and epoch_loads and all(barriers[0] < n < barriers[1] for n in epoch_loads)

@@ -71,11 +71,14 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
 
 
 def _strip_orderings(u: UOp) -> UOp | None:
-    """Barrier dependencies only served to order the builder's statements; the scheduler keeps that order itself."""
+    """Barrier dependencies only served to order the builder's statements; the scheduler keeps that order itself.
+    A load from local memory keeps its barrier epoch in its arg: it must read before the next barrier."""
     if u.op is Ops.BARRIER and u.src:
         return u.replace(src=())
     if u.op is Ops.LOAD and u.src and u.src[-1].op is Ops.BARRIER:
-        return u.replace(src=u.src[:-1])
+        return u.replace(src=u.src[:-1], arg=("epoch", u.src[-1].arg))
+    if u.op is Ops.LOAD and u.arg is None and u.src[0].src[0].op is Ops.DEFINE_LOCAL:
+        return u.replace(arg=("epoch", -1))
     if u.op is Ops.STORE and len(u.src) == 3:
         return u.replace(src=u.src[:2])
     return None
@@ -260,6 +263,7 @@ class _Scheduler:
         stmts = self.sink.src
         for n, st in enumerate(stmts):
             if st.op is Ops.BARRIER:
+                self._read_before_barrier(st, stmts[n + 1:])
                 nxt = self._nest(stmts[n + 1]) if n + 1 < len(stmts) else ()
                 k = 0
                 while k < min(len(prev_nest), len(nxt)) and prev_nest[k] is nxt[k]:
@@ -276,6 +280,17 @@ class _Scheduler:
         out: list[UOp] = []
         _flatten(root, out)
         return out
+
+    def _read_before_barrier(self, barrier: UOp, later: tuple[UOp, ...]) -> None:
+        """Local-memory loads built before this barrier but used after it are emitted now: after the barrier other
+        threads may overwrite what they read."""
+        needed: set[UOp] = set()
+        for st in later:
+            needed.update(st.toposort())
+        for u in self.nodes:
+            if (u.op is Ops.LOAD and isinstance(u.arg, tuple) and u.arg[0] == "epoch" and u.arg[1] < barrier.arg
+                    and u in needed and self._visible(u, self.stack) is None):
+                self._emit(u, self.stack)
 
     def _enter_for(self, st: UOp) -> UOp:
         """Open the statement's loops (reopened loops get fresh copies of their ranges) and return it rewritten."""

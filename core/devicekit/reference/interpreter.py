@@ -41,6 +41,8 @@ class Interpreter:
         for p, arr in zip(kernel.param_uops, storage):
             self.bufs[p] = arr.view(p.dtype.np)
         self.locals: dict[UOp, np.ndarray] = {}
+        self.pinned: dict[UOp, np.ndarray] = {}  # local loads read at their barrier epoch
+        self.reduced = {r for u in self.nodes if u.op is Ops.REDUCE for r in u.src[1:]}
 
     # ---- helpers
     def _shape1(self) -> list[int]:
@@ -52,15 +54,31 @@ class Interpreter:
         return np.arange(lo, hi, dtype=np.int64).reshape(shape)
 
     def run(self) -> None:
-        for st in self.k.sink.src:
+        stmts = self.k.sink.src
+        for n, st in enumerate(stmts):
             if st.op is Ops.BARRIER:
+                self._read_before_barrier(st, stmts[n + 1:])
                 continue
             if any(self.extent[r] == 0 for r in self.free[st]):
                 continue
             self._store(st, {})
 
+    def _read_before_barrier(self, barrier: UOp, later: tuple[UOp, ...]) -> None:
+        """A local-memory load happens in the barrier epoch it was built in: read it now if a later statement uses it."""
+        needed: set[UOp] = set()
+        for st in later:
+            needed.update(st.toposort())
+        for u in self.nodes:
+            if u.op is not Ops.LOAD or u.src[0].src[0].op is not Ops.DEFINE_LOCAL or u in self.pinned:
+                continue
+            epoch = u.src[-1].arg if u.src[-1].op is Ops.BARRIER else -1
+            if epoch < barrier.arg and u in needed and not any(r in self.reduced for r in self.free[u]):
+                self.pinned[u] = self._eval(u, {})
+
     # ---- evaluation (memo per reduction context: values depending on a chunked range are recomputed per chunk)
     def _eval(self, u: UOp, ctx: dict) -> np.ndarray:
+        if u in self.pinned:
+            return self.pinned[u]
         memo = ctx.setdefault("memo", {})
         if u in memo:
             return memo[u]
