@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["Device", "Target"]
 
 CompilerPair = tuple["Renderer", "Compiler"]
+PROGRAM_MEMO_SIZE = 4096  # Programs memoized per device by Device.compile (least recently compiled evicted)
 
 
 class Target:
@@ -87,7 +89,7 @@ class Device(Target):
         Target.__init__(self, spec, compilers, pair_names, fallback_reason)
         self.allocator = allocator
         self.runtime = runtime
-        self._programs: dict[tuple[Any, str | None, int], Program] = {}
+        self._programs: OrderedDict[tuple[Any, str | None, int], Program] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -113,7 +115,11 @@ class Device(Target):
         dprint(2, f"{self.spec}: compiling {getattr(kernel, 'name', kernel)} with pair {self.pair_names[idx]!r}")
         program = self._program(compiler.compile(renderer.render(kernel, name=name)))
         with self._lock:
-            return self._programs.setdefault(key, program)
+            program = self._programs.setdefault(key, program)
+            self._programs.move_to_end(key)
+            while len(self._programs) > PROGRAM_MEMO_SIZE:  # bounded: a long-lived process compiles without end
+                self._programs.popitem(last=False)  # an evicted Program still works for whoever holds it
+            return program
 
     def program_from_source(self, src: str, entry: str) -> Program:
         """A Program from hand-written source: the first pair whose renderer can `parse_source(src, entry)` reads

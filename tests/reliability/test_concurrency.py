@@ -30,7 +30,8 @@ def _kernel(t: int, dt):
     b = k.param("b", dt, n)
     o = k.param("out", dt, n, writable=True)
     i, r = k.range(n, "global"), k.range(m, "reduce")
-    o[i] = a[i * m + r].sum(r) * (t + 1) + ir.maximum(b[i], a[i * m])
+    # small multipliers: a float sum's order is free (docs/ir.md), so cancellation must not be amplified
+    o[i] = a[i * m + r].sum(r) * (t % 4 + 1) + ir.maximum(b[i], a[i * m]) + t // 4
     return k.build()
 
 
@@ -152,3 +153,22 @@ def test_lru_allocator_bounded_under_thread_churn():
     assert peak[0] <= 1 << 20 and a.cached_bytes <= 1 << 20
     assert a.stats["hits"] + a.stats["misses"] == THREADS * 400
     assert a.cached_bytes == sum(k[0] * len(v) for k, v in a._cache.items())  # bookkeeping matches the contents
+
+
+def test_program_memo_is_bounded(monkeypatch):
+    """Device.compile memoizes Programs; a process that compiles without end must not keep them all."""
+    import sys
+
+    import devicekit.device  # `import devicekit.device as m` would give dk.device, the function
+    monkeypatch.setattr(sys.modules["devicekit.device"], "PROGRAM_MEMO_SIZE", 5)
+    dev = _device()
+    progs = [dev.compile(_kernel(t, dtypes.int32), pair="c") for t in range(8)]
+    assert len(dev._programs) == 5
+    assert dev.compile(_kernel(7, dtypes.int32), pair="c") is progs[7]  # recent ones are still memoized
+    import devicekit as dk
+    a = np.arange(4, dtype=np.int32)
+    got = dk.run(_kernel(0, dtypes.int32), device="PYTHON", a=a, b=a, n=4, m=1)["out"]
+    bo = dk.Buffer(dev, 4, dtypes.int32)
+    progs[0].execute([dk.Buffer(dev, 4, dtypes.int32).copyin(a), dk.Buffer(dev, 4, dtypes.int32).copyin(a), bo],
+                     [4, 1], wait=True)  # evicted from the memo, still runs
+    np.testing.assert_array_equal(bo.numpy(), got)
