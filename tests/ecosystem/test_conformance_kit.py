@@ -66,3 +66,19 @@ def test_kit_catches_an_off_by_one_device(run_py):
     assert not any("round_trip" in t or "hook" in t or "render" in t for t in failed), failed
     assert "SKIPPED" in p.stdout and "registered in-process, not installed" in p.stdout  # no fresh-process checks
     assert "test_plugin_loaded_without_failures" not in failed and "test_declared_pairs_resolve" not in failed
+
+
+def test_plugin_is_inert_in_unrelated_test_runs(run_py, tmp_path):
+    """Installed devicekit adds the option to every pytest run, and nothing else: no devicekit import, no skips."""
+    (tmp_path / "test_other.py").write_text(
+        "import sys\n\n"
+        "def test_untouched():\n"
+        "    light = {'devicekit', 'devicekit.plugin', 'devicekit.testing', 'devicekit.testing.pytest_plugin'}\n"
+        "    assert {m for m in sys.modules if m.split('.')[0] == 'devicekit'} <= light\n"
+        "    assert 'devicekit.registry' not in sys.modules\n")
+    p = run_py("-m", "pytest", str(tmp_path / "test_other.py"), "-q", "-p", "no:cacheprovider",
+               "--rootdir", str(tmp_path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 passed" in p.stdout and "skipped" not in p.stdout
+    h = run_py("-m", "pytest", "--help", "--rootdir", str(tmp_path))
+    assert "--devicekit-device=KIND" in h.stdout and "--devicekit-seeds=N" in h.stdout
