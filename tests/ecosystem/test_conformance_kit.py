@@ -54,6 +54,8 @@ def test_unknown_kind_is_a_usage_error(run_py):
     assert p.returncode == 4, p.stdout + p.stderr
     assert "no plugin declares the kind NOSUCH" in p.stderr
     assert "CPU (available)" in p.stderr
+    p = run_py(*KIT, "--devicekit-device=CPU:3")
+    assert p.returncode == 4 and "CPU has CPU here, no CPU:3" in p.stderr, p.stderr
 
 
 def test_kit_catches_an_off_by_one_device(run_py):

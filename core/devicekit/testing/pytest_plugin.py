@@ -32,8 +32,11 @@ def _known_device(spec_text: str) -> str | None:
     except (TypeError, ValueError) as e:
         return f"--devicekit-device: {e}"
     infos = devices()
-    if any(d.kind == spec.kind for d in infos):
-        return None
+    rows = [d for d in infos if d.kind == spec.kind]
+    if rows and (not rows[0].available or any(d.spec == str(spec) for d in rows)):
+        return None  # an unavailable kind is tested as far as it goes here (render, compile)
+    if rows:
+        return f"--devicekit-device={spec_text}: {spec.kind} has {', '.join(d.spec for d in rows)} here, no {spec}"
     known = ", ".join(f"{d.spec} ({'available' if d.available else 'unavailable: ' + d.reason})" for d in infos)
     return f"--devicekit-device={spec_text}: no plugin declares the kind {spec.kind}. Known devices: {known or 'none'}"
 
