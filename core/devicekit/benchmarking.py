@@ -209,11 +209,12 @@ class Progress:
             plain = not sys.stderr.isatty()
         if not plain:
             try:
+                from rich.console import Console
                 from rich.progress import Progress as RichProgress
             except ImportError:
                 pass
-            else:
-                self._rich = RichProgress(transient=True)
+            else:  # on stderr, like the plain lines: stdout carries only the table (or JSON)
+                self._rich = RichProgress(console=Console(stderr=True), transient=True)
                 self._task = self._rich.add_task("bench", total=total)
                 self._rich.start()
 
