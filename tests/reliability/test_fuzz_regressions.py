@@ -216,3 +216,33 @@ def _c_overflow_inputs(build):
                                                       "the CUDA renderer) fixes it"))])
 def test_signed_overflow_wraps_on_cpu(build, pair):
     _check_on(_cpu_pair(pair), build(), _c_overflow_inputs(build))
+
+
+# ---------------------------------------------------------------- core: sin of large arguments
+def _sin_kernel(dt):
+    k = ir.KernelBuilder("big_sin")
+    n = k.var("n", 1, 64)
+    x = k.param("x", dt, n)
+    o = k.param("out", dt, n, writable=True)
+    i = k.range(n, "global")
+    o[i] = ir.sin(x[i])
+    return k.build()
+
+
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64, dtypes.float16])
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_sin_of_large_arguments(dt, pair):
+    """fz1867: sin(float32(2**64 - 3)). The float32 decomposition reduced with k * pi in float32, exact only for
+    k < 2**12: sin(1e6) was off by 0.03, sin(1e9) returned 3.8e6. float32 now reduces in float64 where the target
+    has it (ir/transcendental.sin(wide=True))."""
+    xs = np.array([0.5, -3, 1e3, -1e4, 1e5, 1e6, -1e7, 1e8, 65504, np.inf, -np.inf, np.nan], np.float64)
+    xs = np.append(xs, [1e9, -3e11] if dt == dtypes.float32 else []).astype(dt.np)
+    _check_on(_cpu_pair(pair), _sin_kernel(dt), {"x": xs, "n": xs.size})
+
+
+@pytest.mark.xfail(strict=False, reason="core limit: ir/transcendental.sin reduces with Cody-Waite (3 parts of pi); "
+                   "past ~1e8 (float64, 1e-9) or ~1e12 (float32) it needs Payne-Hanek reduction")
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64])
+def test_sin_of_huge_arguments(dt):
+    xs = np.array([1e9, 1e13, 2.0**64, 1e30], np.float64).astype(dt.np)
+    _check_on(_cpu_pair("llvm"), _sin_kernel(dt), {"x": xs, "n": xs.size})

@@ -50,7 +50,7 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink, gsize, lsize, split, guard = _map_ranges(sink, caps)
     if dtypes.bfloat16 not in caps.dtypes:
         sink = emulate_bf16(sink)
-    sink = decompose(sink, caps.ops)
+    sink = decompose(sink, caps.ops, wide=dtypes.float64 in caps.dtypes)
     sink = simplify(sink)
     if caps.vectors:
         sink = group_vectors(sink, getattr(caps, "unaligned_vectors", False))

@@ -13,7 +13,7 @@ from . import semantics
 from .dtypes import DType, dtypes, f32_to_bf16
 from .ops import ALU, COMPARE, Ops
 from .rewrite import graph_rewrite, substitute
-from .transcendental import DECOMPOSITIONS
+from .transcendental import DECOMPOSITIONS, WIDE_DECOMPOSITIONS
 from .uop import KernelError, UOp, make_alu
 from .verify import free_ranges
 
@@ -137,7 +137,8 @@ def _bf16_pass(sink: UOp, bits_to_f32, f32_to_bits) -> UOp:
 
 # ---- decomposition of ops a renderer lacks ---------------------------------------------------------------------------
 
-def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer") -> UOp:
+def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer", wide: bool = False) -> UOp:
+    """Rewrite the ALU ops a renderer lacks (`wide`: it has float64, which the sin decomposition then uses)."""
     def fn(u: UOp) -> UOp | None:
         if u.op not in ALU or u.op in ops:
             return None
@@ -158,7 +159,7 @@ def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer") -
         if u.op is Ops.SUB and Ops.NEG in ops:
             return UOp(Ops.ADD, d, (s[0], UOp(Ops.NEG, d, (s[1],))))
         if u.op in DECOMPOSITIONS:
-            return DECOMPOSITIONS[u.op](s[0])
+            return (WIDE_DECOMPOSITIONS if wide and u.op in WIDE_DECOMPOSITIONS else DECOMPOSITIONS)[u.op](s[0])
         raise KernelError(f"{renderer} does not render {u.op.name} and the core has no decomposition for it", u)
     return graph_rewrite(sink, fn)
 

@@ -117,23 +117,36 @@ def log2(x: UOp) -> UOp:
     return _where(_lt(x, _c(x, 0.0)), _c(x, math.nan), _where(_isnan(x), x, out))
 
 
-def sin(x: UOp) -> UOp:
+def sin(x: UOp, wide: bool = False) -> UOp:
+    """sin(x). With `wide` (the target has float64) a float32 argument is range-reduced in float64: in float32,
+    k * pi is exact only while k < 2**12, and past |x| ~ 2**20 the reduced argument (then the result) is garbage."""
     if x.dtype.scalar() in (dtypes.float16, dtypes.bfloat16):
-        return UOp(Ops.CAST, x.dtype, (sin(UOp(Ops.CAST, _vec(x.dtype, dtypes.float32), (x,))),))
+        return UOp(Ops.CAST, x.dtype, (sin(UOp(Ops.CAST, _vec(x.dtype, dtypes.float32), (x,)), wide),))
     fm = _F(x.dtype)
-    limit = 2.0 ** 30 if fm.i == dtypes.int32 else 2.0 ** 60
     finite = _alu(Ops.CMPEQ, _sub(x, x), _c(x, 0.0))  # false for NaN and inf
-    xs = _where(_lt(_alu(Ops.MUL, x, x), _c(x, limit * limit)), x, _c(x, 0.0))  # past 2**30 there is no precision
-    k = _floor_to_int(_add(_mul(xs, _c(x, 1 / math.pi)), _c(x, 0.5)), fm)
-    kf = UOp(Ops.CAST, x.dtype, (k,))
-    r = xs
-    for p in _PI_PARTS[fm.i == dtypes.int32]:  # Cody-Waite: k * part is exact for the leading parts
-        r = _sub(r, _mul(kf, _c(x, p)))
+    if wide and fm.i == dtypes.int32:
+        r, k = _reduce(UOp(Ops.CAST, _vec(x.dtype, dtypes.float64), (x,)))
+        r = UOp(Ops.CAST, x.dtype, (r,))
+    else:
+        r, k = _reduce(x)
     r2 = _mul(r, r)
     poly = _mul(r, _horner(r2, [(-1) ** j / math.factorial(2 * j + 1) for j in range(fm.sinterms)]))
     odd = _alu(Ops.CMPNE, _alu(Ops.AND, k, _c(k, 1)), _c(k, 0))
     out = _where(odd, _mul(poly, _c(x, -1.0)), poly)
     return _where(finite, out, _c(x, math.nan))
+
+
+def _reduce(x: UOp) -> tuple[UOp, UOp]:
+    """(r, k) with x = k * pi + r, |r| <= pi/2 (Cody-Waite: k * part is exact for the leading parts)."""
+    fm = _F(x.dtype)
+    limit = 2.0 ** 30 if fm.i == dtypes.int32 else 2.0 ** 60
+    xs = _where(_lt(_alu(Ops.MUL, x, x), _c(x, limit * limit)), x, _c(x, 0.0))  # past the limit: no precision
+    k = _floor_to_int(_add(_mul(xs, _c(x, 1 / math.pi)), _c(x, 0.5)), fm)
+    kf = UOp(Ops.CAST, x.dtype, (k,))
+    r = xs
+    for p in _PI_PARTS[fm.i == dtypes.int32]:
+        r = _sub(r, _mul(kf, _c(x, p)))
+    return r, k
 
 
 def _split(v: float, bits: int, n: int) -> list[float]:
@@ -149,3 +162,4 @@ def _split(v: float, bits: int, n: int) -> list[float]:
 _PI_PARTS = {True: _split(math.pi, 12, 4), False: _split(math.pi, 26, 3)}
 
 DECOMPOSITIONS = {Ops.EXP2: exp2, Ops.LOG2: log2, Ops.SIN: sin}
+WIDE_DECOMPOSITIONS = {Ops.SIN: lambda x: sin(x, wide=True)}  # for targets that have float64
