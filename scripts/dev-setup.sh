@@ -35,7 +35,7 @@ if ! "$VPY" -c 'import setuptools, sys; v = tuple(int(x) for x in setuptools.__v
 fi
 args=()
 for p in "${projects[@]}"; do
-    if [ "$p" = . ]; then args+=(-e ".[test]"); else args+=(-e "$p"); fi
+    if [ "$p" = . ]; then args+=(-e ".[test,bench]"); else args+=(-e "$p"); fi
 done
 pipq --no-build-isolation "${args[@]}"
 echo "$want" > "$stamp"
