@@ -15,7 +15,7 @@ done
 [ -f examples/vendor_plugin/pyproject.toml ] && projects+=(examples/vendor_plugin)
 
 stamp=.venv/.devicekit-dev-setup
-want=$(for p in "${projects[@]}"; do echo "$p"; cat "$p/pyproject.toml"; done | sha256sum | cut -d' ' -f1)
+want=$( (cat "$0"; for p in "${projects[@]}"; do echo "$p"; cat "$p/pyproject.toml"; done) | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VPY" -c 'import devicekit' 2>/dev/null; then
     exit 0
 fi
