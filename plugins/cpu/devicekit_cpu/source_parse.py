@@ -14,6 +14,7 @@ Conventions (docs/architecture.md, "CPU plugin"):
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import operator
 
@@ -27,6 +28,7 @@ from devicekit.render.program_spec import ParamSpec, ProgramSpec, VarSpec
 @functools.cache
 def _index():
     import clang.cindex as ci
+    atexit.register(_index.cache_clear)  # free it before interpreter teardown (cindex's __del__ needs its module)
     return ci.Index.create()
 
 
