@@ -322,7 +322,10 @@ class CStyleRenderer(Renderer):
             elif op is Ops.ASSIGN:
                 if isinstance(r[src[0]], list):  # compute every lane before writing any
                     vals = [lane(src[1], k) for k in range(dt.count)]
-                    if len(vals) > 1 and not all(_IDENT.match(x) for x in vals):
+                    accs = r[src[0]]
+                    # lane k's new value may read other lanes (a shuffle): then compute all before writing any
+                    if any(re.search(rf"\b{accs[j]}\b", x) for k, x in enumerate(vals) for j in range(len(accs))
+                           if j != k):
                         tmps = [f"{r[src[0]][k]}_n{counter}" for k in range(dt.count)]
                         counter += 1
                         for t, x in zip(tmps, vals):
