@@ -121,14 +121,15 @@ class Device(Target):
                 self._programs.popitem(last=False)  # an evicted Program still works for whoever holds it
             return program
 
-    def program_from_source(self, src: str, entry: str) -> Program:
+    def program_from_source(self, src: str, entry: str, **options: Any) -> Program:
         """A Program from hand-written source: the first pair whose renderer can `parse_source(src, entry)` reads
-        the kernel's signature, its compiler compiles it."""
+        the kernel's signature, its compiler compiles it. `options` go to parse_source (the CPU plugin takes
+        `sizes={"x": "n"}` and `split="n"`)."""
         for (renderer, compiler), pname in zip(self.compilers, self.pair_names):
             parse = getattr(renderer, "parse_source", None)
             if callable(parse):
                 dprint(2, f"{self.spec}: reading {entry!r} from source with pair {pname!r}")
-                return self._program(compiler.compile(parse(src, entry)))
+                return self._program(compiler.compile(parse(src, entry, **options)))
         raise DeviceKitError(f"{self.spec}: none of its compiler pairs ({', '.join(self.pair_names)}) can read "
                              "hand-written source (no renderer with parse_source); use a kind whose plugin offers "
                              "it, e.g. CPU with devicekit-cpu installed")

@@ -156,3 +156,19 @@ def test_the_scheduler_emits_local_loads_before_the_next_barrier():
     barriers = [n for n, u in enumerate(uops) if u.op is Ops.BARRIER]
     epoch_loads = [n for n, u in enumerate(uops) if u.op is Ops.LOAD and u.arg == ("epoch", 1)]
     assert len(barriers) == 3 and epoch_loads and all(barriers[0] < n < barriers[1] for n in epoch_loads)
+
+
+def test_max_over_an_unroll_range_skips_nan_lanes_like_a_loop():
+    from devicekit.ir.linearize import lower
+    from devicekit.ir.ops import ALU
+    from devicekit.render.renderer import Capabilities
+    k = ir.KernelBuilder("umax")
+    x = k.param("x", dtypes.float32, 8)
+    out = k.param("out", dtypes.float32, 2, writable=True)
+    i, u = k.range(2, "global"), k.range(4, "unroll")
+    out[i] = x[i * 4 + u].max(u)
+    kern = k.build()
+    xs = np.array([np.nan, 1.0, 2.0, np.nan, np.nan, np.nan, np.nan, np.nan], np.float32)
+    assert dk.run(kern, device="PYTHON", x=xs)["out"].tolist() == [2.0, -np.inf]
+    lk = lower(kern, Capabilities(frozenset(dtypes.all()), ALU, core_split=True))
+    assert any(u.op.name == "CONST" and u.arg == -np.inf for u in lk.uops)  # the chain starts at max's identity
