@@ -15,13 +15,12 @@ Only the signature is read here: the body is NVRTC's to judge (its log comes bac
 
 from __future__ import annotations
 
-import functools
-
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
 from devicekit.ir.ops import Ops
 from devicekit.ir.uop import UOp
 from devicekit.render.program_spec import ParamSpec, ProgramSpec, VarSpec
+from devicekit.render.signature import clang_dtype, clang_index, size_expr
 
 _FILE = "kernel.cu"
 _SHIM_DIR = "/devicekit-cuda-shim"
@@ -47,39 +46,7 @@ _HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "cuda.h", "stdint.h"
 _ARG_FORMAT = {1: "b", 2: "h", 4: "i", 8: "q"}
 
 
-@functools.cache
-def _index():
-    import clang.cindex as ci
-    return ci.Index.create()
-
-
-def _dtype(t):
-    import clang.cindex as ci
-    spelling = t.spelling.replace("const ", "").replace("volatile ", "").strip()
-    if spelling in ("_Float16", "__fp16"):
-        return dtypes.float16
-    try:
-        k = t.kind
-    except ValueError:  # a type kind newer than these python bindings (e.g. Float16 = 32)
-        return None
-    if k == ci.TypeKind.BOOL:
-        return dtypes.bool
-    if k == ci.TypeKind.FLOAT:
-        return dtypes.float32
-    if k == ci.TypeKind.DOUBLE:
-        return dtypes.float64
-    if k.name in ("HALF", "FLOAT16"):
-        return dtypes.float16
-    if k == ci.TypeKind.RECORD and t.spelling.split("::")[-1].replace("const ", "").strip() in (
-            "__nv_bfloat16", "nv_bfloat16"):
-        return dtypes.bfloat16
-    unsigned = {ci.TypeKind.UCHAR, ci.TypeKind.CHAR_U, ci.TypeKind.USHORT, ci.TypeKind.UINT, ci.TypeKind.ULONG,
-                ci.TypeKind.ULONGLONG}
-    signed = {ci.TypeKind.SCHAR, ci.TypeKind.CHAR_S, ci.TypeKind.SHORT, ci.TypeKind.INT, ci.TypeKind.LONG,
-              ci.TypeKind.LONGLONG}
-    if k in unsigned or k in signed:
-        return dtypes.from_name(f"{'u' if k in unsigned else ''}int{t.get_size() * 8}")
-    return None
+_BF16 = {"__nv_bfloat16": dtypes.bfloat16, "nv_bfloat16": dtypes.bfloat16}
 
 
 def _find(cursor, entry):
@@ -98,11 +65,6 @@ def _find(cursor, entry):
     return found, names
 
 
-def _sym(expr, vars_, what):
-    from .source_expr import sym
-    return sym(expr, vars_, what)
-
-
 def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
                       device: str = "CUDA") -> ProgramSpec:
     import clang.cindex as ci
@@ -111,7 +73,7 @@ def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_si
     off = _PREAMBLE.count("\n")  # libclang reports physical lines: shift them back to the user's
     shims = [(f"{_SHIM_DIR}/{h}", "") for h in _HEADERS]
     try:
-        tu = _index().parse(_FILE, args=["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", f"-I{_SHIM_DIR}"],
+        tu = clang_index().parse(_FILE, args=["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", f"-I{_SHIM_DIR}"],
                             unsaved_files=[(_FILE, text), *shims])
     except ci.TranslationUnitLoadError as e:
         raise CompileError(f"libclang could not parse the source: {e}", "", src) from None
@@ -142,13 +104,13 @@ def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_si
         where = f"{entry}:{a.location.line - off}: param {a.spelling!r} ({a.type.spelling})"
         if t.kind in (ci.TypeKind.POINTER, ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
             elem = t.get_pointee() if t.kind == ci.TypeKind.POINTER else t.element_type
-            dt = _dtype(elem.get_canonical())
+            dt = clang_dtype(elem.get_canonical(), _BF16)
             if dt is None:
                 raise CompileError(f"{where}: unsupported element type {elem.spelling!r}", "", src)
             if ints:
                 raise CompileError(f"{where}: buffers come before int params in a devicekit kernel", "", src)
             bufs.append((a.spelling, dt, not elem.is_const_qualified()))
-        elif (dt := _dtype(t)) is not None and (dt.is_int or dt.is_bool):
+        elif (dt := clang_dtype(t, _BF16)) is not None and (dt.is_int or dt.is_bool):
             ints.append((a.spelling, dt))
         else:
             raise CompileError(f"{where}: only pointers (buffers) and integers (vars) can be params", "", src)
@@ -158,7 +120,7 @@ def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_si
     sizes = dict(sizes or {})
     if unknown := set(sizes) - {b[0] for b in bufs}:
         raise CompileError(f"sizes= names {', '.join(sorted(unknown))}, which are not buffer params of {entry}")
-    params = tuple(ParamSpec(n, dt, _sym(sizes[n], var_uops, f"sizes[{n!r}]") if n in sizes else 0, w)
+    params = tuple(ParamSpec(n, dt, size_expr(sizes[n], var_uops, f"sizes[{n!r}]") if n in sizes else 0, w)
                    for n, dt, w in bufs)
 
     def dims(d, what):
@@ -167,7 +129,7 @@ def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_si
         d = tuple(d) if isinstance(d, (tuple, list)) else (d,)
         if not 1 <= len(d) <= 3:
             raise CompileError(f"{what}: 1 to 3 dims, got {d!r}")
-        return tuple(_sym(x, var_uops, what) for x in d)
+        return tuple(size_expr(x, var_uops, what) for x in d)
 
     fmt = "P" * len(bufs) + "".join(_ARG_FORMAT[dt.itemsize] if dt.is_int else "b" for _, dt in ints)
     return ProgramSpec(name=entry, src=src, device=device, lang="cuda", params=params, vars=var_specs,

@@ -13,13 +13,12 @@ This is `MetalRenderer.parse_source`, behind `dev.program_from_source(src, entry
 
 from __future__ import annotations
 
-import functools
-
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
 from devicekit.ir.ops import Ops
-from devicekit.ir.uop import SymInt, UOp
+from devicekit.ir.uop import UOp
 from devicekit.render.program_spec import ParamSpec, ProgramSpec, VarSpec
+from devicekit.render.signature import clang_dtype, clang_index, size_expr
 
 from .hostcheck import _SHIM_ARGS, _builtin_include_args
 
@@ -32,34 +31,13 @@ BUILTINS = frozenset({
 })
 
 
-@functools.cache
-def _index():
-    import clang.cindex as ci
-    return ci.Index.create()
+_BF16 = {"bfloat": dtypes.bfloat16}
 
 
 def _dtype(t):
-    """devicekit dtype of a canonical libclang scalar type (as the shim declares Metal's types), or None."""
-    import clang.cindex as ci
-    try:
-        k = t.kind
-    except ValueError:  # a kind these python bindings do not name (e.g. _Float16 in some libclang versions)
-        return dtypes.float16 if "_Float16" in t.spelling or t.spelling.endswith("half") else None
-    if k == ci.TypeKind.BOOL:
-        return dtypes.bool
-    if k == ci.TypeKind.FLOAT:
-        return dtypes.float32
-    if k.name in ("HALF", "FLOAT16"):
-        return dtypes.float16
-    if k == ci.TypeKind.RECORD and t.spelling.replace("const ", "").strip() in ("metal::bfloat", "bfloat"):
-        return dtypes.bfloat16
-    unsigned = {ci.TypeKind.UCHAR, ci.TypeKind.CHAR_U, ci.TypeKind.USHORT, ci.TypeKind.UINT, ci.TypeKind.ULONG,
-                ci.TypeKind.ULONGLONG}
-    signed = {ci.TypeKind.SCHAR, ci.TypeKind.CHAR_S, ci.TypeKind.SHORT, ci.TypeKind.INT, ci.TypeKind.LONG,
-              ci.TypeKind.LONGLONG}
-    if k in unsigned or k in signed:
-        return dtypes.from_name(f"{'u' if k in unsigned else ''}int{t.get_size() * 8}")
-    return None
+    """devicekit dtype of a canonical libclang scalar type as the shim declares Metal's types (no double in MSL)."""
+    dt = clang_dtype(t, _BF16)
+    return None if dt == dtypes.float64 else dt
 
 
 def _line_before(src: str, line: int, col: int) -> str:
@@ -104,37 +82,6 @@ def _attribute(toks: list[str]) -> list[str]:
     return []
 
 
-def _sym(expr, var_uops: dict[str, UOp], what: str) -> SymInt:
-    """An int, or an expression over the int vars with + - * // % (parsed safely with ast)."""
-    import ast
-    import operator
-    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-           ast.Mod: operator.mod}
-    if isinstance(expr, bool) or not isinstance(expr, (int, str)):
-        raise CompileError(f"{what}: expected an int or an expression string, got {expr!r}")
-    if isinstance(expr, int):
-        return expr
-
-    def ev(n):
-        if isinstance(n, ast.Expression):
-            return ev(n.body)
-        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
-            return n.value
-        if isinstance(n, ast.Name) and n.id in var_uops:
-            return var_uops[n.id]
-        if isinstance(n, ast.BinOp) and type(n.op) in ops:
-            a, b = ev(n.left), ev(n.right)
-            if isinstance(a, int) and isinstance(b, int):
-                return ops[type(n.op)](a, b)
-            return ops[type(n.op)](a if isinstance(a, UOp) else UOp.const(dtypes.index, a), b)
-        raise CompileError(f"{what}: unsupported expression {expr!r} (ints, the kernel's int vars, + - * // %)")
-
-    try:
-        return ev(ast.parse(expr.strip(), mode="eval"))
-    except SyntaxError as e:
-        raise CompileError(f"{what}: cannot parse {expr!r}: {e.msg}") from None
-
-
 def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
                      device: str = "METAL") -> ProgramSpec:
     import clang.cindex as ci
@@ -142,7 +89,7 @@ def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_siz
     fname = "kernel.metal.cpp"
     args = [*_SHIM_ARGS, *_builtin_include_args(), "-Wno-unknown-attributes"]
     try:
-        tu = _index().parse(fname, args=args, unsaved_files=[(fname, src)])
+        tu = clang_index().parse(fname, args=args, unsaved_files=[(fname, src)])
     except ci.TranslationUnitLoadError as e:
         raise CompileError(f"libclang could not parse the source: {e}", "", src) from None
     errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
@@ -207,9 +154,9 @@ def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_siz
     sizes = dict(sizes or {})
     if unknown := set(sizes) - {b[0] for b in bufs}:
         raise CompileError(f"sizes= names {', '.join(sorted(unknown))}, which are not buffer params of {entry}")
-    params = tuple(ParamSpec(n, dt, _sym(sizes[n], var_uops, f"sizes[{n!r}]") if n in sizes else 0, w)
+    params = tuple(ParamSpec(n, dt, size_expr(sizes[n], var_uops, f"sizes[{n!r}]") if n in sizes else 0, w)
                    for n, dt, w, _ in bufs)
-    dims = [None if d is None else tuple(_sym(x, var_uops, what) for x in (d if isinstance(d, (tuple, list)) else (d,)))
+    dims = [None if d is None else tuple(size_expr(x, var_uops, what) for x in (d if isinstance(d, (tuple, list)) else (d,)))
             for d, what in ((global_size, "global_size"), (local_size, "local_size"))]
     return ProgramSpec(name=entry, src=src, device=device, lang="metal", params=params, vars=var_specs,
                        global_size=dims[0], local_size=dims[1], outs=tuple(i for i, p in enumerate(params) if p.writable),
