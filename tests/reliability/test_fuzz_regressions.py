@@ -246,3 +246,34 @@ def test_sin_of_large_arguments(dt, pair):
 def test_sin_of_huge_arguments(dt):
     xs = np.array([1e9, 1e13, 2.0**64, 1e30], np.float64).astype(dt.np)
     _check_on(_cpu_pair("llvm"), _sin_kernel(dt), {"x": xs, "n": xs.size})
+
+
+# ---------------------------------------------------------------- core scheduling: a reduction of a constant
+def _reduce_of_folded(op, dt):
+    """fz50092 (and fz50367, fz50634): (a * 0).sum(r) on integers. Simplification folds the value to the constant
+    0, so the accumulator update depended on no range and was hoisted out of the reduce loop, above the accumulator
+    itself: every backend failed with KeyError(DEFINE_ACC). Fixed in ir/linearize._emit_reduce."""
+    k = ir.KernelBuilder(f"fold_{op}")
+    n, m = k.var("n", 1, 64), k.var("m", 1, 64)
+    a = k.param("a", dt, n * m)
+    o = k.param("out", dt, n, writable=True)
+    i, r = k.range(n, "global"), k.range(m, "reduce")
+    o[i] = getattr(a[i * m + r] * 0, op)(r) + 3
+    return k.build()
+
+
+@pytest.mark.parametrize("op", ["sum", "prod", "max"])
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_reduction_of_a_value_folded_to_a_constant(op, pair):
+    from devicekit.ir.linearize import lower
+    kern = _reduce_of_folded(op, dtypes.uint16)
+    dev = _cpu_pair(pair)
+    lk = lower(kern, dev.renderer.capabilities)
+    ops = [u.op for u in lk.uops]
+    start = ops.index(Ops.DEFINE_ACC)
+    assert Ops.ASSIGN in ops[start:] and ops.index(Ops.RANGE, start) < ops.index(Ops.ASSIGN, start)
+    _check_on(dev, kern, {"a": np.arange(1, 7, dtype=np.uint16), "n": 3, "m": 2})
+
+
+def test_reduction_of_a_folded_value_compiles_for_cuda():
+    _cuda_compile(_reduce_of_folded("sum", dtypes.int32))

@@ -414,7 +414,11 @@ class _Scheduler:
         for g, x, acc in zip(group, xs, accs):
             val = self._emit(x, inner)
             comb = decompose(UOp(g.arg, g.dtype, (acc, val)), self.caps.ops)
+            # the update reads the accumulator inside the loop: seen from there, even when the value does not
+            # depend on the reduce range ((x * 0).sum(r) folds to a constant), it must not be hoisted out
+            self.placed[acc] = (inner[-1], acc)
             cval = self._emit(comb, inner)
+            self.placed[acc] = (stack[depth], acc)
             inner[-1].insert(UOp(Ops.ASSIGN, g.dtype, (acc, cval)))
         for acc in accs:
             stack[depth].insert(acc)
