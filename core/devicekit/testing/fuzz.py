@@ -1,13 +1,13 @@
 """Differential fuzzer: random well-formed kernels (`fuzzgen.make_case`) run on every compiler pair of a device and
-compared with the PYTHON reference at docs/ir.md's tolerances. Kinds that cannot run here (CUDA without a GPU,
-METAL off macOS) are rendered and compiled only (rendered only, when their compiler cannot run here either). Each finding is shrunk to a minimal kernel (`shrink.py`) and
-printed as a regression test.
+compared with the PYTHON reference at docs/ir.md's tolerances. Kinds that cannot run here are compiled only (CUDA
+without a GPU: NVRTC) or rendered only (METAL off macOS). Each finding is shrunk to a minimal kernel (`shrink.py`)
+and printed as Python for a regression test.
 
     python -m devicekit.testing.fuzz --device CPU --pair llvm --n 2000 --seed 0 [--jobs 2] [--profile mixed]
 
 Seeds are split across worker processes (spawned: LLVM state is not fork-safe); a worker that dies (a native
-crash) is reported with its seed range as a `crash` finding. Compiles use a memory-only cache unless
-`--disk-cache`. Exit status 1 when anything was found.
+crash) is bisected to the seed that kills it, reported as a `crash` finding. Compiles use a memory-only cache
+unless `--disk-cache`. Exit status 1 when anything was found.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from .fuzzgen import PROFILES, make_case
@@ -242,11 +242,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n# ---- seed {f.seed} on {f.target} ({f.kind}), shrunk:")
             print(shrink_finding(f, args.profile, args.device))
     return 1 if rep.findings else 0
-
-
-def report_dict(rep: Report) -> dict:
-    return {"tried": rep.tried, "checks": rep.checks, "seconds": rep.seconds,
-            "findings": [asdict(f) for f in rep.findings]}
 
 
 if __name__ == "__main__":
