@@ -277,3 +277,27 @@ def test_reduction_of_a_value_folded_to_a_constant(op, pair):
 
 def test_reduction_of_a_folded_value_compiles_for_cuda():
     _cuda_compile(_reduce_of_folded("sum", dtypes.int32))
+
+
+# ---------------------------------------------------------------- oracle: float16 work stored as float32
+def test_half_mulacc_stored_as_float32_is_judged_at_half_tolerance():
+    """rand3240: mulacc(h, h, h) in float16 (h = -133), stored as float32. The c pair fuses it (17552, one
+    rounding), the reference rounds twice (17568): allowed ("backends may fuse it", docs/ir.md) and within float16's
+    tolerance, but not float32's. The fuzzer compares an output at the loosest float tolerance of the computation."""
+    import devicekit as dk
+    from devicekit.testing.fuzz import _loosest_float
+    k = ir.KernelBuilder("half_mulacc")
+    n = k.var("n", 1, 64)
+    x = k.param("x", dtypes.int32, n)
+    o = k.param("out", dtypes.float32, n, writable=True)
+    i = k.range(n, "global")
+    h = x[i].cast(dtypes.float16)
+    o[i] = ir.mulacc(h, h, h).cast(dtypes.float32)
+    kern = k.build()
+    assert _loosest_float(kern) == dtypes.float16
+    xs = np.array([-133, 28, 7], np.int32)
+    want = dk.run(kern, device="PYTHON", x=xs, n=3)["out"]
+    assert want[0] == 17568.0
+    for pair in ("llvm", "c"):
+        got = dk.run(kern, device=_cpu_pair(pair), x=xs, n=3)["out"]
+        assert_matches(got, want, dtypes.float16, pair)
