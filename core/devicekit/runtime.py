@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .debug import dprint
+from .debug import debug_level, dprint
 
 if TYPE_CHECKING:
     from .compile.compiler import CompiledSpec
@@ -63,7 +63,7 @@ class Program(ABC):
             if kind and buf.device.spec.kind != kind:
                 raise ValueError(f"{spec.name}: param {p.name!r} is a buffer on {buf.device.spec}, "
                                  f"the program runs on {kind}")
-            if buf.dtype != p.dtype:
+            if buf.dtype is not p.dtype and buf.dtype != p.dtype:
                 raise TypeError(f"{spec.name}: param {p.name!r} is {p.dtype}, the buffer is {buf.dtype}")
             if buf.size < n:
                 raise ValueError(f"{spec.name}: param {p.name!r} needs {n} elements for "
@@ -78,7 +78,8 @@ class Program(ABC):
         global_size = g if global_size is None else tuple(global_size)
         local_size = loc if local_size is None else tuple(local_size)
         handles = [b.handle for b in buffers]
-        dprint(4, f"launch {self.name} vars={var_vals} global={global_size} local={local_size}")
+        if debug_level() >= 4:
+            dprint(4, f"launch {self.name} vars={var_vals} global={global_size} local={local_size}")
         t = self._launch(handles, [var_vals[v.name] for v in self.spec.vars], var_vals, global_size, local_size, wait)
         if wait and t is not None:
             dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")

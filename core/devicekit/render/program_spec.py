@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..ir.dtypes import DType
-from ..ir.uop import SymInt, sym_eval
+from ..ir.symfn import compile_sym
+from ..ir.uop import SymInt
 
 
 @dataclass(frozen=True)
@@ -58,17 +60,36 @@ class ProgramSpec:
                 raise ValueError(f"{self.name}: var {v.name}={d[v.name]} is outside its declared range [{v.lo}, {v.hi}]")
         return d
 
+    # sizes, launch dims and the split extent are compiled once to python functions of the var values: a launch
+    # evaluates them in well under a microsecond instead of walking the expression graphs
+    @cached_property
+    def _fns(self) -> tuple:
+        names = tuple(v.name for v in self.vars)
+        dims = lambda d: None if d is None else tuple(compile_sym(x, names) for x in d)
+        split = None if self.core_split is None else compile_sym(self.core_split, names)
+        return tuple(compile_sym(p.size, names) for p in self.params), dims(self.global_size), dims(self.local_size), split
+
+    def _vals(self, var_vals: dict[str, int]) -> tuple[int, ...]:
+        try:
+            return tuple(var_vals[v.name] for v in self.vars)
+        except KeyError as e:
+            raise KeyError(f"no value given for var {e.args[0]!r}") from None
+
     def buffer_sizes(self, var_vals: dict[str, int]) -> list[int]:
         """Elements each param needs for these var values."""
-        return [sym_eval(p.size, var_vals) for p in self.params]
+        vals = self._vals(var_vals)
+        return [f(vals) for f in self._fns[0]]
 
     def launch_dims(self, var_vals: dict[str, int]) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
-        g = None if self.global_size is None else tuple(sym_eval(x, var_vals) for x in self.global_size)
-        loc = None if self.local_size is None else tuple(sym_eval(x, var_vals) for x in self.local_size)
-        return g, loc
+        vals = self._vals(var_vals)
+        g, loc = self._fns[1], self._fns[2]
+        return (None if g is None else tuple(f(vals) for f in g)), (None if loc is None else tuple(f(vals) for f in loc))
 
     def split_extent(self, var_vals: dict[str, int]) -> int | None:
-        return None if self.core_split is None else sym_eval(self.core_split, var_vals)
+        return None if self._fns[3] is None else self._fns[3](self._vals(var_vals))
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_fns"}  # compiled functions do not pickle
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         return dict(self.meta).get(key, default)

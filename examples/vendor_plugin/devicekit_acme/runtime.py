@@ -9,7 +9,6 @@ import tempfile
 import threading
 import time
 
-from devicekit.ir.uop import sym_eval
 from devicekit.runtime import Program
 
 _loaded: dict[tuple[bytes, str], tuple[ctypes.CDLL, int]] = {}
@@ -51,8 +50,7 @@ class AcmeProgram(Program):
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         t0 = time.perf_counter()
         args = [h.ctypes.data for h in handles] + list(vals)
-        split = self.spec.core_split
-        if split is not None:
-            args += [0, split if isinstance(split, int) else sym_eval(split, var_vals)]
+        if self.spec.core_split is not None:
+            args += [0, self.spec.split_extent(var_vals)]
         self._fn(*args)
         return time.perf_counter() - t0 if wait else None
