@@ -112,8 +112,6 @@ def _cast_uint8x8_to_float32x8():
     return k.build()
 
 
-@pytest.mark.xfail(strict=False, reason="cuda bug: a CAST between a native vector (<=16 bytes) and a scalarized one "
-                   "renders the whole vector where one lane is expected (NVRTC: no suitable conversion function)")
 @pytest.mark.parametrize("build", [_cast_native_to_scalarized, _cast_uint8x8_to_float32x8, _reduce_of_cast_vector],
                          ids=["int16x8-to-uint64x8", "uint8x8-to-float32x8", "reduce-of-cast-vector"])
 def test_cuda_vector_casts_between_native_and_scalarized_compile(build):

@@ -9,7 +9,9 @@ Naming: params keep the user's name when it is a safe C identifier (else `data<s
 ranges are `ridx<n>` and accumulators `acc<n>` (numbered here in order, so equal kernels give equal source: the
 source is the compile cache key), GPU indices `gidx<axis>` / `lidx<axis>`, loads `val<n>`, other values `alu<n>` /
 `cast<n>`. A vector value is one scalar per lane (`acc3_0`, `acc3_1`, ...) unless `native_vector(dtype)` says the
-language has that vector type.
+language has that vector type. Which of the two a value is depends on its dtype alone: an op that mixes them (a CAST
+from a native int16x8 to a scalarized uint64x8, an ALU op with a scalarized result or operand) is rendered lane by
+lane, reading a native operand's lanes through `render_gep` and building a native result with `render_vectorize`.
 """
 
 from __future__ import annotations
@@ -240,8 +242,20 @@ class CStyleRenderer(Renderer):
             return dt.count > 1 and not self.native_vector(dt)
 
         def lane(u, k: int) -> str:
+            """Lane k of u's value: a scalarized vector's k-th expression, a native vector's GEP, a scalar itself."""
             x = r[u]
-            return x[k] if isinstance(x, list) else x
+            if isinstance(x, list):
+                return x[k]
+            return self.render_gep(x, k, u.dtype) if u.dtype.count > 1 else x
+
+        def read_per_lane(user) -> bool:
+            """Whether `user` reads its vector operands lane by lane: its result or an operand is scalarized (a
+            value is scalarized exactly when its dtype is: `lanes_of`)."""
+            if user.op in (Ops.VECTORIZE, Ops.GEP, Ops.INDEX, Ops.LOAD):
+                return False
+            if user.op is Ops.STORE:
+                return lanes_of(user.src[1].dtype)
+            return lanes_of(user.dtype) or any(lanes_of(s.dtype) for s in user.src)
 
         def inline_ok(u) -> bool:
             us = uses.get(u, [])
@@ -249,6 +263,8 @@ class CStyleRenderer(Renderer):
                 return False
             user = uops[us[0]]
             if user.op is Ops.VECTORIZE and lanes_of(user.dtype):  # its lanes are read where it is used
+                return False
+            if u.dtype.count > 1 and not lanes_of(u.dtype) and read_per_lane(user):  # one GEP a lane: name it once
                 return False
             # an address is used where its LOAD/STORE reads it: compare against those positions
             at = uses.get(user, [us[0]]) if user.op is Ops.INDEX else us
@@ -267,11 +283,16 @@ class CStyleRenderer(Renderer):
                 names.append(var)
             r[u] = names if isinstance(expr, list) else names[0]
 
-        def per_lane(u, fn) -> None:
-            """Render u lane by lane when it (or an operand) is a scalarized vector; False if it is not."""
+        def per_lane(u, fn):
+            """Render u lane by lane when it (or an operand) is a scalarized vector; False if it is not. A value is
+            scalarized exactly when its dtype is (`lanes_of`): a scalarized result is the list of lane expressions,
+            a native vector result computed from scalarized operands is built back from its lanes (VECTORIZE), and
+            a native vector operand of a lane-wise op is read one lane at a time (`lane`: its GEP)."""
             n = max([u.dtype.count] + [s.dtype.count for s in u.src])
-            return n > 1 and (lanes_of(u.dtype) or any(isinstance(r.get(s), list) for s in u.src)) and \
-                [fn(k) for k in range(n)]
+            if n == 1 or not (lanes_of(u.dtype) or any(isinstance(r.get(s), list) for s in u.src)):
+                return False
+            lanes = [fn(k) for k in range(n)]
+            return lanes if lanes_of(u.dtype) else self.render_vectorize(lanes, u.dtype)
 
         param_names = {p.name: self.safe_name(p.name, f"data{i}") for i, p in enumerate(lk.params)}
         # the PARAM uops carry the storage dtype after lowering (bfloat16 emulated as uint16 bits)
@@ -380,7 +401,7 @@ class CStyleRenderer(Renderer):
                 define(u, per_lane(u, lambda k: self.render_cast(lane(src[0], k), src[0].dtype.scalar(), dt.scalar()))  # noqa: B023 (called at once)
                        or self.render_cast(r[src[0]], src[0].dtype, dt), "cast")
             elif op is Ops.BITCAST:
-                if isinstance(r[src[0]], list) and src[0].dtype.count != dt.count:
+                if (lanes_of(src[0].dtype) or lanes_of(dt)) and src[0].dtype.count != dt.count:
                     raise NotImplementedError(f"{type(self).__name__}: bitcast {src[0].dtype} -> {dt} changes lanes")
                 define(u, per_lane(u, lambda k: self.render_bitcast(lane(src[0], k), src[0].dtype.scalar(),  # noqa: B023 (called at once)
                                                                     dt.scalar()))  # noqa: B023 (called at once)

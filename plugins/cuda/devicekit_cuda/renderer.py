@@ -190,12 +190,12 @@ class CUDARenderer(CStyleRenderer):
         return dt.count > 1 and dt.nbytes in (2, 4, 8, 16)
 
     def render_cast(self, x: str, src: DType, dst: DType) -> str:
+        if src == dst:
+            return x
         if dst.count > 1:
             body = self.render_cast("_l0", src.scalar(), dst.scalar())
             return f"dk_map<{self.render_dtype(dst)}>([&](auto _l0) {{ return {body}; }}, {x})"
         t = self.render_dtype(dst)
-        if src == dst:
-            return x
         if dst.is_bool:
             return f"((bool)({x}))" if not _is_low(src) else f"((bool)((float)({x})))"
         if (_is_low(dst) and src != dtypes.float32) or (_is_low(src) and dst != dtypes.float32):
