@@ -207,11 +207,7 @@ def _c_overflow_inputs(build):
 
 
 @pytest.mark.parametrize("build", [_neg_of_shifted, _reduce_of_neg_shift], ids=["fz11691", "fz11967"])
-@pytest.mark.parametrize("pair", [
-    "llvm", pytest.param("c", marks=pytest.mark.xfail(strict=False, reason="cpu bug: the c pair renders int32/int64 "
-                                                      "neg/shl/add/mul as plain C, where signed overflow is undefined "
-                                                      "and gcc -O2 exploits it; -fwrapv (or unsigned arithmetic as in "
-                                                      "the CUDA renderer) fixes it"))])
+@pytest.mark.parametrize("pair", ["llvm", "c"])
 def test_signed_overflow_wraps_on_cpu(build, pair):
     _check_on(_cpu_pair(pair), build(), _c_overflow_inputs(build))
 

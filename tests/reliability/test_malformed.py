@@ -214,18 +214,10 @@ except Exception as e:
     print("ERROR", type(e).__name__, e)
 """
 
-# (pair, mode) that kill the process today: CPU plugin bugs, kept as xfail regressions
-NATIVE_CRASHES = {("llvm", "elf-header-then-garbage"): "SIGABRT in LLVM's object reader (unchecked Expected<T>)",
-                  ("c", "truncated"): "SIGBUS in dlopen: segments past the end of the file",
-                  ("c", "bytes-flipped"): "SIGSEGV in dlopen/relocation of a corrupt shared object"}
-
 
 @pytest.mark.parametrize("mode", ["truncated", "garbage", "empty", "elf-header-then-garbage", "bytes-flipped"])
 @pytest.mark.parametrize("pair", ["llvm", "c"])
-def test_bad_compiled_bytes_are_an_error_not_a_crash(pair, mode, request, isolated):
-    if (pair, mode) in NATIVE_CRASHES:
-        request.applymarker(pytest.mark.xfail(strict=False, reason=f"cpu bug: {NATIVE_CRASHES[pair, mode]}; the "
-                                              "runtime should check the ELF before loading it"))
+def test_bad_compiled_bytes_are_an_error_not_a_crash(pair, mode, isolated):
     code = LOADER.replace("sys.argv[1], sys.argv[2]", f"{pair!r}, {mode!r}")
     rc, out = isolated.run(code, DEVICEKIT_CACHE="0")
     assert rc >= 0, f"{pair}/{mode}: the process was {isolated.describe(rc)}:\n{out[-800:]}"

@@ -7,8 +7,8 @@ from devicekit_cpu.cc_compiler import CCompiler
 from .toolchain import find_cc
 
 # IEEE semantics (no fast-math, no contraction: the reference rounds a*b+c twice), O3, and the ACME target macro
-ACME_FLAGS = ("-shared", "-fPIC", "-O3", "-fno-math-errno", "-ffp-contract=off", "-std=gnu11", "-DACME_TARGET=1",
-              "-Wno-unused-variable", "-Wno-unused-function")
+ACME_FLAGS = ("-shared", "-fPIC", "-O3", "-fno-math-errno", "-ffp-contract=off", "-fwrapv", "-std=gnu11",
+              "-DACME_TARGET=1", "-Wno-unused-variable", "-Wno-unused-function")
 
 
 class AcmeCompiler(CCompiler):

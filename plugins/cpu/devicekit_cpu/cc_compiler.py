@@ -13,8 +13,9 @@ from devicekit.errors import CompileError
 
 from .hostinfo import cpu_fingerprint
 
-# IEEE semantics: no -ffast-math, no fp contraction (MULACC is two roundings); errno never set by libm calls
-FLAGS = ("-shared", "-fPIC", "-O2", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-std=gnu11",
+# IEEE semantics: no -ffast-math, no fp contraction (MULACC is two roundings); errno never set by libm calls;
+# -fwrapv: signed int arithmetic wraps (two's complement) as in the IR, instead of being UB the optimizer exploits
+FLAGS = ("-shared", "-fPIC", "-O2", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fwrapv", "-std=gnu11",
          "-fno-plt", "-Wno-unused-variable", "-Wno-unused-function")
 
 

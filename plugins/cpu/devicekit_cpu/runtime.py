@@ -25,6 +25,10 @@ def _debugging() -> bool:
     return "DEVICEKIT_DEBUG" in os.environ
 
 
+# buffers and vals the fast path takes as they are; anything else (an int, a dict, a generator) goes through the base
+# class, whose check raises the TypeError naming the argument
+_SEQ = (list, tuple)
+
 # below this many estimated operations a launch runs on the calling thread (waking workers costs ~10-30 us)
 PARALLEL_MIN_WORK = 1 << 16
 
@@ -53,10 +57,10 @@ class CPUProgram(Program):
 
     def execute(self, buffers, vals=(), global_size=None, local_size=None, wait=False):
         """The base class's checks with precomputed dtypes and compiled size expressions: buffer count, device,
-        dtype and size, var count and bounds. Anything unusual (another device, DEVICEKIT_DEBUG, a failed check)
-        goes through the base `execute`, which raises the error naming the argument."""
-        if (global_size is not None or local_size is not None or len(buffers) != len(self._pdtypes)
-                or len(vals) != len(self._vbounds) or _debugging()):
+        dtype and size, var count and bounds. Anything unusual (buffers or vals not a list or tuple, another device,
+        DEVICEKIT_DEBUG, a failed check) goes through the base `execute`, which raises the error naming it."""
+        if (global_size is not None or local_size is not None or type(buffers) not in _SEQ or type(vals) not in _SEQ
+                or len(buffers) != len(self._pdtypes) or len(vals) != len(self._vbounds) or _debugging()):
             return super().execute(buffers, vals, global_size, local_size, wait)
         for v, (lo, hi) in zip(vals, self._vbounds):
             if type(v) is not int or not lo <= v <= hi:

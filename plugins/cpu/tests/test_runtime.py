@@ -82,6 +82,26 @@ def test_wrong_arguments_rejected(pair, cpu):
 
 
 @pytest.mark.parametrize("pair", PAIRS)
+def test_execute_with_non_list_args_gives_the_core_error(pair, cpu):
+    """The fast `execute` path once called len(vals) first: `execute(bufs, 5)` said "object of type 'int' has no
+    len()". Buffers or vals that are not a list or tuple now get exactly the TypeError of the core's check."""
+    from devicekit.runtime import Program
+    prog = cpu.compile(_heavy(), pair=pair)
+    m, n = 8, 4
+    a, o = dk.Buffer(cpu, m * n, dtypes.float32), dk.Buffer(cpu, m, dtypes.float32)
+    for bufs, vals in (([a, o], 5), ([a, o], {m: 0, n: 0}), ([a, o], iter([m, n])), ((a, o), "84"),
+                       (5, [m, n]), ({a: 0, o: 0}, [m, n])):
+        with pytest.raises(TypeError) as core:
+            Program.check(prog, bufs, vals)
+        with pytest.raises(TypeError) as fast:
+            prog.execute(bufs, vals)
+        assert str(fast.value) == str(core.value)
+        assert "has no len" not in str(fast.value) and ("vals must be a list" in str(fast.value)
+                                                        or "buffers must be a list" in str(fast.value))
+    prog.execute((a, o), (m, n))  # tuples stay on the fast path
+
+
+@pytest.mark.parametrize("pair", PAIRS)
 def test_second_build_compiles_nothing(pair, cpu, tmp_path):
     """Same kernel again: memory hit; a new process-like cache on the same dir: disk hit. Both compile nothing."""
     from devicekit.compile.cache import CompileCache
@@ -113,6 +133,7 @@ def test_identity_names_the_toolchain(cpu):
     ids = {name: cpu.pair(name)[1].identity() for name in cpu.pair_names}
     assert "LLVM-" in ids["llvm"] and "cpu=" in ids["llvm"] and "O3" in ids["llvm"] and "features=" in ids["llvm"]
     assert "-O2" in ids["c"] and "-fno-math-errno" in ids["c"] and "host=" in ids["c"]
+    assert "-fwrapv" in ids["c"]  # signed overflow wraps as in the IR (and the flag changes the cache key)
 
 
 def test_shared_object_leaves_no_files(cpu, tmp_path, monkeypatch):
