@@ -6,12 +6,12 @@ import ctypes
 import os
 import time
 
+from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
 
 from .hostinfo import num_threads
 from .loader import load
 from .memo import loaded
-from .symfn import compile_sym
 from .threadpool import pool
 
 # `"DEVICEKIT_DEBUG" in os.environ` costs a KeyError when unset; the raw mapping answers in ~50 ns
