@@ -176,8 +176,8 @@ def _vconst(d: DType, v) -> UOp:
 # ---- constant folding and algebraic simplification -------------------------------------------------------------------
 
 def _is_const(u: UOp, v=None) -> bool:
-    return u.op is Ops.CONST and (v is None or u.arg == v) and not isinstance(u.arg, bool) or (
-        u.op is Ops.CONST and isinstance(u.arg, bool) and v is None)
+    """A constant, or the constant v (a bool never counts as 0 or 1)."""
+    return u.op is Ops.CONST and (v is None or (u.arg == v and not isinstance(u.arg, bool)))
 
 
 def simplify(sink: UOp) -> UOp:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..compile.compiler import Compiler
+from ..ir.ops import Ops
 from ..render.program_spec import ProgramSpec
 from ..render.renderer import Renderer
 from ..runtime import Program
@@ -15,8 +16,8 @@ class PythonRenderer(Renderer):
     lang = "python"
 
     def render(self, kernel, name: str | None = None) -> ProgramSpec:
-        outs = tuple(sorted({u.src[0].src[0].arg[0] for u in kernel.sink.src if u.src and u.src[0].src[0].arg and
-                             u.src[0].src[0].op.name == "PARAM"}))
+        outs = tuple(sorted({st.src[0].src[0].arg[0] for st in kernel.sink.src
+                             if st.op is Ops.STORE and st.src[0].src[0].op is Ops.PARAM}))
         return ProgramSpec(name=name or kernel.name, src=self.render_linear(kernel, name or kernel.name),
                            device=self.device, lang=self.lang, params=kernel.params, vars=kernel.vars, outs=outs,
                            kernel=kernel)

@@ -22,10 +22,6 @@ from ..ir.verify import free_ranges
 CHUNK_ELEMENTS = 1 << 22  # largest array a reduction chunk may create
 
 
-class ReferenceError_(RuntimeError):
-    """A kernel did something the semantics forbid at run time (an out-of-bounds access)."""
-
-
 class Interpreter:
     def __init__(self, kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int]):
         self.k, self.vars = kernel, var_vals
@@ -211,8 +207,7 @@ class Interpreter:
                    "memo": {k: v for k, v in ctx.get("memo", {}).items() if not (self.free[k] & set(ranges))}}
             val = self._eval(x, sub).astype(acc_dtype.np_compute, copy=False)
             part = self._fold(u.arg, val, axes, acc_dtype)
-            acc = part if acc is None else semantics.alu(u.arg, acc_dtype, acc, part) if u.arg is not Ops.MAX \
-                else _max_nan_skip(acc, part)
+            acc = part if acc is None else semantics.alu(u.arg, acc_dtype, acc, part)
         assert acc is not None
         if acc_dtype != u.dtype.scalar():
             acc = semantics.cast(acc, acc_dtype, u.dtype)
@@ -236,10 +231,6 @@ class Interpreter:
         return np.asarray(out, dtype=dt.np_compute)
 
 
-def _max_nan_skip(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.where(a < b, b, a)
-
-
 def run_kernel(kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int]) -> None:
     """Execute `kernel` in place on `storage` (one uint8/typed host array per param, in param order)."""
     Interpreter(kernel, storage, var_vals).run()
@@ -255,4 +246,4 @@ def evaluate(kernel: Kernel, arrays: dict[str, Any], **vars_: int) -> dict[str, 
     return {p.name: s.view(p.dtype.np) for p, s in zip(kernel.params, storage)}
 
 
-__all__ = ["Interpreter", "ReferenceError_", "evaluate", "run_kernel"]
+__all__ = ["Interpreter", "evaluate", "run_kernel"]
