@@ -1,4 +1,4 @@
-import sys
+import importlib
 import threading
 import types
 
@@ -220,10 +220,16 @@ def test_trace_plugins(capsys):
     assert "devicekit_device_kinds returned" in err
 
 
-def test_package_keeps_device_function_over_submodule():
-    import devicekit.device as _  # noqa: F401 - importing the submodule must not shadow dk.device()
-    assert callable(dk.device) and not isinstance(dk.device, types.ModuleType)
-    assert "devicekit.device" in sys.modules
+def test_no_submodule_is_named_like_a_public_function():
+    """Importing a submodule binds it on the package: a module named `device` would shadow dk.device()."""
+    import pkgutil
+    functions = {n for n in dk.__all__ if callable(getattr(dk, n)) and not isinstance(getattr(dk, n), type)}
+    assert {"device", "target", "devices", "run"} <= functions
+    modules = {m.name for m in pkgutil.iter_modules(dk.__path__)}
+    assert not functions & modules, functions & modules
+    for m in sorted(modules):
+        importlib.import_module(f"devicekit.{m}")
+    assert all(callable(getattr(dk, n)) and not isinstance(getattr(dk, n), types.ModuleType) for n in functions)
 
 
 def test_disabled_name_blocks_in_process_registration():

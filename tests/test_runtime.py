@@ -127,8 +127,8 @@ def test_program_from_source(registry):
 
 
 def test_program_from_source_needs_a_parser(registry):
-    from devicekit.device import Device
     from devicekit.memory import HostAllocator
+    from devicekit.targets import Device
     from dkfix_toy.toylang import ToyCompiler, ToyRenderer
 
     class NoParse(ToyRenderer):

@@ -10,8 +10,6 @@ Importing devicekit is light: submodules (and every backend's toolchain) load on
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 from .plugin import API_VERSION
@@ -29,8 +27,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Buffer": ("devicekit.memory", "Buffer"),
     "BufferOptions": ("devicekit.memory", "BufferOptions"),
     "Allocator": ("devicekit.memory", "Allocator"),
-    "Device": ("devicekit.device", "Device"),
-    "Target": ("devicekit.device", "Target"),
+    "Device": ("devicekit.targets", "Device"),
+    "Target": ("devicekit.targets", "Target"),
     "DeviceSpec": ("devicekit.spec", "DeviceSpec"),
     "hookimpl": ("devicekit.hookspecs", "hookimpl"),
     "Compiler": ("devicekit.compile.compiler", "Compiler"),
@@ -76,25 +74,10 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-class _Package(types.ModuleType):
-    """`dk.device` is the function of the design, but `devicekit/device.py` is also a submodule, and importing a
-    submodule binds it on the package. Keep the function: the module stays in sys.modules (`from devicekit.device
-    import Device` works as usual)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _LAZY and _LAZY[name][1] is not None and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
-
-
 if TYPE_CHECKING:
     from . import ir
     from .compile.cache import cache_clear, cache_info
     from .compile.compiler import CompiledSpec, Compiler
-    from .device import Device, Target
     from .errors import CompileError, DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, PluginError
     from .hookspecs import hookimpl
     from .ir.dtypes import dtypes
@@ -102,3 +85,4 @@ if TYPE_CHECKING:
     from .registry import DeviceInfo, device, devices, register_plugin, target, unregister_plugin
     from .runtime import Program, run
     from .spec import DeviceSpec
+    from .targets import Device, Target

@@ -14,7 +14,7 @@ import numpy as np
 from .ir.dtypes import DType, dtypes, from_numpy_values, to_numpy_values
 
 if TYPE_CHECKING:
-    from .device import Device
+    from .targets import Device
 
 __all__ = ["Allocator", "Buffer", "BufferOptions", "HostAllocator", "LRUAllocator"]
 

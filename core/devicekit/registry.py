@@ -593,7 +593,7 @@ class Registry:
 
     def target(self, spec: DeviceSpec | str) -> Any:
         """The Target of a kind: its compiler pairs, even where the kind cannot run."""
-        from .device import Target
+        from .targets import Target
 
         spec = DeviceSpec.parse(spec)
         self._ensure_loaded()
@@ -615,7 +615,7 @@ class Registry:
     def device(self, spec: DeviceSpec | str | None = None) -> Any:
         """The Device for `spec` (default: DEVICEKIT_DEVICE, else the available kind of highest priority), created
         once per canonical spec."""
-        from .device import Device
+        from .targets import Device
 
         spec = self.default_spec() if spec is None else DeviceSpec.parse(spec)
         if (d := self._devices.get(spec)) is not None:

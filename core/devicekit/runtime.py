@@ -11,8 +11,8 @@ from .debug import debug_level, dprint
 
 if TYPE_CHECKING:
     from .compile.compiler import CompiledSpec
-    from .device import Device
     from .render.program_spec import ProgramSpec
+    from .targets import Device
 
 __all__ = ["Program", "RuntimeFactory"]
 

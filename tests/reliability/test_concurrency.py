@@ -37,7 +37,7 @@ def _kernel(t: int, dt):
 
 def _device():
     import devicekit as dk
-    from devicekit.device import Device
+    from devicekit.targets import Device
     from devicekit_cpu.allocator import CPUAllocator
     cpu = dk.device("CPU")
     return Device.from_pairs(cpu.spec, CPUAllocator(max_cached_bytes=LRU_CAP), cpu.compilers, cpu.pair_names,
@@ -157,10 +157,8 @@ def test_lru_allocator_bounded_under_thread_churn():
 
 def test_program_memo_is_bounded(monkeypatch):
     """Device.compile memoizes Programs; a process that compiles without end must not keep them all."""
-    import sys
-
-    import devicekit.device  # `import devicekit.device as m` would give dk.device, the function
-    monkeypatch.setattr(sys.modules["devicekit.device"], "PROGRAM_MEMO_SIZE", 5)
+    import devicekit.targets
+    monkeypatch.setattr(devicekit.targets, "PROGRAM_MEMO_SIZE", 5)
     dev = _device()
     progs = [dev.compile(_kernel(t, dtypes.int32), pair="c") for t in range(8)]
     assert len(dev._programs) == 5

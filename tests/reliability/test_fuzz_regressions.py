@@ -14,7 +14,7 @@ from devicekit.testing.random_kernels import assert_matches, random_kernel
 
 def _cpu_pair(pair):
     import devicekit as dk
-    from devicekit.device import Device
+    from devicekit.targets import Device
     cpu = dk.device("CPU")
     r, c = cpu.pair(pair)
     return Device(cpu.spec, cpu.allocator, r, c, cpu.runtime)

@@ -54,8 +54,8 @@ class Runner:
 
     def __init__(self, kind: str = "CPU", pairs: Iterable[str] | None = None, reference: str = "PYTHON"):
         import devicekit as dk
-        from devicekit.device import Device
         from devicekit.errors import DeviceKitError
+        from devicekit.targets import Device
 
         self.ref = dk.device(reference)
         self.compile_only = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import devicekit as dk
 import numpy as np
 import pytest
-from devicekit.device import Device
+from devicekit.targets import Device
 
 PAIRS = ("llvm", "c")
 

@@ -15,10 +15,10 @@ import cuda_fake_pycuda as fake
 import cuda_kernels as ck
 import devicekit as dk
 from cuda_host_emu import CXX, host_compile_many
-from devicekit.device import Device
 from devicekit.ir.dtypes import dtypes
 from devicekit.memory import BufferOptions
 from devicekit.spec import DeviceSpec
+from devicekit.targets import Device
 from devicekit_cuda import context, plugin, toolchain
 
 pytestmark = pytest.mark.skipif(CXX is None or toolchain.nvrtc()[0] is None,

@@ -70,8 +70,8 @@ def test_runs_in_host_emulation():
 @pytest.mark.skipif(CXX is None or toolchain.nvrtc()[0] is None, reason="needs a host C++ compiler and NVRTC")
 def test_program_from_source_on_fake_driver(monkeypatch):
     import devicekit as dk
-    from devicekit.device import Device
     from devicekit.spec import DeviceSpec
+    from devicekit.targets import Device
     from devicekit_cuda import context, plugin
     fake.install(monkeypatch)
     monkeypatch.setattr(context, "_contexts", {})
