@@ -31,76 +31,14 @@ def _fmt_bytes(n: int | None) -> str:
     return str(n)
 
 
-def _text_info(rep: dict) -> str:
-    out: list[str] = []
-    core = rep["devicekit"]
-    out.append(f"devicekit {core['version'] or '(not installed)'}  API {core['api'][0]}.{core['api'][1]}  "
-               f"Python {core['python']}")
-    out.append(f"default device: {rep['default_device'] or 'none'}"
-               + (f"  ({rep['default_device_error']})" if rep["default_device_error"] else ""))
-    out.append("")
-    out.append("plugins:")
-    kinds_by_plugin: dict[str, list[str]] = {}
-    for kind, k in rep["kinds"].items():
-        kinds_by_plugin.setdefault(k["plugin"], []).append(kind)
-    for p in rep["plugins"]:
-        dist = f"{p['distribution']} {p['version'] or ''}".strip() if p["distribution"] else "in-process"
-        kinds = ", ".join(kinds_by_plugin.get(p["name"], [])) or "-"
-        out.append(f"  {p['name']:<12} {p['status']:<8} {dist:<28} kinds: {kinds}")
-        for note in p["notes"]:
-            out.append(f"      note: {note}")
-        for f in p["failures"]:
-            out.append(f"      FAILED at {f['phase']}: {f['exception']}: {f['message']}")
-    out.append("")
-    out.append("device kinds:")
-    for kind, k in rep["kinds"].items():
-        state = f"available: {', '.join(k['ids'])}" if k["available"] else f"unavailable: {k['reason']}"
-        out.append(f"  {kind:<8} priority {k['priority']:<4} plugin {k['plugin']}  {state}")
-        if k.get("error"):
-            out.append(f"      ERROR: {k['error']}")
-        for s in k["shadowed"]:
-            out.append(f"      also declared by {s} (lower priority, not used)")
-        for i, pair in enumerate(k["pairs"]):
-            built = k.get("pairs_built")
-            mark = "" if built is None or pair["name"] in built else "  (skipped)"
-            out.append(f"      pair {i}: {pair['name']:<14} priority {pair['priority']:<4} plugin {pair['plugin']}{mark}")
-        if k.get("fallback"):
-            out.append(f"      fallback: {k['fallback']}")
-    orphans = [d for d in rep["devices"] if d["kind"] not in rep["kinds"]]
-    for d in orphans:
-        out.append(f"  {d['kind']:<8} unavailable: {d['reason']}")
-    out.append("")
-    c = rep["cache"]
-    out.append(f"compile cache: {c.get('dir', '?')}  [{c.get('state')}]")
-    if "entries" in c:
-        out.append(f"  {c['entries']} entries, {_fmt_bytes(c['bytes'])} of {_fmt_bytes(c['max_bytes'])}")
-    if rep["env"]:
-        out.append("")
-        out.append("environment:")
-        for k, v in rep["env"].items():
-            out.append(f"  {k}={v}")
-    return "\n".join(out)
-
-
-def cmd_info(args: argparse.Namespace) -> int:
-    from .errors import PluginError
-    from .registry import get_registry
-
-    reg = get_registry()
-    try:
-        rep = reg.report()
-    except PluginError as e:  # only under DEVICEKIT_STRICT_PLUGINS=1
-        print(f"devicekit: {e}", file=sys.stderr)
-        return EXIT_FAILED
-    _print_json(rep) if args.json else print(_text_info(rep))
-    if reg.strict and any(p["failures"] for p in rep["plugins"]):
-        return EXIT_FAILED
-    return EXIT_OK
+def _cmd_info(args: argparse.Namespace) -> int:
+    from .info import cmd_info
+    return cmd_info(args)
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    from .errors import PluginError
-    from .registry import devices
+    from ..errors import PluginError
+    from ..registry import devices
 
     try:
         infos = devices()
@@ -122,7 +60,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from .compile.cache import cache_clear, cache_info
+    from ..compile.cache import cache_clear, cache_info
 
     try:
         if args.action == "clear":
@@ -151,9 +89,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .benchmarking import Progress, cases, format_table, plot, run_bench
-    from .errors import DeviceKitError
-    from .registry import devices
+    from ..benchmarking import Progress, cases, format_table, plot, run_bench
+    from ..errors import DeviceKitError
+    from ..registry import devices
 
     if args.plot:  # fail before spending a minute benchmarking
         try:
@@ -168,7 +106,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             want = str(_parse_spec(args.device))
             row = next((d for d in infos if d.spec == want), None)
             if row is None:
-                from .registry import device
+                from ..registry import device
                 device(want)  # raises the registry's message: which devices exist, why one is missing
             specs = [want]
         else:
@@ -196,14 +134,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _parse_spec(text: str):
-    from .spec import DeviceSpec
+    from ..spec import DeviceSpec
     return DeviceSpec.parse(text)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from .errors import CompileError, DeviceKitError
-    from .inspect_kernel import KernelLoadError, NoDisassembly, load_kernel, show
-    from .registry import get_registry
+    from ..errors import CompileError, DeviceKitError
+    from ..inspect_kernel import KernelLoadError, NoDisassembly, load_kernel, show
+    from ..registry import get_registry
 
     try:
         kernel = load_kernel(args.kernel)
@@ -231,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     pi = sub.add_parser("info", help="plugins, device kinds, compiler pairs, failures and the cache")
     pi.add_argument("--json", action="store_true", help="machine-readable output")
-    pi.set_defaults(func=cmd_info)
+    pi.set_defaults(func=_cmd_info)
     pd = sub.add_parser("devices", help="every known device id and whether it is available")
     pd.add_argument("--json", action="store_true", help="machine-readable output")
     pd.set_defaults(func=cmd_devices)
@@ -263,14 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     with warnings.catch_warnings():
         # failures are reported in the output itself; don't repeat them as warnings
-        from .registry import PluginWarning
+        from ..registry import PluginWarning
         warnings.simplefilter("ignore", PluginWarning)
         try:
             return args.func(args)
         except BrokenPipeError:  # `devicekit compile ... | head`: the reader left, nothing more to say
             sys.stderr.close()
             return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

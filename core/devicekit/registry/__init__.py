@@ -1,0 +1,73 @@
+"""The registry: finds plugins through the `devicekit` entry points, isolates their failures, resolves their answers
+by explicit priority and builds devices lazily, once per canonical spec. One module per job, imports pointing one
+way (each imports only those listed before it):
+
+    tracing     DEVICEKIT_TRACE_PLUGINS output
+    records     PluginRecord / PluginFailure / DeviceInfo and the FailureLog (warn, or raise in strict mode)
+    probing     a kind's probe() and count(), bounded by DEVICEKIT_PROBE_TIMEOUT
+    calls       one hook called on each plugin separately, answers type-checked
+    loading     entry points (and in-process plugins) into the plugin manager; DEVICEKIT_DISABLE_PLUGINS
+    resolution  priorities: ranking answers, the kind table, the default kind
+    building    compiler pairs, allocator, runtime -> Target / Device, with fallbacks
+    manager     the Registry object tying them together, with its caches and lock
+
+This module holds the process-wide Registry and the functions over it (`device`, `target`, `devices`, ...), which
+`devicekit.api` offers to users as `dk.device` and friends.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..spec import DeviceSpec
+from ..targets import Device, Target
+from .loading import ENTRY_POINT_GROUP
+from .manager import Registry
+from .probing import DEFAULT_PROBE_TIMEOUT, ProbeTimeout, probe_timeout
+from .records import DeviceInfo, PluginFailure, PluginRecord, PluginWarning
+
+__all__ = ["DEFAULT_PROBE_TIMEOUT", "ENTRY_POINT_GROUP", "DeviceInfo", "PluginFailure", "PluginRecord",
+           "PluginWarning", "ProbeTimeout", "Registry", "device", "devices", "get_registry", "probe_timeout",
+           "register_plugin", "reset_registry", "target", "unregister_plugin"]
+
+_registry: Registry | None = None
+_registry_lock = threading.Lock()
+
+
+def get_registry() -> Registry:
+    """The process-wide registry (entry points are loaded on first use)."""
+    global _registry
+    if _registry is None:
+        with _registry_lock:
+            if _registry is None:
+                _registry = Registry()
+    return _registry
+
+
+def reset_registry(registry: Registry | None = None) -> Registry:
+    """Replace the process-wide registry (re-reading the environment); returns the new one."""
+    global _registry
+    with _registry_lock:
+        _registry = registry if registry is not None else Registry()
+        return _registry
+
+
+def device(spec: DeviceSpec | str | None = None) -> Device:
+    return get_registry().device(spec)
+
+
+def target(spec: DeviceSpec | str) -> Target:
+    return get_registry().target(spec)
+
+
+def devices() -> list[DeviceInfo]:
+    return get_registry().devices()
+
+
+def register_plugin(obj: Any, name: str | None = None) -> PluginRecord:
+    return get_registry().register_plugin(obj, name)
+
+
+def unregister_plugin(name: str) -> None:
+    get_registry().unregister_plugin(name)

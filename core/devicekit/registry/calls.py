@@ -1,0 +1,52 @@
+"""Calling a hook on each plugin separately (through a pluggy subset hook caller holding that plugin only, so hook
+tracing still sees every call): one plugin's exception or wrong answer is that plugin's failure, the others' answers
+still count. List hooks are flattened to (plugin record, declaration) pairs; no ranking happens here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+from .records import PluginFailure, PluginRecord
+
+__all__ = ["HOOK_TYPES", "call_each"]
+
+HOOK_TYPES: dict[str, tuple[type, bool]] = {  # hook -> (declaration type, returns a list)
+    "devicekit_device_kinds": (DeviceKind, True),
+    "devicekit_allocator": (AllocatorFactory, False),
+    "devicekit_compiler_pairs": (CompilerPairFactory, True),
+    "devicekit_runtime_factory": (RuntimeFactoryDecl, False),
+}
+
+
+def call_each(pm: Any, by_obj: dict[int, PluginRecord], hook: str,
+              fail: Callable[[PluginRecord, str, BaseException], PluginFailure],
+              **kwargs: Any) -> list[tuple[PluginRecord, Any]]:
+    """Every registered plugin's answer to `hook` (in registration order), each call isolated. `by_obj` maps
+    id(plugin object) to its record; plugins without a record are not asked."""
+    decl_type, is_list = HOOK_TYPES[hook]
+    caller = getattr(pm.hook, hook)
+    plugins = pm.get_plugins()
+    out: list[tuple[PluginRecord, Any]] = []
+    for impl in reversed(caller.get_hookimpls()):  # registration order, for stable messages
+        rec = by_obj.get(id(impl.plugin))
+        if rec is None:
+            continue
+        try:
+            sub = pm.subset_hook_caller(hook, [p for p in plugins if p is not impl.plugin])
+            results = sub(**kwargs)
+        except Exception as e:  # noqa: BLE001 - isolation
+            fail(rec, f"hook {hook}", e)
+            continue
+        if not results:
+            continue
+        res = results[0]
+        items = list(res) if is_list and isinstance(res, (list, tuple)) else None
+        if (items is None and (is_list or not isinstance(res, decl_type))) or \
+                (items is not None and not all(isinstance(x, decl_type) for x in items)):
+            want = f"a list of {decl_type.__name__}" if is_list else f"{decl_type.__name__} or None"
+            fail(rec, f"hook {hook}", TypeError(f"{hook} must return {want}, got {res!r}"))
+            continue
+        out.extend((rec, x) for x in items) if items is not None else out.append((rec, res))
+    return out

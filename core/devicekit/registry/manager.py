@@ -1,0 +1,248 @@
+"""The Registry: one object holding the plugins, the kind table and the devices built so far. It asks `loading` for
+the plugins (on first use, not at import), `calls` for the hooks' answers, `probing` for availability, `resolution`
+for who wins, and `building` for Targets and Devices, which it creates once per canonical spec under one lock.
+
+Environment: DEVICEKIT_STRICT_PLUGINS=1 (a plugin failure raises), DEVICEKIT_TRACE_PLUGINS=1 (loading and hook calls
+traced to stderr), DEVICEKIT_DEVICE (the default device); DEVICEKIT_DISABLE_PLUGINS is read by `loading`,
+DEVICEKIT_PROBE_TIMEOUT by `probing`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from ..debug import dprint, env_flag
+from ..errors import DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, ResolutionError
+from ..plugin import Availability
+from ..spec import DeviceSpec
+from ..targets import Device, Target
+from .building import build_device, build_target
+from .calls import call_each
+from .loading import Plugins, disabled_from_env
+from .probing import probe_kind
+from .records import DISCOVERY_PHASES, DeviceInfo, FailureLog, PluginFailure, PluginRecord, failed_kinds, who
+from .resolution import KindEntry, default_kind, kind_table, ranked
+from .tracing import monitor
+
+__all__ = ["Registry"]
+
+
+class Registry:
+    """Plugins, kinds and devices. Use the process-wide one through `devicekit.registry.get_registry()`."""
+
+    def __init__(self, entry_points: bool = True, strict: bool | None = None, disabled: set[str] | None = None,
+                 trace: bool | None = None):
+        trace = env_flag("DEVICEKIT_TRACE_PLUGINS") if trace is None else trace
+        self.failure_log = FailureLog(env_flag("DEVICEKIT_STRICT_PLUGINS") if strict is None else strict, trace)
+        self.plugin_set = Plugins(self.failure_log, disabled_from_env() if disabled is None else set(disabled), trace)
+        self.trace = trace
+        self._use_entry_points = entry_points
+        self._loaded = False
+        self._lock = threading.RLock()
+        self._kinds: dict[str, KindEntry] | None = None
+        self._devices: dict[DeviceSpec, Device] = {}
+        self._targets: dict[DeviceSpec, Target] = {}
+        if trace:
+            monitor(self.pm)
+
+    @property
+    def pm(self) -> Any:
+        """The pluggy PluginManager."""
+        return self.plugin_set.pm
+
+    @property
+    def strict(self) -> bool:
+        return self.failure_log.strict
+
+    @strict.setter
+    def strict(self, value: bool) -> None:
+        self.failure_log.strict = value
+
+    @property
+    def disabled(self) -> set[str]:
+        return self.plugin_set.disabled
+
+    def _fail(self, rec: PluginRecord, phase: str, exc: BaseException) -> PluginFailure:
+        return self.failure_log.fail(rec, phase, exc)
+
+    # ------------------------------------------------------------------ loading
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            if self._use_entry_points:
+                self.plugin_set.load_entry_points()
+
+    def register_plugin(self, obj: Any, name: str | None = None) -> PluginRecord:
+        """Register an in-process plugin (a module or object with hookimpls), e.g. from a test or a notebook.
+        Unlike entry points, a failure here raises PluginError: the caller asked for this plugin."""
+        self._ensure_loaded()
+        with self._lock:
+            rec = self.plugin_set.add(obj, name)
+            self._invalidate()
+            return rec
+
+    def unregister_plugin(self, name: str) -> None:
+        """Remove a plugin registered in-process or from an entry point. Devices already created keep working."""
+        with self._lock:
+            self.plugin_set.remove(name)
+            self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._kinds = None
+        self._targets.clear()
+        self._devices.clear()
+
+    # ------------------------------------------------------------------ answers
+    def call(self, hook: str, **kwargs: Any) -> list[tuple[PluginRecord, Any]]:
+        """Every plugin's answer to `hook`, each call isolated (see `calls.call_each`)."""
+        self._ensure_loaded()
+        return call_each(self.pm, self.plugin_set.by_obj, hook, self._fail, **kwargs)
+
+    def kind_table(self) -> dict[str, KindEntry]:
+        """Kind -> its owner (built once, after loading)."""
+        self._ensure_loaded()
+        with self._lock:
+            if self._kinds is None:
+                self._kinds = kind_table(self.call("devicekit_device_kinds"), self._fail)
+            return self._kinds
+
+    def availability(self, entry: KindEntry) -> Availability:
+        """The kind's availability, probing it on first use."""
+        with self._lock:
+            if entry.availability is None:
+                if entry.error:
+                    entry.availability = Availability.no(entry.error)
+                else:
+                    entry.availability, entry.count = probe_kind(entry.decl, entry.plugin, self._fail)
+            return entry.availability
+
+    def ranked_pairs(self, spec: DeviceSpec) -> list[tuple[PluginRecord, Any]]:
+        """The compiler-pair declarations for `spec`, best first (ResolutionError on a tie at the top)."""
+        return ranked(self.call("devicekit_compiler_pairs", spec=spec), f"compiler pairs for {spec}")
+
+    # ------------------------------------------------------------------ listing
+    def plugins(self) -> list[PluginRecord]:
+        self._ensure_loaded()
+        return list(self.plugin_set.records.values())
+
+    def failures(self) -> list[PluginFailure]:
+        self._ensure_loaded()
+        return [f for rec in self.plugin_set.records.values() for f in rec.failures]
+
+    def pair_names(self, spec: DeviceSpec) -> list[str]:
+        """Names of the compiler pairs offered for `spec`, best first (declarations only; nothing is built)."""
+        answers = self.call("devicekit_compiler_pairs", spec=spec)
+        try:
+            best = ranked(answers, f"compiler pairs for {spec}")
+        except ResolutionError:  # listing still shows them; using the kind reports the tie
+            best = sorted(answers, key=lambda a: -a[1].priority)
+        return [d.name for _, d in best]
+
+    def devices(self) -> list[DeviceInfo]:
+        """Every known kind and id with its plugin and availability; unavailable ones with the reason.
+        Imports nothing heavy: only declarations and probes run."""
+        table = self.kind_table()
+        out: list[DeviceInfo] = []
+        for kind, e in sorted(table.items(), key=lambda kv: (-kv[1].decl.priority, kv[0])):
+            a = self.availability(e)
+            pairs = tuple(self.pair_names(DeviceSpec(kind)))
+            base = {"kind": kind, "plugin": e.plugin.name, "distribution": e.plugin.distribution,
+                    "version": e.plugin.version, "pair_names": pairs, "priority": e.decl.priority,
+                    "description": e.decl.description}
+            if a.ok:
+                for i in range(e.count or 0):
+                    out.append(DeviceInfo(spec=str(DeviceSpec(kind, i)), available=True, **base))
+            else:
+                out.append(DeviceInfo(spec=kind, available=False, reason=a.reason, **base))
+        for kind, (rec, why) in sorted(self._failed_kinds().items()):
+            if kind not in table:
+                out.append(DeviceInfo(kind, kind, rec.name, rec.distribution, rec.version, False, why))
+        return out
+
+    def _failed_kinds(self) -> dict[str, tuple[PluginRecord, str]]:
+        return failed_kinds(list(self.plugin_set.records.values()))
+
+    def _not_found(self, spec: DeviceSpec) -> DeviceKitError:
+        failed = self._failed_kinds()
+        if spec.kind in failed:
+            return DeviceUnavailableError(f"device {spec} is not available: {failed[spec.kind][1]}")
+        infos = self.devices()
+        avail = [d.spec for d in infos if d.available]
+        unavail = [f"{d.spec} ({d.reason})" for d in infos if not d.available]
+        msg = f"no device {str(spec)!r}. Available: {', '.join(avail) or 'none'}."
+        if unavail:
+            msg += f" Unavailable: {'; '.join(unavail)}."
+        other = [str(f) for f in self.failures() if f.phase in DISCOVERY_PHASES]
+        if other:
+            msg += f" Failed plugins: {'; '.join(other)}."
+        return DeviceNotFoundError(msg)
+
+    # ------------------------------------------------------------------ building
+    def _entry(self, spec: DeviceSpec) -> KindEntry:
+        entry = self.kind_table().get(spec.kind)
+        if entry is None:
+            raise self._not_found(spec)
+        if entry.error:
+            raise ResolutionError(entry.error)
+        return entry
+
+    def _answers(self, spec: DeviceSpec):
+        return lambda hook: self.call(hook, spec=spec)
+
+    def target(self, spec: DeviceSpec | str) -> Target:
+        """The Target of a kind: its compiler pairs, even where the kind cannot run."""
+        spec = DeviceSpec.parse(spec)
+        self._ensure_loaded()
+        with self._lock:
+            if (t := self._targets.get(spec)) is not None:
+                return t
+            table = self.kind_table()
+            if spec.kind in table and table[spec.kind].error:
+                raise ResolutionError(table[spec.kind].error)
+            try:
+                t = build_target(spec, self._answers(spec))
+            except DeviceUnavailableError:
+                if spec.kind not in table:
+                    raise self._not_found(spec) from None
+                raise
+            self._targets[spec] = t
+            return t
+
+    def device(self, spec: DeviceSpec | str | None = None) -> Device:
+        """The Device for `spec` (default: DEVICEKIT_DEVICE, else the available kind of highest priority), created
+        once per canonical spec."""
+        spec = self.default_spec() if spec is None else DeviceSpec.parse(spec)
+        if (d := self._devices.get(spec)) is not None:
+            return d
+        with self._lock:
+            if (d := self._devices.get(spec)) is not None:
+                return d
+            entry = self._entry(spec)
+            a = self.availability(entry)
+            if not a.ok:
+                raise DeviceUnavailableError(f"device {spec} (plugin {who(entry.plugin)}) is not available: "
+                                             f"{a.reason}")
+            if spec.index >= (entry.count or 0):
+                ids = ", ".join(str(DeviceSpec(spec.kind, i)) for i in range(entry.count or 0))
+                raise DeviceNotFoundError(f"no device {str(spec)!r}: {spec.kind} has {entry.count} device(s): {ids}")
+            d = build_device(spec, self._answers(spec))
+            dprint(1, f"created device {spec}: pairs {d.pair_names}, plugin {who(entry.plugin)}"
+                   + (f"; fallback: {d.fallback_reason}" if d.fallback_reason else ""))
+            self._devices[spec] = d
+            return d
+
+    def default_spec(self) -> DeviceSpec:
+        if env := os.environ.get("DEVICEKIT_DEVICE", "").strip():
+            return DeviceSpec.parse(env)
+        table = self.kind_table()
+        ready = [(e.decl.priority, k, e) for k, e in table.items() if not e.error and self.availability(e).ok]
+        if not ready:
+            raise DeviceNotFoundError("no device is available. " + "; ".join(
+                f"{d.spec}: {d.reason}" for d in self.devices()) + " (see `devicekit info`)")
+        return DeviceSpec(default_kind(ready))
