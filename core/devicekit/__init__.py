@@ -4,7 +4,8 @@
     dev = dk.device("CPU")                  # dk.device() is the default device
     outs = dk.run(kernel, device="CPU", x=x, out=np.empty(n, np.float32), n=n)
 
-Importing devicekit is light: submodules (and every backend's toolchain) load on first use.
+Importing devicekit is light: submodules (and every backend's toolchain) load on first use. This module is the top
+of the package: the lazy `dk.*` surface over `devicekit.api` (user conveniences), the registry and the contracts.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from .plugin import API_VERSION
 
 _LAZY: dict[str, tuple[str, str | None]] = {
     # name -> (module, attribute); attribute None: the module itself
-    "device": ("devicekit.registry", "device"),
-    "target": ("devicekit.registry", "target"),
-    "devices": ("devicekit.registry", "devices"),
-    "register_plugin": ("devicekit.registry", "register_plugin"),
-    "unregister_plugin": ("devicekit.registry", "unregister_plugin"),
+    "device": ("devicekit.api", "device"),
+    "target": ("devicekit.api", "target"),
+    "devices": ("devicekit.api", "devices"),
+    "run": ("devicekit.api", "run"),
+    "register_plugin": ("devicekit.api", "register_plugin"),
+    "unregister_plugin": ("devicekit.api", "unregister_plugin"),
     "DeviceInfo": ("devicekit.registry", "DeviceInfo"),
-    "run": ("devicekit.runtime", "run"),
     "Program": ("devicekit.runtime", "Program"),
     "Buffer": ("devicekit.memory", "Buffer"),
     "BufferOptions": ("devicekit.memory", "BufferOptions"),
@@ -76,13 +77,14 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from . import ir
+    from .api import device, devices, register_plugin, run, target, unregister_plugin
     from .compile.cache import cache_clear, cache_info
     from .compile.compiler import CompiledSpec, Compiler
     from .errors import CompileError, DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, PluginError
     from .hookspecs import hookimpl
     from .ir.dtypes import dtypes
     from .memory import Allocator, Buffer, BufferOptions
-    from .registry import DeviceInfo, device, devices, register_plugin, target, unregister_plugin
-    from .runtime import Program, run
+    from .registry import DeviceInfo
+    from .runtime import Program
     from .spec import DeviceSpec
     from .targets import Device, Target

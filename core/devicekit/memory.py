@@ -233,8 +233,8 @@ class Buffer:
     def __init__(self, device: Device | str | None, size: int, dtype: DType | Any,
                  options: BufferOptions | None = None, *, _base: Buffer | None = None, _byte_offset: int = 0):
         if isinstance(device, str) or device is None:
-            from .registry import device as get_device
-            device = get_device(device)
+            from .api import resolve_device  # the one upward import of the contracts: see docs/architecture.md
+            device = resolve_device(device)
         self.device = device
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(f"Buffer size must be a non-negative int (elements), got {size!r}")
