@@ -28,6 +28,7 @@ import tempfile
 import time
 
 import numpy as np
+from devicekit.benchmarking import best, cases, prepare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "README.md")
@@ -44,18 +45,6 @@ LIMITS_MS = {"new kernel: render+compile+load": 20.0, "cached kernel: render+com
              "launch of a tiny kernel (execute)": 0.010}
 
 
-def best(fn, reps: int, warmup: int = 1) -> float:
-    """Best wall time of `reps` calls after `warmup` calls (seconds)."""
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return min(ts)
-
-
 # ------------------------------------------------------------------ devicekit
 class DK:
     def __init__(self):
@@ -70,35 +59,6 @@ class DK:
 
     def empty(self, n: int):
         return self.dk.Buffer(self.cpu, n, self.dtypes.float32)
-
-
-def packed_matmul(M: int, N: int, K: int, tm: int = 2, tn: int = 8, um: int = 2):
-    """Proposal for devicekit.kernels.matmul on CPUs: B packed into [N/tn][K][tn] panels (one pack kernel), then
-    (um*tm) x tn rows x columns per instance: a tm x tn tile (tm broadcasts of `a` times one tn-float load of the
-    panel) repeated over an `unroll` range of um, so um accumulators share one k loop. Returns (pack, matmul)."""
-    from devicekit import ir
-    from devicekit.ir import dtypes
-    k = ir.KernelBuilder(f"pack_b_{tn}")
-    b = k.param("b", dtypes.float32, K * N)
-    bp = k.param("bp", dtypes.float32, K * N, writable=True)
-    j, r, y = k.range(N // tn, "global"), k.range(K, "loop"), k.range(tn, "loop")
-    bp[(j * K + r) * tn + y] = b[r * N + j * tn + y]
-    pack = k.build()
-    k = ir.KernelBuilder(f"matmul_packed_{um}x{tm}x{tn}")
-    a = k.param("a", dtypes.float32, M * K)
-    bp = k.param("bp", dtypes.float32, K * N)
-    c = k.param("c", dtypes.float32, M * N, writable=True)
-    i, j = k.range(M // (tm * um), "global"), k.range(N // tn, "global")
-    u = k.range(um, "unroll")
-    r = k.range(K, "reduce")
-    row0 = (i * um + u) * tm
-    av = [a[(row0 + x) * K + r] for x in range(tm)]
-    bv = [bp[(j * K + r) * tn + y] for y in range(tn)]
-    acc = ir.vectorize(*[av[x] * bv[y] for x in range(tm) for y in range(tn)]).sum(r)
-    for x in range(tm):
-        for y in range(tn):
-            c[(row0 + x) * N + j * tn + y] = acc.gep(x * tn + y)
-    return pack, k.build()
 
 
 # ------------------------------------------------------------------ tinygrad
@@ -129,87 +89,24 @@ def tg_time(tg, fn, args, reps):
 
 
 # ------------------------------------------------------------------ benchmarks
-def bench_fused(dk, tg, reps):
-    from devicekit import kernels
-    n = 16 << 20
-    rng = np.random.default_rng(0)
-    a, b, c = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
-    p = dk.cpu.compile(kernels.elementwise("a * b + c"))
-    bufs = [dk.buf(a), dk.buf(b), dk.buf(c), dk.empty(n)]
-    t_dk = best(lambda: p.execute(bufs, [n]), reps)
-    out = bufs[3].numpy()
-    assert np.allclose(out, a * b + c, rtol=1e-5, atol=1e-5)
-    t_np = best(lambda: a * b + c, reps)
+ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "softmax": "softmax"}  # --only name -> case name
+
+
+def bench_case(dk, tg, case, reps, compare: bool = True):
+    """(devicekit, numpy, tinygrad or None) best times of one case of devicekit.benchmarking (the definition
+    `devicekit bench` uses, here at its "large" sizes); the devicekit result is checked against numpy."""
+    inputs = case.inputs()
+    prepared = prepare(case, dk.cpu, inputs)
+    t_dk = best(prepared.launch, reps)
+    err = case.check(prepared.output(), case.reference(inputs))
+    assert not err, f"{case.title}: {err}"
+    if not compare:
+        return t_dk, None, None
+    t_np = best(lambda: case.reference(inputs), reps)
     t_tg = None
-    if not isinstance(tg, str):
-        T = tg[0]
-        ta, tb, tc = (T(x).realize() for x in (a, b, c))
-        t_tg = tg_time(tg, lambda x, y, z: x * y + z, (ta, tb, tc), reps)
-    return t_dk, t_np, t_tg
-
-
-def bench_sum(dk, tg, reps):
-    from devicekit import kernels
-    n, parts = 16 << 20, 64
-    a = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
-    p = dk.cpu.compile(kernels.reduce("sum"))
-    xa, partial, total = dk.buf(a), dk.empty(parts), dk.empty(1)
-
-    def run():  # 64 row sums on the thread pool, then the sum of the 64 partials
-        p.execute([xa, partial], [parts, n // parts])
-        p.execute([partial, total], [1, parts])
-    t_dk = best(run, reps)
-    assert abs(total.numpy()[0] - a.astype(np.float64).sum()) < 1e-3 * n ** 0.5
-    t_np = best(lambda: a.sum(), reps)
-    t_tg = None
-    if not isinstance(tg, str):
-        t_tg = tg_time(tg, lambda x: x.sum(), (tg[0](a).realize(),), reps)
-    return t_dk, t_np, t_tg
-
-
-def bench_matmul(dk, tg, reps, extra: dict):
-    from devicekit import kernels
-    s = 1024
-    rng = np.random.default_rng(2)
-    a, b = rng.standard_normal((s, s), dtype=np.float32), rng.standard_normal((s, s), dtype=np.float32)
-    ref = a @ b
-    p = dk.cpu.compile(kernels.matmul(s, s, s))
-    ba, bb, bc = dk.buf(a.reshape(-1)), dk.buf(b.reshape(-1)), dk.empty(s * s)
-    t_dk = best(lambda: p.execute([ba, bb, bc]), max(2, reps // 2))
-    assert np.allclose(bc.numpy().reshape(s, s), ref, rtol=1e-3, atol=1e-3)
-    pack, mm = packed_matmul(s, s, s)
-    pp, pm = dk.cpu.compile(pack), dk.cpu.compile(mm)
-    bp = dk.empty(s * s)
-
-    def packed():
-        pp.execute([bb, bp])
-        pm.execute([ba, bp, bc])
-    extra["matmul 1024 f32, packed B, 2x(2x8) tiles (proposal)"] = best(packed, max(2, reps // 2))
-    assert np.allclose(bc.numpy().reshape(s, s), ref, rtol=1e-3, atol=1e-3)
-    t_np = best(lambda: a @ b, reps)
-    t_tg = None
-    if not isinstance(tg, str):
-        T = tg[0]
-        t_tg = tg_time(tg, lambda x, y: x @ y, (T(a).realize(), T(b).realize()), max(2, reps // 2))
-    return t_dk, t_np, t_tg
-
-
-def bench_softmax(dk, tg, reps):
-    from devicekit import kernels
-    m, n = 4096, 1024
-    x = np.random.default_rng(3).standard_normal((m, n), dtype=np.float32)
-
-    def np_softmax():
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-    p = dk.cpu.compile(kernels.softmax())
-    bx, bo = dk.buf(x.reshape(-1)), dk.empty(m * n)
-    t_dk = best(lambda: p.execute([bx, bo], [m, n]), reps)
-    assert np.allclose(bo.numpy().reshape(m, n), np_softmax(), rtol=1e-4, atol=1e-6)
-    t_np = best(np_softmax, reps)
-    t_tg = None
-    if not isinstance(tg, str):
-        t_tg = tg_time(tg, lambda t: t.softmax(axis=1), (tg[0](x).realize(),), reps)
+    if not isinstance(tg, str) and case.tinygrad is not None:
+        fn, arrays = case.tinygrad(inputs)
+        t_tg = tg_time(tg, fn, tuple(tg[0](a).realize() for a in arrays), reps)
     return t_dk, t_np, t_tg
 
 
@@ -318,15 +215,15 @@ def main() -> int:
     else:
         from importlib.metadata import version
         tg_note = f"tinygrad {version('tinygrad')} (CPU device, CC={os.environ.get('CC', 'clang')}, default settings)"
+    by_name = {c.name: c for c in cases(profile="large", proposals=True)}
     rows, extra = [], {}
-    if want("fused"):
-        rows.append(("fused a*b+c 16M f32", *bench_fused(dk, tg, reps)))
-    if want("sum"):
-        rows.append(("sum 16M f32", *bench_sum(dk, tg, reps)))
-    if want("matmul"):
-        rows.append(("matmul 1024 f32", *bench_matmul(dk, tg, reps, extra)))
-    if want("softmax"):
-        rows.append(("softmax 4096x1024 f32", *bench_softmax(dk, tg, reps)))
+    for row, name in ROWS.items():
+        if want(row):
+            case, r = by_name[name], max(2, reps // 2) if name == "matmul" else reps
+            rows.append((case.title, *bench_case(dk, tg, case, r)))
+            if name == "matmul":
+                packed = by_name["matmul-packed"]
+                extra[packed.title] = bench_case(dk, tg, packed, r, compare=False)[0]
     singles = []
     if want("compile"):
         new, hit, memo, parts = bench_compile(dk, reps)

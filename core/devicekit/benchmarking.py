@@ -1,6 +1,11 @@
-"""`devicekit bench`: the standard kernels (elementwise fma, row sum, softmax, matmul) on each device, timed against
-numpy on the same data, checked against numpy, and shown as a table (optionally a PNG). Sizes are modest so a full
-run on every device finishes in well under a minute on two cores; `quick` shrinks them for tests and smoke runs."""
+"""The benchmark definition shared by `devicekit bench` and bench/run.py: the standard kernels (elementwise fma, sum,
+softmax, matmul; plus proposals for bench/run.py) at three sizes, each with its inputs, its numpy version (timed and
+used as the expected result), its tolerance, the work it does and, for bench/run.py, its tinygrad expression. Also
+the timing rule (best of a few launches after a warm-up), running every case on devices, and the CLI's table, plot
+and progress bar.
+
+Profiles: "quick" (a smoke run in seconds), "standard" (`devicekit bench`: a full run on every device in well under a
+minute on two cores), "large" (bench/run.py: sizes where one launch takes milliseconds on a CPU)."""
 
 from __future__ import annotations
 
@@ -12,21 +17,49 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BenchCase", "BenchResult", "cases", "format_table", "plot", "run_bench"]
+__all__ = ["PROFILES", "BenchCase", "BenchResult", "Prepared", "best", "cases", "format_table", "plot", "prepare",
+           "run_bench", "time_numpy"]
+
+PROFILES = ("quick", "standard", "large")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A case compiled and its inputs copied onto a device: `launch()` runs it once (waiting; returns the device's
+    own time in seconds when it reports one), `output()` reads the result back as a flat numpy array."""
+
+    launch: Callable[[], float | None]
+    output: Callable[[], np.ndarray]
 
 
 @dataclass(frozen=True)
 class BenchCase:
     """One kernel at one size: how to build it and its inputs, the numpy version, and the work it does."""
 
-    name: str
+    name: str  # "fma": the CLI's row
     size: str  # human-readable shape
-    kernel: Callable[[], Any]  # -> ir.Kernel
-    inputs: Callable[[], dict[str, Any]]  # named numpy arrays and int vars, as dk.run takes them
+    title: str  # bench/run.py's row: "fused a*b+c 16M f32"
+    kernel: Callable[[], Any]  # -> ir.Kernel (the first of them when `setup` launches several)
+    inputs: Callable[[], dict[str, Any]]  # named numpy arrays and int vars, as dk.run takes them (made on call)
     output: str  # the writable param compared with numpy
-    reference: Callable[[dict[str, Any]], np.ndarray]  # numpy on the same inputs
+    reference: Callable[[dict[str, Any]], np.ndarray]  # numpy on the same inputs: timed, and the expected result
     work: float  # bytes moved (unit GB/s) or flops (unit GFLOP/s)
     unit: str
+    rtol: float = 1e-3
+    atol: float = 1e-3
+    # (function over tinygrad Tensors, its numpy arguments) for bench/run.py's tinygrad column; None: no such row
+    tinygrad: Callable[[dict[str, Any]], tuple[Callable[..., Any], tuple[np.ndarray, ...]]] | None = None
+    # compile + copy in when one kernel launch is not the whole case (a two-stage sum, a pack then a matmul)
+    setup: Callable[[Any, dict[str, Any]], Prepared] | None = None
+
+    def check(self, got: np.ndarray, want: np.ndarray) -> str:
+        """"" when `got` matches numpy within the case's tolerance, else the error in words."""
+        got, want = np.asarray(got, np.float64).reshape(-1), np.asarray(want, np.float64).reshape(-1)
+        if got.shape != want.shape:
+            return f"{got.size} values, numpy gives {want.size}"
+        if np.allclose(got, want, rtol=self.rtol, atol=self.atol):
+            return ""
+        return f"max abs error {float(np.max(np.abs(got - want))):.3g} against numpy"
 
 
 @dataclass
@@ -56,76 +89,189 @@ class BenchResult:
                 "ok": self.ok, "error": self.error}
 
 
+# ------------------------------------------------------------------ the cases
+def _count(n: int) -> str:
+    for unit, shift in (("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
 
 
-def cases(quick: bool = False) -> list[BenchCase]:
-    """The standard set: fma (bandwidth), row sum (bandwidth), softmax (bandwidth + exp), matmul (compute)."""
-    from . import kernels
-
-    rng = np.random.default_rng(0)
-    f32 = lambda *shape: rng.standard_normal(shape).astype(np.float32)
-    n = 1 << 14 if quick else 1 << 21
-    rows, cols = (64, 256) if quick else (1024, 2048)
-    srows, scols = (32, 256) if quick else (512, 1024)
-    mm = 32 if quick else 256
-    fma_in = {"a": f32(n), "b": f32(n), "c": f32(n), "n": n}
-    sum_in = {"x": f32(rows * cols), "m": rows, "n": cols}
-    sm_in = {"x": f32(srows * scols), "m": srows, "n": scols}
-    mm_in = {"a": f32(mm * mm), "b": f32(mm * mm)}
-    return [
-        BenchCase("fma", f"n={n}", lambda: kernels.elementwise("a * b + c", name="bench_fma"), lambda: fma_in, "out",
-                  lambda d: d["a"] * d["b"] + d["c"], 16.0 * n, "GB/s"),
-        BenchCase("sum", f"{rows}x{cols}", lambda: kernels.reduce("sum", name="bench_sum"), lambda: sum_in, "out",
-                  lambda d: d["x"].reshape(rows, cols).sum(axis=1), 4.0 * rows * (cols + 1), "GB/s"),
-        BenchCase("softmax", f"{srows}x{scols}", lambda: kernels.softmax(name="bench_softmax"), lambda: sm_in, "out",
-                  lambda d: _softmax(d["x"].reshape(srows, scols)).reshape(-1), 8.0 * srows * scols, "GB/s"),
-        BenchCase("matmul", f"{mm}x{mm}x{mm}", lambda: kernels.matmul(mm, mm, mm, name="bench_matmul"),
-                  lambda: mm_in, "c", lambda d: (d["a"].reshape(mm, mm) @ d["b"].reshape(mm, mm)).reshape(-1),
-                  2.0 * mm ** 3, "GFLOP/s"),
-    ]
+def _normal(seed: int, *shape: int) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
 
 
-def _best(fn: Callable[[], float | None], budget: float = 0.25, max_reps: int = 5) -> float:
-    """Best of up to `max_reps` timed calls (at least one), stopping once `budget` seconds are spent."""
-    best, spent, reps = float("inf"), 0.0, 0
-    while reps < max_reps and (reps == 0 or spent < budget):
-        t0 = time.perf_counter()
-        measured = fn()
-        wall = time.perf_counter() - t0
-        best = min(best, measured if measured else wall)  # a runtime that reports no time (or 0): the wall clock
-        spent += wall
-        reps += 1
-    return best
-
-
-def _numpy_time(case: BenchCase, inputs: dict[str, Any]) -> tuple[float, np.ndarray]:
-    want = case.reference(inputs)
-    case.reference(inputs)  # a second warm-up: BLAS starts its threads lazily
-    return _best(lambda: (case.reference(inputs), None)[1]), want
-
-
-def _device_time(case: BenchCase, dev: Any, inputs: dict[str, Any]) -> tuple[float, np.ndarray]:
-    """Compile (not timed), copy in (not timed), run once to warm up, then time launches; returns the output."""
+def _buffers(dev: Any, program: Any, inputs: dict[str, Any], extra: dict[str, Any] | None = None) -> tuple[list, list]:
+    """(buffers in param order, var values) for `program`: inputs copied in, other params allocated; `extra` names
+    buffers to pass as they are."""
     from .memory import Buffer
 
-    kernel = case.kernel()
-    program = dev.compile(kernel)
     spec = program.spec
     vals = [int(inputs[v.name]) for v in spec.vars]
-    var_vals = spec.check_vars(vals)
     bufs = []
-    for p, size in zip(spec.params, spec.buffer_sizes(var_vals)):
+    for p, size in zip(spec.params, spec.buffer_sizes(spec.check_vars(vals))):
+        if extra and p.name in extra:
+            bufs.append(extra[p.name])
+            continue
         b = Buffer(dev, size, p.dtype)
         if p.name in inputs:
             b.copyin(inputs[p.name])
         bufs.append(b)
-    program.execute(bufs, vals, wait=True)
-    seconds = _best(lambda: program.execute(bufs, vals, wait=True))
-    out = bufs[[p.name for p in spec.params].index(case.output)].numpy()
-    return seconds, out
+    return bufs, vals
+
+
+def prepare(case: BenchCase, dev: Any, inputs: dict[str, Any]) -> Prepared:
+    """Compile `case` for `dev` and copy its inputs in (neither is timed)."""
+    if case.setup is not None:
+        return case.setup(dev, inputs)
+    program = dev.compile(case.kernel())
+    bufs, vals = _buffers(dev, program, inputs)
+    out = bufs[[p.name for p in program.spec.params].index(case.output)]
+    return Prepared(lambda: program.execute(bufs, vals, wait=True), out.numpy)
+
+
+def _two(t1: float | None, t2: float | None) -> float | None:
+    return None if t1 is None or t2 is None else t1 + t2
+
+
+def _total_sum_setup(parts: int) -> Callable[[Any, dict[str, Any]], Prepared]:
+    """A full sum as two launches of one row-sum kernel: `parts` rows of n/parts (on the device's threads), then
+    the sum of the `parts` partials."""
+    def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
+        from . import kernels
+
+        program = dev.compile(kernels.reduce("sum", name="bench_sum"))
+        n = inputs["x"].size
+        rows, _ = _buffers(dev, program, {"x": inputs["x"], "m": parts, "n": n // parts})
+        (_, total), _ = _buffers(dev, program, {"m": 1, "n": parts}, {"x": rows[1]})
+        stage1, stage2 = [rows[0], rows[1]], [rows[1], total]
+        return Prepared(lambda: _two(program.execute(stage1, [parts, n // parts], wait=True),
+                                     program.execute(stage2, [1, parts], wait=True)), total.numpy)
+    return setup
+
+
+def packed_matmul(M: int, N: int, K: int, tm: int = 2, tn: int = 8, um: int = 2):
+    """Proposal for devicekit.kernels.matmul on CPUs: B packed into [N/tn][K][tn] panels (one pack kernel), then
+    (um*tm) x tn rows x columns per instance: a tm x tn tile (tm broadcasts of `a` times one tn-float load of the
+    panel) repeated over an `unroll` range of um, so um accumulators share one k loop. Returns (pack, matmul)."""
+    from . import ir
+    from .ir import dtypes
+    k = ir.KernelBuilder(f"pack_b_{tn}")
+    b = k.param("b", dtypes.float32, K * N)
+    bp = k.param("bp", dtypes.float32, K * N, writable=True)
+    j, r, y = k.range(N // tn, "global"), k.range(K, "loop"), k.range(tn, "loop")
+    bp[(j * K + r) * tn + y] = b[r * N + j * tn + y]
+    pack = k.build()
+    k = ir.KernelBuilder(f"matmul_packed_{um}x{tm}x{tn}")
+    a = k.param("a", dtypes.float32, M * K)
+    bp = k.param("bp", dtypes.float32, K * N)
+    c = k.param("c", dtypes.float32, M * N, writable=True)
+    i, j = k.range(M // (tm * um), "global"), k.range(N // tn, "global")
+    u = k.range(um, "unroll")
+    r = k.range(K, "reduce")
+    row0 = (i * um + u) * tm
+    av = [a[(row0 + x) * K + r] for x in range(tm)]
+    bv = [bp[(j * K + r) * tn + y] for y in range(tn)]
+    acc = ir.vectorize(*[av[x] * bv[y] for x in range(tm) for y in range(tn)]).sum(r)
+    for x in range(tm):
+        for y in range(tn):
+            c[(row0 + x) * N + j * tn + y] = acc.gep(x * tn + y)
+    return pack, k.build()
+
+
+def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
+    def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
+        pack, mm = packed_matmul(s, s, s)
+        pp, pm = dev.compile(pack), dev.compile(mm)
+        pbufs, _ = _buffers(dev, pp, inputs)
+        mbufs, _ = _buffers(dev, pm, inputs, {"bp": pbufs[1]})
+        return Prepared(lambda: _two(pp.execute(pbufs, [], wait=True), pm.execute(mbufs, [], wait=True)),
+                        mbufs[2].numpy)
+    return setup
+
+
+_SIZES = {  # profile -> fma n, sum n, softmax (rows, cols), matmul s
+    "quick": (1 << 14, 1 << 14, (32, 256), 32),
+    "standard": (1 << 21, 1 << 21, (512, 1024), 256),
+    "large": (16 << 20, 16 << 20, (4096, 1024), 1024),
+}
+SUM_PARTS = 64  # a full sum runs as 64 row sums, then one sum of the partials
+
+
+def cases(quick: bool = False, profile: str | None = None, proposals: bool = False) -> list[BenchCase]:
+    """The standard set: fma (bandwidth), sum (bandwidth), softmax (bandwidth + exp), matmul (compute), at the sizes
+    of `profile` ("quick" when `quick`, else "standard" by default). `proposals` adds the kernels proposed for the
+    library (a packed-B matmul), which bench/run.py reports."""
+    from . import kernels
+
+    profile = profile or ("quick" if quick else "standard")
+    if profile not in _SIZES:
+        raise ValueError(f"benchmark profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    n, ns, (srows, scols), s = _SIZES[profile]
+    out = [
+        BenchCase("fma", f"n={n}", f"fused a*b+c {_count(n)} f32",
+                  lambda: kernels.elementwise("a * b + c", name="bench_fma"),
+                  lambda: {"a": _normal(0, n), "b": _normal(1, n), "c": _normal(2, n), "n": n}, "out",
+                  lambda d: d["a"] * d["b"] + d["c"], 16.0 * n, "GB/s", rtol=1e-5, atol=1e-5,
+                  tinygrad=lambda d: (lambda x, y, z: x * y + z, (d["a"], d["b"], d["c"]))),
+        BenchCase("sum", f"n={ns}", f"sum {_count(ns)} f32", lambda: kernels.reduce("sum", name="bench_sum"),
+                  lambda: {"x": _normal(3, ns)}, "out", lambda d: d["x"].sum(),
+                  4.0 * ns, "GB/s", rtol=0.0, atol=1e-3 * ns ** 0.5,
+                  tinygrad=lambda d: (lambda x: x.sum(), (d["x"],)), setup=_total_sum_setup(SUM_PARTS)),
+        BenchCase("softmax", f"{srows}x{scols}", f"softmax {srows}x{scols} f32",
+                  lambda: kernels.softmax(name="bench_softmax"),
+                  lambda: {"x": _normal(4, srows * scols), "m": srows, "n": scols}, "out",
+                  lambda d: _softmax(d["x"].reshape(srows, scols)).reshape(-1), 8.0 * srows * scols, "GB/s",
+                  rtol=1e-4, atol=1e-6,
+                  tinygrad=lambda d: (lambda t: t.softmax(axis=1), (d["x"].reshape(srows, scols),))),
+        BenchCase("matmul", f"{s}x{s}x{s}", f"matmul {s} f32", lambda: kernels.matmul(s, s, s, name="bench_matmul"),
+                  lambda: {"a": _normal(5, s * s), "b": _normal(6, s * s)}, "c",
+                  lambda d: (d["a"].reshape(s, s) @ d["b"].reshape(s, s)).reshape(-1), 2.0 * s ** 3, "GFLOP/s",
+                  tinygrad=lambda d: (lambda x, y: x @ y, (d["a"].reshape(s, s), d["b"].reshape(s, s)))),
+    ]
+    if proposals:
+        out.append(BenchCase("matmul-packed", f"{s}x{s}x{s}", f"matmul {s} f32, packed B, 2x(2x8) tiles (proposal)",
+                             lambda: packed_matmul(s, s, s)[1], out[3].inputs, "c", out[3].reference, 2.0 * s ** 3,
+                             "GFLOP/s", setup=_packed_setup(s)))
+    return out
+
+
+# ------------------------------------------------------------------ timing
+def best(fn: Callable[[], float | None], reps: int = 5, warmup: int = 1, budget: float | None = None) -> float:
+    """Best time of up to `reps` calls (at least one) after `warmup` untimed calls, stopping early once `budget`
+    seconds are spent. A call that returns a positive float (a device's own measurement) counts that, anything
+    else (None, an array) the wall clock."""
+    for _ in range(warmup):
+        fn()
+    best_t, spent, n = float("inf"), 0.0, 0
+    while n < reps and (n == 0 or budget is None or spent < budget):
+        t0 = time.perf_counter()
+        measured = fn()
+        wall = time.perf_counter() - t0
+        best_t = min(best_t, measured if isinstance(measured, float) and measured > 0 else wall)
+        spent += wall
+        n += 1
+    return best_t
+
+
+def time_numpy(case: BenchCase, inputs: dict[str, Any], reps: int = 5, budget: float | None = 0.25) \
+        -> tuple[float, np.ndarray]:
+    """(best numpy time, numpy's result). One more warm-up than a device: BLAS starts its threads lazily."""
+    want = case.reference(inputs)
+    return best(lambda: case.reference(inputs), reps, warmup=1, budget=budget), want
+
+
+def _device_time(case: BenchCase, dev: Any, inputs: dict[str, Any], reps: int = 5,
+                 budget: float | None = 0.25) -> tuple[float, np.ndarray]:
+    """Compile and copy in (not timed), run once to warm up, then time launches; returns the output."""
+    prepared = prepare(case, dev, inputs)
+    seconds = best(prepared.launch, reps, warmup=1, budget=budget)
+    return seconds, prepared.output()
 
 
 def run_bench(devices: list[str], quick: bool = False,
@@ -137,16 +283,15 @@ def run_bench(devices: list[str], quick: bool = False,
     results: list[BenchResult] = []
     for case in cases(quick):
         inputs = case.inputs()
-        np_seconds, want = _numpy_time(case, inputs)
+        np_seconds, want = time_numpy(case, inputs)
         for spec in devices:
             if progress is not None:
                 progress(f"{case.name} {case.size} on {spec}")
             try:
                 seconds, got = _device_time(case, get_device(spec), inputs)
-                ok = bool(np.allclose(got, want, rtol=1e-3, atol=1e-3))
-                err = "" if ok else f"max abs error {float(np.max(np.abs(got - want))):.3g} against numpy"
+                err = case.check(got, want)
                 results.append(BenchResult(case.name, case.size, spec, seconds, np_seconds, case.work, case.unit,
-                                           ok, err))
+                                           not err, err))
             except Exception as e:  # noqa: BLE001 - one failing device must not stop the table
                 results.append(BenchResult(case.name, case.size, spec, None, np_seconds, case.work, case.unit, False,
                                            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 from devicekit import cli
 from devicekit.benchmarking import BenchResult, Progress, format_table
@@ -102,3 +103,38 @@ def test_wrong_results_show_as_mismatch(run_py):
     p = run_py("-c", code, env={"PYTHONPATH": str(FIXTURES)})
     assert p.returncode == 1, p.stdout + p.stderr
     assert p.stdout.count("MISMATCH max abs error") == 4, p.stdout
+
+
+def test_bench_script_rows_come_from_the_shared_definition():
+    """bench/run.py's rows (and the bars it checks them against) are the titles of devicekit.benchmarking's cases
+    at the "large" profile: one definition for the script and `devicekit bench`."""
+    import importlib.util
+
+    from devicekit.benchmarking import cases
+
+    from .conftest import ROOT
+    spec = importlib.util.spec_from_file_location("dk_bench_run", ROOT / "bench" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    large = {c.name: c for c in cases(profile="large", proposals=True)}
+    assert set(run.ROWS.values()) <= set(large)
+    assert set(run.BARS) <= {c.title for c in large.values()}
+    assert large["fma"].title == "fused a*b+c 16M f32" and large["matmul-packed"].title.startswith("matmul 1024 f32")
+    assert [c.name for c in cases(quick=True)] == ["fma", "sum", "softmax", "matmul"]
+
+
+def test_every_case_is_right_on_cpu_and_a_wrong_answer_is_caught():
+    """The quick profile with the proposals (two-stage sum, pack + matmul) matches numpy on the CPU device; the
+    same check flags an off-by-one answer."""
+    import devicekit as dk
+    from devicekit.benchmarking import _device_time, cases, time_numpy
+
+    cpu_device = dk.device("CPU")
+    for case in cases(quick=True, proposals=True):
+        inputs = case.inputs()
+        _, want = time_numpy(case, inputs, reps=1)
+        seconds, got = _device_time(case, cpu_device, inputs, reps=1)
+        assert seconds > 0 and case.check(got, want) == "", case.name
+        wrong = np.array(got, np.float64).reshape(-1)
+        wrong[-1] += 1.0
+        assert "max abs error" in case.check(wrong, want), case.name
