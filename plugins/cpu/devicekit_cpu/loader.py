@@ -1,7 +1,7 @@
 """Load compiled bytes in process: object code into llvmlite's JIT, shared objects through dlopen.
 
-Both first pass `elfcheck.check` (on ELF hosts): damaged bytes raise MalformedObjectError instead of aborting
-LLVM's object reader or crashing the dynamic loader. Neither leaves a file behind: a .so is written to a uniquely
+Both first pass `elfcheck.check` (on ELF hosts) unless the bytes are trusted (`CompiledSpec.trusted`): damaged
+bytes raise MalformedObjectError instead of aborting LLVM's object reader or crashing the dynamic loader. Neither leaves a file behind: a .so is written to a uniquely
 named file in a private temp dir, dlopened and removed at once (the mapping keeps the code alive). A unique path matters: the dynamic loader reuses an already
 loaded library whose path string matches, so /proc/self/fd/N paths (reused fd numbers) are not safe.
 """
@@ -50,11 +50,12 @@ def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
     return dll, ctypes.cast(fn, ctypes.c_void_p).value
 
 
-def load(lib: bytes, symbol: str) -> tuple[object, int]:
-    """(keepalive, address) of program `symbol` in `lib`, checked first: MalformedObjectError (a CompileError and
-    a RuntimeError) names the program and the problem when the bytes would crash the JIT linker or dlopen."""
+def load(lib: bytes, symbol: str, trusted: bool = False) -> tuple[object, int]:
+    """(keepalive, address) of program `symbol` in `lib`, checked first unless `trusted` (bytes this process's
+    compiler produced, or a cache entry whose MAC verified): MalformedObjectError (a CompileError and a RuntimeError)
+    names the program and the problem when the bytes would crash the JIT linker or dlopen."""
     shared = is_shared_object(lib)
-    if lib[:4] == b"\x7fELF" or sys.platform != "darwin":  # Mach-O (macOS) is passed through unchecked
+    if not trusted and (lib[:4] == b"\x7fELF" or sys.platform != "darwin"):  # Mach-O (macOS): passed through
         from .elfcheck import check
         check(lib, symbol, shared)
     return load_shared(lib, symbol) if shared else load_object(lib, symbol)

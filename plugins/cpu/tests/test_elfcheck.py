@@ -122,3 +122,92 @@ def test_system_libraries_pass():
                 seen += 1
     if not seen:
         pytest.skip("no system libraries found at the usual paths")
+
+
+# ---------------------------------------------------------------- trusted bytes skip the check
+# Contract with the compile cache: CompiledSpec gets `trusted: bool = False`, set by the core for bytes its compiler
+# just produced or a cache entry whose MAC verified. The runtime reads getattr(compiled, "trusted", False).
+
+def _count_checks(monkeypatch) -> list:
+    """Every call of the real elfcheck.check, recorded (the check still runs)."""
+    from devicekit_cpu import elfcheck
+    calls, real = [], elfcheck.check
+
+    def counting(lib, name, shared):
+        calls.append(name)
+        return real(lib, name, shared)
+    monkeypatch.setattr(elfcheck, "check", counting)
+    return calls
+
+
+def _fresh(cpu, pair: str, seed: int):
+    """A CompiledSpec of out = a * <seed>.5 + b, a kernel this process has not loaded yet (loads are memoized by
+    content)."""
+    from devicekit import kernels
+    r, c = cpu.pair(pair)
+    return c.compile(r.render(kernels.elementwise(f"a * {seed}.5 + b", name=f"trust_{pair}_{seed}")))
+
+
+def _runs(cpu, prog, seed: int) -> None:
+    import numpy as np
+    from devicekit.memory import Buffer
+    a, b = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    out = Buffer(cpu, 8, "float32")
+    prog.execute([Buffer(cpu, 8, "float32").copyin(a), Buffer(cpu, 8, "float32").copyin(b), out], [8], wait=True)
+    np.testing.assert_array_equal(out.numpy(), a * np.float32(seed + 0.5) + b)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_foreign_bytes_are_checked(pair, cpu, monkeypatch):
+    comp = _fresh(cpu, pair, 1)
+    calls = _count_checks(monkeypatch)
+    assert getattr(comp, "trusted", False) is not True
+    _runs(cpu, cpu.runtime(CompiledSpec(comp.spec, comp.lib, comp.compiler_id)), 1)
+    assert calls == [comp.spec.name]
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_trusted_bytes_skip_the_check_and_run(pair, cpu, monkeypatch):
+    """Until CompiledSpec has the field, a simple object stands in for a trusted CompiledSpec."""
+    import types
+    comp = _fresh(cpu, pair, 2)
+    calls = _count_checks(monkeypatch)
+    trusted = types.SimpleNamespace(spec=comp.spec, lib=comp.lib, compiler_id=comp.compiler_id, trusted=True)
+    _runs(cpu, cpu.runtime(trusted), 2)
+    assert calls == []
+
+
+def test_only_a_real_true_counts_as_trusted(cpu, monkeypatch):
+    import types
+    comp = _fresh(cpu, "llvm", 3)
+    calls = _count_checks(monkeypatch)
+    cpu.runtime(types.SimpleNamespace(spec=comp.spec, lib=comp.lib, compiler_id=comp.compiler_id, trusted="yes"))
+    assert calls == [comp.spec.name]
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_random_damage_is_refused_or_passed_never_anything_else(pair, built):
+    """Bytes damaged at random (a byte, a bit in the header, a word, several bytes) make check() raise
+    MalformedObjectError or pass; no other exception escapes pyelftools. DEVICEKIT_SLOW=1 runs 20x more."""
+    import os
+    import random
+
+    from devicekit_cpu.elfcheck import MalformedObjectError, check
+    lib, shared = built[pair].lib, pair == "c"
+    rng = random.Random(f"elf-{pair}")
+    refused = 0
+    for trial in range(150 * (20 if os.environ.get("DEVICEKIT_SLOW") == "1" else 1)):
+        b = bytearray(lib)
+        if trial % 3 == 0:
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        elif trial % 3 == 1:
+            b[rng.randrange(64)] ^= 1 << rng.randrange(8)
+        else:
+            i = rng.randrange(len(b) - 8)
+            b[i:i + 8] = rng.getrandbits(64).to_bytes(8, "little")
+        try:
+            check(bytes(b), "k", shared)
+        except MalformedObjectError as e:
+            assert "'k'" in str(e)
+            refused += 1
+    assert refused > 0
