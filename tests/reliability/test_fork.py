@@ -1,0 +1,139 @@
+"""fork while other threads compile (multiprocessing's default start method on Linux is fork): every child gets a
+working CPU device on both pairs. On main, 12 of 20 such children hung forever on the LLVM JIT lock. Everything runs
+in a subprocess; each child and the pool are bounded by timeouts, and a child that does not finish is killed and
+counted as hung."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+
+SETUP = textwrap.dedent("""
+    import json, os, sys, threading, time, traceback
+    import numpy as np
+    import devicekit as dk
+    from devicekit import ir
+    from devicekit.compile.cache import CompileCache
+    from devicekit.ir import dtypes
+
+    def kernel(tag, j):
+        k = ir.KernelBuilder(f"fk_{tag}_{j}")
+        n = k.var("n", 1, 1 << 24)
+        x = k.param("x", dtypes.float32, n)
+        o = k.param("out", dtypes.float32, n, writable=True)
+        i = k.range(n, "global")
+        o[i] = x[i] * float(j % 97 + 2) + float(j)
+        return k.build()
+
+    def check(tag, j, pname, n):
+        \"\"\"Compile a kernel never seen before on pair `pname` and run it on n elements (n = 1 << 18 is split over
+        the thread pool); True when the result is right.\"\"\"
+        cpu = dk.device("CPU")
+        prog = cpu.compile(kernel(tag, j), pair=pname)
+        xs = np.arange(n, dtype=np.float32) % 1000
+        x = dk.Buffer(cpu, n, "float32").copyin(xs)
+        o = dk.Buffer(cpu, n, "float32")
+        prog.execute([x, o], [n], wait=True)
+        return bool(np.array_equal(o.numpy(), xs * np.float32(j % 97 + 2) + np.float32(j)))
+
+    cache = CompileCache(ROOT)  # a disk cache shared by the threads: its lock and files are busy at fork time
+    stop = threading.Event()
+    counts = {"llvm": 0, "c": 0}
+
+    def compile_loop(pname, tag):
+        r, c = dk.device("CPU").pair(pname)
+        c = type(c)()
+        c.cache = cache
+        j = 0
+        while not stop.is_set():
+            c.compile(r.render(kernel(tag, j)))
+            counts[pname] += 1
+            j += 1
+
+    threads = [threading.Thread(target=compile_loop, args=(p, f"{p}{t}"), daemon=True)
+               for p, t in (("llvm", 0), ("llvm", 1), ("c", 0))]
+    for t in threads:
+        t.start()
+    while counts["llvm"] < 2 or counts["c"] < 1:  # every compiler is busy before the first fork
+        time.sleep(0.01)
+""")
+
+FORKS = textwrap.dedent("""
+    pids = []
+    for f in range(20):
+        time.sleep(0.03)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ok = check(f"child{f}", f, "llvm", 1 << 18) and check(f"child{f}", f, "c", 1 << 18)
+                os._exit(0 if ok else 1)
+            except BaseException:
+                traceback.print_exc()
+                os._exit(2)
+        pids.append(pid)
+    exits, deadline = [], time.monotonic() + CHILD_TIMEOUT
+    try:
+        for pid in pids:
+            while True:
+                done, status = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    exits.append(os.waitstatus_to_exitcode(status))
+                    break
+                if time.monotonic() > deadline:
+                    exits.append("hung")
+                    break
+                time.sleep(0.02)
+    finally:
+        for pid in pids:  # no child outlives the test, hung or not
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+    stop.set()
+    print(json.dumps({"exits": exits, "counts": counts}))
+""")
+
+POOL = textwrap.dedent("""
+    import multiprocessing
+
+    def work(i):
+        return check(f"pool{i}", i, ("llvm", "c")[i % 2], 1 << 18)
+
+    pool = multiprocessing.get_context("fork").Pool(4)  # forked while the threads compile
+    try:
+        res = pool.map_async(work, range(8)).get(timeout=CHILD_TIMEOUT)
+    except multiprocessing.TimeoutError:
+        res = "hung"
+        pool.terminate()
+    else:
+        pool.close()
+    pool.join()
+    stop.set()
+    print(json.dumps({"results": res, "counts": counts}))
+""")
+
+
+def _run(isolated, root, child_timeout: float, part: str) -> dict:
+    code = f"ROOT = {str(root)!r}\nCHILD_TIMEOUT = {child_timeout}\n" + SETUP + part
+    try:
+        rc, out = isolated.run(code, timeout=240)
+    except Exception as e:  # noqa: BLE001 - subprocess.TimeoutExpired: the whole script hung
+        pytest.fail(f"the fork script did not finish: {e}")
+    assert rc == 0, f"{isolated.describe(rc)}\n{out[-3000:]}"
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_twenty_forks_during_concurrent_compiles_on_both_pairs(tmp_path, isolated):
+    rep = _run(isolated, tmp_path / "dk", 90, FORKS)
+    assert rep["exits"] == [0] * 20, f"children: {rep['exits']} (0 ok, 1 wrong result, 2 error, hung)"
+    assert rep["counts"]["llvm"] >= 2 and rep["counts"]["c"] >= 1
+
+
+def test_multiprocessing_pool_with_fork_uses_the_cpu_device(tmp_path, isolated):
+    rep = _run(isolated, tmp_path / "dk", 120, POOL)
+    assert rep["results"] == [True] * 8
