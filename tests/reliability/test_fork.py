@@ -137,3 +137,56 @@ def test_twenty_forks_during_concurrent_compiles_on_both_pairs(tmp_path, isolate
 def test_multiprocessing_pool_with_fork_uses_the_cpu_device(tmp_path, isolated):
     rep = _run(isolated, tmp_path / "dk", 120, POOL)
     assert rep["results"] == [True] * 8
+
+
+HELD = textwrap.dedent("""
+    import json, os, sys, threading, time
+    import numpy as np
+    import devicekit as dk
+    from devicekit import kernels
+    from devicekit.compile.cache import default_cache
+    from devicekit.registry import get_registry
+    which = sys.argv[1]
+    cpu = dk.device("CPU")
+    cpu.compile(kernels.elementwise("a + b"), pair="llvm")  # the process has used everything once
+    lock = {"registry": lambda: get_registry()._lock, "compile cache": lambda: default_cache()._lock,
+            "device program memo": lambda: cpu._lock, "allocator LRU": lambda: cpu.allocator._lru_lock}[which]()
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with lock:  # another thread is inside this lock when the process forks
+            held.set()
+            release.wait()
+
+    threading.Thread(target=holder, daemon=True).start()
+    held.wait()
+    pid = os.fork()
+    if pid == 0:
+        xs = np.arange(64, dtype=np.float32)
+        listed = [str(d.spec) for d in dk.devices()]  # the registry's lock
+        ok = all(np.array_equal(dk.run(kernels.elementwise("a * b + c"), device=dev, a=xs, b=xs, c=xs, n=64)["out"],
+                                xs * xs + xs) for dev in ("CPU", "PYTHON"))  # PYTHON: a device built in the child
+        os._exit(0 if ok and "CPU" in listed else 1)
+    deadline, status = time.monotonic() + 60, None
+    while time.monotonic() < deadline:
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(st)
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        status = "hung"
+    release.set()
+    print(json.dumps({"child": status}))
+""")
+
+
+@pytest.mark.parametrize("which", ["registry", "compile cache", "device program memo", "allocator LRU"])
+def test_child_works_when_another_thread_held_a_lock_at_fork(isolated, which):
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", HELD, which], capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"child": 0}
