@@ -5,17 +5,24 @@ there), so the child's first use of it hangs: multiprocessing's default start me
 `rlock()` return ordinary threading locks that are registered here and re-initialized (released) in the child by an
 `os.register_at_fork` handler. Use them for locks that guard short in-memory updates (a dict, a counter): the data
 they protect was consistent between bytecodes when the fork happened, since the forking thread held the GIL.
-State that is not (the LLVM JIT, the compile cache's files, the registry being built) has its own at-fork handler
+`private_tmpdir()` replaces `tempfile.TemporaryDirectory` where other threads may be inside it at fork time: a
+child that exits normally runs the finalizers of the TemporaryDirectory objects it copied from the parent's threads
+and deletes their directories under the parent (a C compile in another thread then fails). State that is not (the
+LLVM JIT, the compile cache's files, the registry being built) has its own at-fork handler
 in the module that owns it. Reads no environment variables.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 import threading
 import weakref
+from collections.abc import Iterator
 
-__all__ = ["lock", "rlock"]
+__all__ = ["lock", "private_tmpdir", "rlock"]
 
 _locks: weakref.WeakSet = weakref.WeakSet()
 
@@ -32,6 +39,19 @@ def rlock() -> threading.RLock:
     lk = threading.RLock()
     _locks.add(lk)
     return lk
+
+
+@contextlib.contextmanager
+def private_tmpdir(prefix: str = "devicekit_") -> Iterator[str]:
+    """A fresh private (0700) temp directory, removed when the block ends, and only by the process that made it: no
+    finalizer object is left for a forked child to run."""
+    owner = os.getpid()
+    d = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield d
+    finally:
+        if os.getpid() == owner:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _after_fork_in_child() -> None:

@@ -95,6 +95,8 @@ FORKS = textwrap.dedent("""
             except (ProcessLookupError, ChildProcessError):
                 pass
     stop.set()
+    for t in threads:  # no compile in flight at exit (atexit would remove its temp dir under it)
+        t.join(timeout=60)
     print(json.dumps({"exits": exits, "counts": counts}))
 """)
 
@@ -114,6 +116,8 @@ POOL = textwrap.dedent("""
         pool.close()
     pool.join()
     stop.set()
+    for t in threads:  # no compile in flight at exit (atexit would remove its temp dir under it)
+        t.join(timeout=60)
     print(json.dumps({"results": res, "counts": counts}))
 """)
 
@@ -190,3 +194,52 @@ def test_child_works_when_another_thread_held_a_lock_at_fork(isolated, which):
     p = subprocess.run([sys.executable, "-c", HELD, which], capture_output=True, text=True, timeout=120, check=False)
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {"child": 0}
+
+
+NORMAL_EXIT = textwrap.dedent("""
+    import json, os, sys, threading, time
+    import devicekit as dk
+    from devicekit import kernels
+    from devicekit.compile.cache import CompileCache
+    from devicekit_cpu.cc_compiler import CCompiler
+    slow_cc = sys.argv[1]  # the real C compiler behind a wrapper that first sleeps: the compile is surely in flight
+    r = dk.device("CPU").pair("c")[0]
+    c = CCompiler(cc=slow_cc)
+    c.cache = CompileCache(disk=False)
+    result = {}
+
+    def compile_in_thread():
+        try:
+            result["lib"] = len(c.compile(r.render(kernels.elementwise("a - b"))).lib)
+        except Exception as e:
+            result["error"] = f"{type(e).__name__}: {e}"[:300]
+
+    t = threading.Thread(target=compile_in_thread)
+    t.start()
+    time.sleep(0.5)
+    pid = os.fork()
+    if pid == 0:
+        sys.exit(0)  # a normal exit: atexit handlers and finalizers run in the child
+    os.waitpid(pid, 0)
+    t.join(timeout=120)
+    print(json.dumps(result))
+""")
+
+
+def test_child_exiting_normally_does_not_remove_the_parents_compile_dir(tmp_path):
+    """A forked child that exits normally ran the finalizers of the TemporaryDirectory a parent thread was compiling
+    in, and deleted it under the running C compiler."""
+    import shutil
+    import subprocess
+    import sys
+    cc = shutil.which("clang") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    wrapper = tmp_path / "slow-cc"
+    wrapper.write_text(f"#!/bin/sh\nsleep 1.5\nexec {cc} \"$@\"\n")
+    wrapper.chmod(0o755)
+    p = subprocess.run([sys.executable, "-c", NORMAL_EXIT, str(wrapper)], capture_output=True, text=True, timeout=120,
+                       check=False)
+    assert p.returncode == 0, p.stderr[-2000:]
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    assert "error" not in rep and rep["lib"] > 0, rep
