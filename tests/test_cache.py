@@ -75,8 +75,9 @@ def test_corrupted_entry_is_detected_deleted_recompiled(tmp_path, capsys, monkey
     again = compiler(cache, calls).compile(spec()).lib
     assert again == good and len(calls) == 2 and cache.stats["corrupt"] == 1
     err = capsys.readouterr().err
-    assert "is corrupt (checksum mismatch): deleted, recompiling" in err
-    assert decode_entry(entry.read_bytes(), CacheKey("TOY", ToyCompiler().identity(), _sha(SRC))) == good
+    assert "is corrupt (MAC mismatch: damaged, or not written by this user's devicekit): deleted, recompiling" in err
+    assert decode_entry(entry.read_bytes(), CacheKey("TOY", ToyCompiler().identity(), _sha(SRC)),
+                        cache.mac_key()) == good
 
 
 def _sha(s: str) -> str:
@@ -100,7 +101,7 @@ def test_entry_only_loaded_under_its_own_key(tmp_path):
     k1 = CacheKey("TOY", "toyc", "a" * 64)
     k2 = CacheKey("TOY", "toyc", "b" * 64)
     with pytest.raises(KeyError):
-        decode_entry(encode_entry(k1, b"lib1"), k2)
+        decode_entry(encode_entry(k1, b"lib1", b"s" * 32), k2, b"s" * 32)
     cache = CompileCache(tmp_path)
     cache.put(k1, b"lib1")
     # plant k1's entry at the file name of k2 (a collision or a copied file): k2 must not get lib1

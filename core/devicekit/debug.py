@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import warnings
 
+from . import forksafe
+
 _warned: set[str] = set()
-_lock = threading.Lock()
+_lock = forksafe.lock()
 
 
 def debug_level() -> int:

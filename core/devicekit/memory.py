@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import forksafe
 from .ir.dtypes import DType, dtypes, from_numpy_values, to_numpy_values
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ class LRUAllocator(Allocator):
         self.max_cached_bytes = max_cached_bytes
         self._cache: OrderedDict[tuple[int, BufferOptions], list[Any]] = OrderedDict()
         self.cached_bytes = 0
-        self._lru_lock = threading.Lock()
+        self._lru_lock = forksafe.lock()
         self.stats = {"hits": 0, "misses": 0, "evicted": 0, "flushes": 0}
 
     def alloc(self, nbytes: int, options: BufferOptions | None = None) -> Any:

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import interrupt
 from .debug import debug_level, dprint
 
 if TYPE_CHECKING:
@@ -80,12 +81,23 @@ class Program(ABC):
         handles = [b.handle for b in buffers]
         if debug_level() >= 4:
             dprint(4, f"launch {self.name} vars={var_vals} global={global_size} local={local_size}")
-        t = self._launch(handles, [var_vals[v.name] for v in self.spec.vars], var_vals, global_size, local_size, wait)
+        args = (handles, [var_vals[v.name] for v in self.spec.vars], var_vals, global_size, local_size, wait)
+        if self.may_run_long(args[1]) and interrupt.on_main_thread():
+            t = interrupt.call(self._launch, args, keep=buffers)  # Ctrl-C returns; the buffers outlive the kernel
+        else:
+            t = self._launch(*args)
         if wait and t is not None:
             dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")
         return t
 
     __call__ = execute
+
+    def may_run_long(self, vals: list[int]) -> bool:
+        """Whether a launch with these int vars (declaration order) may block long enough that Ctrl-C must not
+        wait for it. When True and the caller is the main thread, `execute` runs `_launch` on a launcher thread and
+        waits interruptibly (devicekit.interrupt): KeyboardInterrupt returns at once, the launch finishes in the
+        background with its buffers kept alive. Default False: `_launch` runs on the calling thread."""
+        return False
 
     @abstractmethod
     def _launch(self, handles: list, vals: list[int], var_vals: dict[str, int], global_size: tuple[int, ...] | None,

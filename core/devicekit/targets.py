@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from . import forksafe
 from .debug import dprint
 from .errors import DeviceKitError
 from .spec import DeviceSpec
@@ -90,7 +90,7 @@ class Device(Target):
         self.allocator = allocator
         self.runtime = runtime
         self._programs: OrderedDict[tuple[Any, str | None, int], Program] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     @classmethod
     def from_pairs(cls, spec: DeviceSpec | str, allocator: Allocator, compilers: Sequence[CompilerPair],
@@ -99,8 +99,18 @@ class Device(Target):
         self._init(spec, allocator, compilers, pair_names, runtime, fallback_reason)
         return self
 
-    def _program(self, compiled) -> Program:
-        program = self.runtime(compiled)
+    def _program(self, compiled, compiler: Compiler | None = None) -> Program:
+        """The runtime's Program for `compiled`. Bytes that came from the compile cache and fail to load (a stale
+        or damaged entry whose MAC still verified: another toolchain's object, a wrong symbol) are discarded and
+        recompiled once by `compiler`; a second failure, or a failure of freshly compiled bytes, is raised."""
+        try:
+            program = self.runtime(compiled)
+        except Exception as e:  # any load failure of cached bytes earns one rebuild
+            if compiler is None or not getattr(compiled, "from_cache", False):
+                raise
+            reason = f"{type(e).__name__}: {e}"
+            dprint(1, f"{self.spec}: cached bytes of {compiled.name} failed to load ({reason}); recompiling once")
+            program = self.runtime(compiler.recompile(compiled.spec, reason))
         if getattr(program, "device", None) is None:
             program.device = self
         return program
@@ -113,7 +123,7 @@ class Device(Target):
             return prog
         renderer, compiler = self.compilers[idx]
         dprint(2, f"{self.spec}: compiling {getattr(kernel, 'name', kernel)} with pair {self.pair_names[idx]!r}")
-        program = self._program(compiler.compile(renderer.render(kernel, name=name)))
+        program = self._program(compiler.compile(renderer.render(kernel, name=name)), compiler)
         with self._lock:
             program = self._programs.setdefault(key, program)
             self._programs.move_to_end(key)
@@ -129,7 +139,7 @@ class Device(Target):
             parse = getattr(renderer, "parse_source", None)
             if callable(parse):
                 dprint(2, f"{self.spec}: reading {entry!r} from source with pair {pname!r}")
-                return self._program(compiler.compile(parse(src, entry, **options)))
+                return self._program(compiler.compile(parse(src, entry, **options)), compiler)
         raise DeviceKitError(f"{self.spec}: none of its compiler pairs ({', '.join(self.pair_names)}) can read "
                              "hand-written source (no renderer with parse_source); use a kind whose plugin offers "
                              "it, e.g. CPU with devicekit-cpu installed")

@@ -73,7 +73,7 @@ CORRUPTIONS = {
     "truncated in the key": lambda b: b[:30],
     "truncated in the payload": lambda b: b[:len(b) - 100],
     "payload byte flipped": lambda b: b[:-50] + bytes([b[-50] ^ 1]) + b[-49:],
-    "checksum byte flipped": lambda b: _flip_checksum(b),
+    "MAC byte flipped": lambda b: _flip_mac(b),
     "length field lies": lambda b: _lie_length(b),
     "trailing garbage": lambda b: b + b"\0" * 16,
     "another format version": lambda b: b[:8] + (99).to_bytes(2, "little") + b[10:],
@@ -84,7 +84,7 @@ def _klen(b):
     return int.from_bytes(b[10:14], "little")
 
 
-def _flip_checksum(b):
+def _flip_mac(b):
     pos = 14 + _klen(b)
     return b[:pos] + bytes([b[pos] ^ 0xFF]) + b[pos + 1:]
 
@@ -108,7 +108,7 @@ def test_corrupted_entry_of_real_object_code_is_recompiled(tmp_path, how):
     assert cache2.stats["corrupt"] == 1 and cache2.stats["misses"] == 1 and cache2.stats["disk_hits"] == 0
     assert again.lib == first.lib
     np.testing.assert_array_equal(_run(again, 1), expected(1, XS))
-    assert decode_entry(path.read_bytes(), CacheKey(**_key_of(spec, c))) == first.lib  # rewritten whole
+    assert decode_entry(path.read_bytes(), CacheKey(**_key_of(spec, c)), cache2.mac_key()) == first.lib  # rewritten whole
 
 
 def _key_of(spec, c):
@@ -136,8 +136,9 @@ def test_planted_entries_are_never_loaded(tmp_path):
     p4 = _entry(cache, s4, c)
     k4 = CacheKey(**_key_of(s4, c))
     plants = {"kernel 3's entry": _entry(cache, s3, c).read_bytes(),
-              "same source for CUDA": encode_entry(CacheKey("CUDA", k4.compiler, k4.src_sha256), lib3),
-              "same source, other compiler": encode_entry(CacheKey("CPU", k4.compiler + " -O0", k4.src_sha256), lib3)}
+              "same source for CUDA": encode_entry(CacheKey("CUDA", k4.compiler, k4.src_sha256), lib3, cache.mac_key()),
+              "same source, other compiler": encode_entry(CacheKey("CPU", k4.compiler + " -O0", k4.src_sha256), lib3,
+                                                          cache.mac_key())}
     for what, data in plants.items():
         p4.write_bytes(data)
         c.cache = CompileCache(tmp_path)
@@ -308,4 +309,4 @@ def test_eight_processes_compiling_the_same_kernels(tmp_path):
         data = p.read_bytes()
         stored = json.loads(data[14:14 + _klen(data)])
         key = CacheKey(stored[1], stored[2], stored[3])
-        assert key.filename() == p.name and decode_entry(data, key)
+        assert key.filename() == p.name and decode_entry(data, key, cache.mac_key())

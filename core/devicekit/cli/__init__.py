@@ -69,7 +69,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
             if args.json:
                 _print_json({"removed": n, **info})
             else:
-                print(f"removed {n} entries from {info['dir']}")
+                print(f"removed {n} entries from {info['dir']}"
+                      + (f" and {info['stale_tmp_removed']} stale temp files" if info.get("stale_tmp_removed") else ""))
             if str(info["state"]).startswith("refused"):
                 print(f"devicekit: the disk cache is not in use: {info['state']}", file=sys.stderr)
                 return EXIT_FAILED
@@ -85,6 +86,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"state:    {info['state']}")
         print(f"entries:  {info['entries']}")
         print(f"size:     {_fmt_bytes(info['bytes'])} (cap {_fmt_bytes(info['max_bytes'])})")
+        if "tmp_files" in info:
+            print(f"temp files: {info['tmp_files']} ({info['stale_tmp_files']} stale: left by killed writers, removed "
+                  "when the cache opens and by `cache clear`)")
     return EXIT_OK
 
 

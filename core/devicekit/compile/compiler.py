@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..debug import debug_level, dprint
@@ -18,11 +18,24 @@ if TYPE_CHECKING:  # not at run time: the compile side must not need the IR to l
 
 @dataclass(frozen=True)
 class CompiledSpec:
-    """Compiled bytes (`lib`) of `spec`, made by the compiler whose identity() is `compiler_id`."""
+    """Compiled bytes (`lib`) of `spec`, made by the compiler whose identity() is `compiler_id`.
+
+    `trusted` is set by the core only: True when `Compiler.compile` just produced the bytes in this process, or read
+    them from a cache entry whose MAC verified under this user's secret. A runtime may skip structural checks of
+    trusted bytes (they are what a compiler of this process emitted); bytes from anywhere else (a CompiledSpec built
+    by hand, unpickled, read from a file) have `trusted=False` and must be checked before they are loaded.
+    `from_cache` says the bytes came from the compile cache rather than a compile in this call: when such bytes fail
+    to load, `Device` discards the entry and recompiles once. Neither field takes part in equality.
+    """
 
     spec: ProgramSpec
     lib: bytes
     compiler_id: str
+    trusted: bool = field(default=False, compare=False)
+    from_cache: bool = field(default=False, compare=False)
+
+    def __reduce__(self):
+        return (type(self), (self.spec, self.lib, self.compiler_id))  # trust does not travel: unpickled bytes are checked
 
     @property
     def name(self) -> str:
@@ -58,37 +71,58 @@ class Compiler(ABC):
     def compile_src(self, src: str) -> bytes:
         """Compile `src`; raise CompileError(message, log, src) when the source is rejected."""
 
+    def cache_key(self, spec: ProgramSpec) -> CacheKey:
+        """The cache key of `spec` for this compiler: (spec.device, identity(), sha256(spec.src))."""
+        return CacheKey(spec.device, self.identity(), hashlib.sha256(spec.src.encode()).hexdigest())
+
+    def _cache(self) -> CompileCache:
+        return self.cache if self.cache is not None else default_cache()
+
+    def _build(self, spec: ProgramSpec, ident: str) -> bytes:
+        t0 = time.perf_counter()
+        try:
+            lib = self.compile_src(spec.src)
+        except CompileError as e:
+            if not e.src:
+                raise CompileError(e.message, e.log, spec.src) from e
+            raise
+        if not isinstance(lib, (bytes, bytearray, memoryview)):
+            raise TypeError(f"compiler {self.name!r}: compile_src must return bytes, got {type(lib).__name__}")
+        dprint(2, f"compiled {spec.name} with {ident} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        return bytes(lib)
+
     def compile(self, spec: ProgramSpec) -> CompiledSpec:
         """Compile `spec.src`, through the cache keyed by (spec.device, identity(), sha256(src))."""
         ident = self.identity()
         if debug_level() >= 3:
             dprint(3, f"source of {spec.name} ({spec.device}, {spec.lang}):\n{spec.src}")
-        key = CacheKey(spec.device, ident, hashlib.sha256(spec.src.encode()).hexdigest())
         compiled_now = False
 
         def build() -> bytes:
             nonlocal compiled_now
             compiled_now = True
-            t0 = time.perf_counter()
-            try:
-                lib = self.compile_src(spec.src)
-            except CompileError as e:
-                if not e.src:
-                    raise CompileError(e.message, e.log, spec.src) from e
-                raise
-            if not isinstance(lib, (bytes, bytearray, memoryview)):
-                raise TypeError(f"compiler {self.name!r}: compile_src must return bytes, got {type(lib).__name__}")
-            dprint(2, f"compiled {spec.name} with {ident} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
-            return bytes(lib)
+            return self._build(spec, ident)
 
         if not self.use_cache:
             lib = build()
         else:
-            cache = self.cache if self.cache is not None else default_cache()
-            lib = cache.get_or_compile(key, build)
+            lib = self._cache().get_or_compile(self.cache_key(spec), build)
             if not compiled_now:
                 dprint(2, f"compile cache hit for {spec.name} ({ident})")
-        return CompiledSpec(spec, lib, ident)
+        return CompiledSpec(spec, lib, ident, trusted=True, from_cache=not compiled_now)
+
+    def recompile(self, spec: ProgramSpec, reason: str = "") -> CompiledSpec:
+        """Compile `spec.src` again, bypassing the cache, and replace its entry (memory and disk): the cached bytes
+        failed to load (`reason`). Used by Device, once per failure, for every runtime."""
+        ident = self.identity()
+        if not self.use_cache:
+            return CompiledSpec(spec, self._build(spec, ident), ident, trusted=True)
+        key = self.cache_key(spec)
+        cache = self._cache()
+        cache.discard(key, reason or "its bytes failed to load")
+        lib = self._build(spec, ident)
+        cache.put(key, lib, replace=True)
+        return CompiledSpec(spec, lib, ident, trusted=True)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.identity()}>"

@@ -17,6 +17,7 @@ This module holds the process-wide Registry and the functions over it (`device`,
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -33,6 +34,26 @@ __all__ = ["DEFAULT_PROBE_TIMEOUT", "ENTRY_POINT_GROUP", "DeviceInfo", "PluginFa
 
 _registry: Registry | None = None
 _registry_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A child forked while another thread held the process-wide registry's lock (loading plugins, building a
+    device) would wait on it forever: the half-built registry is dropped (rebuilt on next use, its lock released
+    for anyone still holding it); an idle registry is kept as it is."""
+    global _registry, _registry_lock
+    _registry_lock = threading.Lock()
+    lock = getattr(_registry, "_lock", None)
+    if lock is None:
+        return
+    if lock.acquire(blocking=False):  # free, or held by the forking thread itself (an RLock): consistent
+        lock.release()
+    else:
+        lock._at_fork_reinit()
+        _registry = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def get_registry() -> Registry:

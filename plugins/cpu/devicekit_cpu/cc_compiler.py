@@ -6,10 +6,10 @@ import functools
 import os
 import shutil
 import subprocess
-import tempfile
 
 from devicekit.compile import Compiler
 from devicekit.errors import CompileError
+from devicekit.forksafe import private_tmpdir
 
 from .hostinfo import cpu_fingerprint
 
@@ -56,7 +56,7 @@ class CCompiler(Compiler):
         return self._id
 
     def compile_src(self, src: str) -> bytes:
-        with tempfile.TemporaryDirectory(prefix="devicekit_cc_") as d:
+        with private_tmpdir(prefix="devicekit_cc_") as d:
             out = os.path.join(d, "kernel.so")
             try:
                 p = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src,

@@ -21,13 +21,13 @@ def _extent(r: UOp) -> SymInt:
 
 def split_cost(lk) -> SymInt:
     """Counted ops per iteration of the split (outermost) range, inner loops multiplied out: an int, or an
-    expression over the kernel's vars."""
-    if lk.core_split is None:
-        return 1
+    expression over the kernel's vars. A kernel without a split range is one iteration: its whole work (the runtime
+    uses it to tell a launch that may run long, see CPUProgram.may_run_long)."""
+    whole = lk.core_split is None
     const = 0
     terms: dict[UOp, int] = {}  # symbolic trip-count product -> how many ops run that often
-    stack: list[SymInt] = []
-    inside = False
+    stack: list[SymInt] = [1] if whole else []
+    inside = whole
     for u in lk.uops:
         if u.op is Ops.RANGE:
             if not inside:

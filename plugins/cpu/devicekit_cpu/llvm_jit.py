@@ -1,6 +1,7 @@
 """The one llvmlite/LLVM state of the process: initialization, the host target machine, the ORC JIT.
 
-LLVM's global context is not thread-safe, so every use of it (parse, optimize, emit, link) holds `LOCK`.
+LLVM's global context is not thread-safe, so every use of it (parse, optimize, emit, link) holds `LOCK`; os.fork
+takes `LOCK` first, so a child never starts with LLVM in the middle of a call.
 Imported only when a CPU device or the "llvm" pair is built.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import threading
 
 import llvmlite
@@ -15,6 +17,40 @@ import llvmlite.binding as llvm
 
 LOCK = threading.RLock()
 _lib_ids = itertools.count()
+
+
+def _ffi_lock():
+    """llvmlite's own lock around every call into libllvmlite (taken also outside LOCK: object disposal on garbage
+    collection). A private attribute: None when a future llvmlite moves it (then only LOCK is held across fork)."""
+    return getattr(getattr(getattr(llvm.ffi, "lib", None), "_lock", None), "_lock", None)
+
+
+def _before_fork() -> None:
+    """Fork only between LLVM calls: a child forked while another thread was inside LLVM would inherit LOCK,
+    llvmlite's FFI lock and LLVM's own mutexes held forever, and half-updated LLVM state (12 of 20 such children
+    hung on main). Waits for the current compile or link to finish. Order: LOCK, then the FFI lock (a thread may
+    hold the FFI lock without LOCK, never the other way round while waiting)."""
+    LOCK.acquire()
+    if (ffi := _ffi_lock()) is not None:
+        ffi.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    if (ffi := _ffi_lock()) is not None:
+        ffi.release()
+    LOCK.release()
+
+
+def _after_fork_in_child() -> None:
+    global LOCK
+    if (ffi := _ffi_lock()) is not None:
+        ffi._at_fork_reinit()  # held by the forking thread, the only one the child has
+    LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
 
 
 @functools.cache

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import tempfile
+
+from devicekit.forksafe import private_tmpdir
 
 
 def is_shared_object(lib: bytes) -> bool:
@@ -32,7 +33,7 @@ def load_object(lib: bytes, symbol: str) -> tuple[object, int]:
 
 def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
     """(keepalive, address) of `symbol` in a shared object."""
-    with tempfile.TemporaryDirectory(prefix="devicekit_so_") as d:
+    with private_tmpdir(prefix="devicekit_so_") as d:
         path = os.path.join(d, f"k{os.getpid()}_{id(lib):x}{'.dylib' if sys.platform == 'darwin' else '.so'}")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
         try:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections import OrderedDict
+
+from devicekit import forksafe
 
 
 class LRU:
@@ -13,7 +14,7 @@ class LRU:
     def __init__(self, size: int):
         self.size = size
         self._d: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def get(self, key):
         with self._lock:

@@ -7,6 +7,7 @@ import os
 import time
 from functools import partial
 
+from devicekit import interrupt
 from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
 
@@ -32,6 +33,10 @@ _SEQ = (list, tuple)
 
 # below this many estimated operations a launch runs on the calling thread (waking workers costs ~10-30 us)
 PARALLEL_MIN_WORK = 1 << 16
+# from this many estimated operations (and for every hand-written source kernel, whose work is unknown) a launch from
+# the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below, it is too short
+# to matter and the handoff (~20 us) is not paid
+INTERRUPTIBLE_MIN_WORK = PARALLEL_MIN_WORK
 
 
 class CPUProgram(Program):
@@ -58,6 +63,17 @@ class CPUProgram(Program):
         self._buffer_type = Buffer
         self._pdtypes = tuple(p.dtype for p in spec.params)
         self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
+        # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
+        self._from_source = bool(spec.get_meta("from_source", False))
+        cost = spec.get_meta("split_cost", 1)
+        work = cost if spec.core_split is None else spec.core_split * cost
+        self._work = compile_sym(work, names, fallback=INTERRUPTIBLE_MIN_WORK)
+        self._maybe_long = self._from_source or not (isinstance(work, int) and work < INTERRUPTIBLE_MIN_WORK)
+
+    def may_run_long(self, vals) -> bool:
+        """Hand-written source kernels (their loops are unknown) and launches estimated at INTERRUPTIBLE_MIN_WORK
+        operations or more: on the main thread they run where Ctrl-C can leave them (devicekit.interrupt)."""
+        return self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK)
 
     def execute(self, buffers, vals=(), global_size=None, local_size=None, wait=False):
         """The base class's checks with precomputed dtypes and compiled size expressions: buffer count, device,
@@ -77,7 +93,11 @@ class CPUProgram(Program):
                 return super().execute(buffers, vals, global_size, local_size, wait)
             h = b._handle
             handles.append(h if h is not None else b.handle)
-        return self._launch(handles, list(vals), None, None, None, wait)
+        vals = list(vals)
+        if self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK) \
+                and interrupt.on_main_thread():
+            return interrupt.call(self._launch, (handles, vals, None, None, None, wait), buffers)
+        return self._launch(handles, vals, None, None, None, wait)
 
     def chunks(self, extent: int, vals) -> int:
         """How many threads a launch with this extent (and these var values, in declaration order) uses."""

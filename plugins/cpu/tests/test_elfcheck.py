@@ -161,19 +161,19 @@ def _runs(cpu, prog, seed: int) -> None:
 def test_foreign_bytes_are_checked(pair, cpu, monkeypatch):
     comp = _fresh(cpu, pair, 1)
     calls = _count_checks(monkeypatch)
-    assert getattr(comp, "trusted", False) is not True
-    _runs(cpu, cpu.runtime(CompiledSpec(comp.spec, comp.lib, comp.compiler_id)), 1)
+    foreign = CompiledSpec(comp.spec, comp.lib, comp.compiler_id)  # bytes handed in by hand: not trusted
+    assert foreign.trusted is False
+    _runs(cpu, cpu.runtime(foreign), 1)
     assert calls == [comp.spec.name]
 
 
 @pytest.mark.parametrize("pair", PAIRS)
 def test_trusted_bytes_skip_the_check_and_run(pair, cpu, monkeypatch):
-    """Until CompiledSpec has the field, a simple object stands in for a trusted CompiledSpec."""
-    import types
+    """Bytes this process's compiler just produced are trusted (CompiledSpec.trusted, set by the core)."""
     comp = _fresh(cpu, pair, 2)
     calls = _count_checks(monkeypatch)
-    trusted = types.SimpleNamespace(spec=comp.spec, lib=comp.lib, compiler_id=comp.compiler_id, trusted=True)
-    _runs(cpu, cpu.runtime(trusted), 2)
+    assert comp.trusted is True
+    _runs(cpu, cpu.runtime(comp), 2)
     assert calls == []
 
 

@@ -1,0 +1,128 @@
+"""Launches that Ctrl-C can interrupt.
+
+Python runs signal handlers only on the main thread and only between bytecodes, so a kernel running inside a native
+call on the main thread holds back KeyboardInterrupt until it returns: forever for an infinite loop. `call(fn, args,
+keep)` runs `fn(*args)` on a launcher thread when it is called from the main thread, and waits for it in a lock
+acquire, which a signal interrupts. When a signal handler raises (Ctrl-C: KeyboardInterrupt) the exception reaches
+the caller at once (within milliseconds) while the call goes on in the background until it returns; `keep` (the
+Buffers the call reads and writes) stays referenced until then, so their memory is neither freed nor handed to
+another Buffer while the abandoned kernel may still write it. `pending()` counts such calls; `wait_pending()` waits
+for them. There is no way to stop native code from outside: an infinite loop keeps its launcher thread (a daemon,
+which does not keep the process alive) and one core busy until the process ends.
+
+`Program.execute` uses it for launches its runtime says may run long (`Program.may_run_long`); short launches, and
+every launch from another thread, run on the calling thread as before. Reads no environment variables.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from queue import SimpleQueue
+from typing import Any
+
+__all__ = ["call", "on_main_thread", "pending", "wait_pending"]
+
+_main_ident = threading.main_thread().ident
+_idle: list[_Launcher] = []  # launchers waiting for work (list.append/pop are atomic)
+_abandoned: set[_Job] = set()  # calls whose caller was interrupted, still running
+_abandoned_lock = threading.Lock()
+
+
+def on_main_thread() -> bool:
+    """Whether the caller is the main thread (the only one Python delivers signals to)."""
+    return _thread.get_ident() == _main_ident
+
+
+class _Job:
+    __slots__ = ("args", "done", "error", "fn", "keep", "result")
+
+    def __init__(self, fn: Callable, args: Sequence[Any], keep: Any):
+        self.fn, self.args, self.keep = fn, args, keep
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
+
+
+class _Launcher:
+    """One daemon thread that runs jobs one at a time and puts itself back on the idle list after each."""
+
+    def __init__(self) -> None:
+        self.jobs: SimpleQueue[_Job] = SimpleQueue()
+        threading.Thread(target=self._loop, name="devicekit-launcher", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                job.result = job.fn(*job.args)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                job.error = e
+            job.fn = job.args = None
+            job.done.release()
+            with _abandoned_lock:
+                _abandoned.discard(job)
+            job.keep = None  # the buffers may go now (their finalizers run on this thread)
+            _idle.append(self)
+
+
+def call(fn: Callable, args: Sequence[Any] = (), keep: Any = None) -> Any:
+    """`fn(*args)`, interruptible by signals when called from the main thread (see the module docstring)."""
+    if _thread.get_ident() != _main_ident:
+        return fn(*args)
+    try:
+        launcher = _idle.pop()
+    except IndexError:
+        launcher = _Launcher()
+    job = _Job(fn, args, keep)
+    launcher.jobs.put(job)
+    try:
+        job.done.acquire()  # a signal interrupts this wait; its handler's exception propagates
+    except BaseException:
+        with _abandoned_lock:
+            if job.done.locked():
+                _abandoned.add(job)
+        raise
+    if job.error is not None:
+        err, job.error = job.error, None
+        raise err
+    return job.result
+
+
+def pending() -> int:
+    """How many interrupted calls are still running in the background."""
+    with _abandoned_lock:
+        return len(_abandoned)
+
+
+def wait_pending(timeout: float | None = None) -> bool:
+    """Wait until every interrupted call has returned (or `timeout` seconds passed); True when none is left."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with _abandoned_lock:
+            jobs = list(_abandoned)
+        if not jobs:
+            return True
+        for job in jobs:
+            left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
+            if job.done.acquire(timeout=left):
+                job.done.release()
+            elif deadline is not None:
+                return pending() == 0
+
+
+def _after_fork_in_child() -> None:
+    """The child has only the forking thread: no launchers, no background calls, and that thread is its main one."""
+    global _main_ident, _abandoned_lock
+    _main_ident = _thread.get_ident()
+    _idle.clear()
+    _abandoned.clear()
+    _abandoned_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
