@@ -16,6 +16,7 @@ import pytest
 from devicekit import settings
 from devicekit.cli import main
 from devicekit.errors import DeviceKitError, DeviceNotFoundError, SettingError
+from devicekit.plugin import CompilerPairFactory
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -128,6 +129,30 @@ def test_plugins_declare_variables_through_the_same_api(monkeypatch):
         settings.register("DKTEST_WIDGETS", settings.flag, False, "", "another-plugin")
     with pytest.raises(LookupError, match="not a declared setting"):
         settings.get("DKTEST_NEVER_DECLARED")
+
+
+def test_a_bad_variable_read_by_a_factory_is_an_error_not_a_quiet_fallback(registry, monkeypatch):
+    """A pair factory reading a bad value must not be skipped like a missing toolchain (the device would silently
+    use another compiler): the SettingError reaches the caller."""
+    import types
+
+    from dkfix_toy.toylang import ToyCompiler, ToyRenderer
+
+    def pairs(spec):
+        return [CompilerPairFactory("tuned", ToyRenderer, lambda s: ToyCompiler(level=settings.get("DKTEST_TOY_LEVEL")),
+                                    priority=50)] if spec.kind == "TOY" else []
+
+    tuned = types.ModuleType("tuned")
+    tuned.DEVICEKIT_API = (1, 0)
+    tuned.devicekit_compiler_pairs = dk.hookimpl(pairs)
+    monkeypatch.setattr(settings, "_settings", dict(settings._settings))
+    settings.register("DKTEST_TOY_LEVEL", settings.int_in(0, 9), 1, "toy optimization level", "dk-test-plugin")
+    registry.register_plugin(tuned)
+    monkeypatch.setenv("DKTEST_TOY_LEVEL", "high")
+    with pytest.raises(SettingError, match="DKTEST_TOY_LEVEL='high'"):
+        dk.device("TOY")
+    monkeypatch.setenv("DKTEST_TOY_LEVEL", "3")
+    assert dk.device("TOY").compiler.level == 3
 
 
 def test_unknown_devicekit_variables_are_found_with_a_suggestion(monkeypatch):

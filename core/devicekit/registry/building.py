@@ -1,8 +1,9 @@
 """Building what the plugins declared for one device spec: its compiler pairs best first (a factory that raises, a
 missing toolchain, is skipped and the reason kept), its allocator and runtime with the same fallback, and from them
 a Target (compile side only) or a Device. Every skipped alternative ends up in `fallback_reason`. A factory that
-raises anything but KeyboardInterrupt (SystemExit included) is skipped; KeyboardInterrupt reaches the user and
-nothing is cached. When the pair in use comes from a plugin other than the kind's owner, DEVICEKIT_DEBUG>=1 says so
+raises anything but KeyboardInterrupt or SettingError (SystemExit included) is skipped; KeyboardInterrupt reaches the
+user and nothing is cached, and a SettingError (a bad variable the factory reads) is raised too: a user's mistake
+must not turn into a quiet fallback to another compiler. When the pair in use comes from a plugin other than the kind's owner, DEVICEKIT_DEBUG>=1 says so
 (`override_note`)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..debug import dprint
-from ..errors import DeviceUnavailableError
+from ..errors import DeviceUnavailableError, SettingError
 from ..spec import DeviceSpec
 from ..targets import Device, Target
 from .records import PluginRecord, who
@@ -43,7 +44,7 @@ def build_pairs(spec: DeviceSpec, answers: Answers,
             names.append(decl.name)
             if len(pairs) == 1 and (note := override_note(spec, owner, rec, decl.name)):
                 dprint(1, note)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SettingError):
             raise
         except BaseException as e:  # noqa: BLE001 - a missing toolchain: skip the pair, keep the reason
             if not pairs:
@@ -65,7 +66,7 @@ def build_one(spec: DeviceSpec, answers: Answers, what: str) -> tuple[Any, list[
     for rec, decl in ranked(answers, f"{what} for {spec}"):
         try:
             return decl.factory(spec), skipped
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SettingError):
             raise
         except BaseException as e:  # noqa: BLE001
             skipped.append(f"{what} from plugin {rec.name!r} skipped: {type(e).__name__}: {e}")
