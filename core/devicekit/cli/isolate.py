@@ -20,7 +20,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["DEFAULT_TIMEOUT", "check_plugins", "main", "text_lines"]
+__all__ = ["DEFAULT_TIMEOUT", "check_plugins", "main", "run_one", "text_lines"]
 
 DEFAULT_TIMEOUT = 20.0
 PHASE = "@devicekit-isolate-phase "
@@ -82,7 +82,7 @@ def _signal_name(n: int) -> str:
         return f"signal {n}"
 
 
-def _run_one(name: str, timeout: float) -> dict[str, Any]:
+def run_one(name: str, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
     """Run the child for entry point `name`; what happened, in a dict (see check_plugins)."""
     import time
 
@@ -161,7 +161,7 @@ def check_plugins(timeout: float = DEFAULT_TIMEOUT, jobs: int | None = None) -> 
             todo.append((ep.name, dname, dver))
     workers = max(1, jobs or min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
-        for (name, dname, dver), row in zip(todo, pool.map(lambda t: _run_one(t[0], timeout), todo)):
+        for (name, dname, dver), row in zip(todo, pool.map(lambda t: run_one(t[0], timeout), todo)):
             row.setdefault("distribution", dname)
             row.setdefault("version", dver)
             rows[name] = row
