@@ -123,11 +123,15 @@ def test_cli_info_json_reports_everything_and_exits_0(fixture_venv):
     assert [x["name"] for x in toy["pairs"]] == ["toy-turbo", "toy-fast", "toy"]
     assert toy["pairs_built"] == ["toy-fast", "toy"] and "toycc-turbo" in toy["fallback"]
     assert toy["ids"] == ["TOY", "TOY:1"] and toy["plugin"] == "toy"
+    # toy-turbo (the owner's best) is skipped, so toyfast's pair is TOY's default: allowed, and said in one line
+    assert toy["override"] == ("TOY's default compiler pair 'toy-fast' comes from plugin 'toyfast' "
+                               "(dk-fixture-toy-fast 1.2.3), not from TOY's owner 'toy' (dk-fixture-toy 1.2.3)")
     assert "'tiea'" in rep["kinds"]["TIE"]["error"] and "'tieb'" in rep["kinds"]["TIE"]["error"]
     assert rep["cache"]["state"] == "enabled" and rep["cache"]["dir"].startswith(str(fixture_venv.root))
     assert rep["devicekit"]["api"] == [1, 0]
     text = fixture_venv.run(["-m", "devicekit.cli", "info"])
     assert text.returncode == 0 and "FAILED at import" in text.stdout and "fallback:" in text.stdout
+    assert text.stdout.count("override: ") == 1 and f"override: {toy['override']}" in text.stdout
 
 
 def test_trace_plugins(fixture_venv):

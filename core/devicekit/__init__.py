@@ -39,6 +39,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DeviceNotFoundError": ("devicekit.errors", "DeviceNotFoundError"),
     "DeviceUnavailableError": ("devicekit.errors", "DeviceUnavailableError"),
     "PluginError": ("devicekit.errors", "PluginError"),
+    "SettingError": ("devicekit.errors", "SettingError"),
     "cache_info": ("devicekit.compile.cache", "cache_info"),
     "cache_clear": ("devicekit.compile.cache", "cache_clear"),
     "ir": ("devicekit.ir", None),
@@ -50,7 +51,7 @@ __all__ = [  # noqa: RUF022 - grouped as in the design
     "device", "target", "devices", "run", "Buffer", "BufferOptions", "Device", "Target", "DeviceSpec", "DeviceInfo",
     "hookimpl", "ir", "dtypes", "Program", "Allocator", "Compiler", "CompiledSpec", "register_plugin",
     "unregister_plugin", "cache_info", "cache_clear", "CompileError", "DeviceKitError", "DeviceNotFoundError",
-    "DeviceUnavailableError", "PluginError",
+    "DeviceUnavailableError", "PluginError", "SettingError",
 ]
 
 

@@ -1,13 +1,13 @@
 """DEVICEKIT_DEBUG helpers. Levels: 1 device choices, fallbacks and cache events; 2 kernels compiled (names,
-timings); 3 sources; 4 everything (launches and var values). Output goes to stderr."""
+timings); 3 sources; 4 everything (launches and var values). Output goes to stderr. The variable is read through
+devicekit.settings (a bad value warns once and counts as level 1)."""
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 
-from . import forksafe
+from . import forksafe, settings
 
 _warned: set[str] = set()
 _lock = forksafe.lock()
@@ -15,17 +15,24 @@ _lock = forksafe.lock()
 
 def debug_level() -> int:
     """The current DEVICEKIT_DEBUG level (read on each call, so tests and notebooks can change it)."""
-    try:
-        return int(os.environ.get("DEVICEKIT_DEBUG", "0") or 0)
-    except ValueError:
-        return 1
+    return settings.get("DEVICEKIT_DEBUG")
 
 
 def env_flag(name: str, default: bool = False) -> bool:
-    v = os.environ.get(name)
-    if v is None or v.strip() == "":
+    """A switch variable: a declared one through devicekit.settings (its own default), any other parsed the same
+    way (1/0, true/false, yes/no, on/off; anything else is a SettingError naming it). Prefer settings.get."""
+    try:
+        return bool(settings.get(name))
+    except LookupError:
+        pass
+    import os
+    raw = os.environ.get(name, "").strip()
+    if not raw:
         return default
-    return v.strip().lower() not in ("0", "false", "no", "off")
+    try:
+        return settings.flag(raw)
+    except ValueError:
+        raise settings.SettingError(f"{name}={raw!r} is not valid: expected {settings.flag.accepts}") from None
 
 
 def dprint(level: int, *msg: object) -> None:

@@ -6,7 +6,7 @@ import re
 
 __all__ = [
     "CompileError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "PluginError",
-    "ResolutionError",
+    "ResolutionError", "SettingError",
 ]
 
 
@@ -20,6 +20,11 @@ class PluginError(DeviceKitError):
 
 class ResolutionError(DeviceKitError):
     """Two plugins answered a hook with the same top priority: the registry refuses to pick by registration order."""
+
+
+class SettingError(DeviceKitError, ValueError):
+    """An environment variable has a value devicekit cannot use; the message names the variable, the value, what it
+    accepts and the default (see devicekit.settings)."""
 
 
 class DeviceNotFoundError(DeviceKitError, LookupError):

@@ -6,6 +6,7 @@ A plugin module sets `DEVICEKIT_API = (1, 0)` (the API it was built for; `API_VE
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -40,6 +41,18 @@ class Availability:
         return self.ok
 
 
+def check_priority(decl: object) -> None:
+    """Refuse a priority that is not an integer (NaN, 2.5, True, "5"): ranking sorts by it, and NaN or a float
+    would sort silently wrong. Integral values (numpy ints included) are stored as a plain int."""
+    p = getattr(decl, "priority", None)
+    if isinstance(p, bool) or not isinstance(p, numbers.Integral):
+        name = getattr(decl, "name", None)
+        what = f"{type(decl).__name__} {name!r}" if name is not None else type(decl).__name__
+        raise TypeError(f"{what}: priority must be an int, got {p!r} ({type(p).__name__})")
+    if type(p) is not int:
+        object.__setattr__(decl, "priority", int(p))
+
+
 def _always() -> Availability:
     return Availability.yes()
 
@@ -52,13 +65,17 @@ def _one() -> int:
 class DeviceKind:
     """A device kind a plugin owns. `probe()` must be cheap and must not raise for "not here"; `count()` is the
     number of ids (CUDA:0..count-1) and is only called when the probe said yes. The highest `priority` among
-    available kinds is the default device."""
+    available kinds is the default device. Every priority here and in the factories below must be an int (NaN,
+floats and bools are refused when the declaration is made)."""
 
     name: str
     description: str = ""
     priority: int = 0
     probe: Callable[[], Availability] = _always
     count: Callable[[], int] = _one
+
+    def __post_init__(self) -> None:
+        check_priority(self)
 
 
 @dataclass(frozen=True)
@@ -67,6 +84,9 @@ class AllocatorFactory:
 
     factory: Callable[[DeviceSpec], Allocator]
     priority: int = 0
+
+    def __post_init__(self) -> None:
+        check_priority(self)
 
 
 @dataclass(frozen=True)
@@ -79,6 +99,9 @@ class CompilerPairFactory:
     compiler: Callable[[DeviceSpec], Compiler]
     priority: int = 0
 
+    def __post_init__(self) -> None:
+        check_priority(self)
+
 
 @dataclass(frozen=True)
 class RuntimeFactoryDecl:
@@ -86,3 +109,6 @@ class RuntimeFactoryDecl:
 
     factory: Callable[[DeviceSpec], RuntimeFactory]
     priority: int = 0
+
+    def __post_init__(self) -> None:
+        check_priority(self)

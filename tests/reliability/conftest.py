@@ -14,10 +14,11 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from devicekit import settings
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
-SLOW = os.environ.get("DEVICEKIT_SLOW") == "1"
+SLOW = settings.get("DEVICEKIT_SLOW")
 
 
 def pytest_collection_modifyitems(config, items):

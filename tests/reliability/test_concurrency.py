@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 import pytest
-from devicekit import ir
+from devicekit import ir, settings
 from devicekit.ir import dtypes
 from devicekit.testing.random_kernels import assert_matches
 
@@ -110,7 +110,7 @@ def test_eight_threads_different_kernels_one_device():
 def test_soak_threads_fresh_kernels():
     """DEVICEKIT_SOAK_SECONDS (default 300) of 8 threads; a new generation of kernels every 50 launches per thread.
     RSS over the second half must stay within 256 MiB of its value at the halfway point."""
-    seconds = float(os.environ.get("DEVICEKIT_SOAK_SECONDS", "300"))
+    seconds = settings.get("DEVICEKIT_SOAK_SECONDS")
     dev = _device()
     res = _hammer(dev, seconds, iters=0, fresh_every=50)
     assert not res["errors"], "\n".join(res["errors"][:10])

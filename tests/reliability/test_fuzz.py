@@ -11,8 +11,9 @@ import time
 
 import numpy as np
 import pytest
+from devicekit import settings
 
-CI_N = int(os.environ.get("DEVICEKIT_FUZZ_N", "2000"))
+CI_N = settings.get("DEVICEKIT_FUZZ_N")
 JOBS = max(1, min(2, os.cpu_count() or 1))
 
 
@@ -36,7 +37,7 @@ def test_ci_fuzz_both_cpu_pairs_match_reference(record_property):
 @pytest.mark.parametrize("profile", ["mixed", "ints", "floats"])
 def test_long_fuzz(profile):
     from devicekit.testing.fuzz import fuzz
-    n = int(os.environ.get("DEVICEKIT_FUZZ_LONG_N", "20000"))
+    n = settings.get("DEVICEKIT_FUZZ_LONG_N")
     rep = fuzz(n, seed=1_000_000, kind="CPU", profile=profile, jobs=os.cpu_count() or 1)
     print(_report(rep))
     assert not rep.findings, _report(rep)

@@ -119,10 +119,16 @@ def test_strict_mode_fails_fast_on_the_hanging_probe(rel_venv):
     assert time.perf_counter() - t0 < 30
 
 
-def test_bad_probe_timeout_value_is_reported_and_default_used(rel_venv):
+def test_bad_probe_timeout_value_is_an_error_naming_it(rel_venv):
+    """A bad value is never silently replaced: listing raises a SettingError naming the variable and what it takes,
+    and `devicekit info` (the diagnostic) still runs, showing the error on the variable's line."""
     p = rel_venv.run(["-c", "import devicekit as dk; print([d.spec for d in dk.devices()])"],
                      DEVICEKIT_PROBE_TIMEOUT="soon", DEVICEKIT_DISABLE_PLUGINS="hang")
-    assert p.returncode == 0 and "DEVICEKIT_PROBE_TIMEOUT='soon' is not a number" in p.stderr and "CPU" in p.stdout
+    assert p.returncode == 1 and "SettingError: DEVICEKIT_PROBE_TIMEOUT='soon' is not valid" in p.stderr
+    assert "a number of seconds >= 0" in p.stderr
+    p = rel_venv.run(["-m", "devicekit.cli", "info"], DEVICEKIT_PROBE_TIMEOUT="soon", DEVICEKIT_DISABLE_PLUGINS="hang")
+    assert p.returncode == 0 and "DEVICEKIT_PROBE_TIMEOUT    ERROR: DEVICEKIT_PROBE_TIMEOUT='soon'" in p.stdout
+    assert "CPU      priority 10" in p.stdout
 
 
 def test_blocked_plugin_is_never_imported_whatever_the_case(rel_venv):

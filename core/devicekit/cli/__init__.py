@@ -1,8 +1,11 @@
-"""The `devicekit` command: `info [--json]`, `devices [--json]`, `cache info|clear [--json]`,
-`bench [--device X] [--quick] [--plot out.png] [--json]`, `compile FILE.py:KERNEL [--device X] [--show source|ir|asm]`.
+"""The `devicekit` command: `info [--json] [--isolate [--timeout S]]`, `devices [--json]`, `cache info|clear
+[--json]`, `bench [--device X] [--quick] [--plot out.png] [--json]`, `compile FILE.py:KERNEL [--device X]
+[--show source|ir|asm]`.
 
-Exit codes: 0 ok; 1 a requested thing failed; 2 usage error. `info` is the diagnostic: it exits 0 even when plugins
-are broken, except under DEVICEKIT_STRICT_PLUGINS=1, where a failed plugin makes it exit 1.
+Exit codes: 0 ok; 1 a requested thing failed (a bad setting, for commands other than `info`); 2 usage error. `info`
+is the diagnostic: it exits 0 even when plugins are broken or settings are bad, except under
+DEVICEKIT_STRICT_PLUGINS=1, where a failed plugin makes it exit 1, and with `--isolate`, where a plugin that hangs or
+ends its process makes it exit 1.
 """
 
 from __future__ import annotations
@@ -37,25 +40,35 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
+    """Every device id; the default one (DEVICEKIT_DEVICE, else the kind of highest priority) marked with `*`.
+    A DEVICEKIT_DEVICE that names no available device is a warning on stderr (the listing is still right)."""
     from ..errors import PluginError
-    from ..registry import devices
+    from ..registry import get_registry
 
     try:
-        infos = devices()
+        reg = get_registry()
+        infos = reg.devices()
     except PluginError as e:
         print(f"devicekit: {e}", file=sys.stderr)
         return EXIT_FAILED
+    default, origin, problem = reg.default_device()
+    default_str = str(default) if default is not None and problem is None else None
     if args.json:
-        _print_json([d.to_dict() for d in infos])
-        return EXIT_OK
-    if not infos:
-        print("no devices: no devicekit plugin is installed (pip install devicekit-cpu)")
-    for d in infos:
-        dist = f"{d.distribution} {d.version or ''}".strip() if d.distribution else d.plugin
-        if d.available:
-            print(f"{d.spec:<10} available    {dist:<26} pairs: {', '.join(d.pair_names) or '-'}")
-        else:
-            print(f"{d.spec:<10} unavailable  {dist:<26} {d.reason}")
+        _print_json([{**d.to_dict(), "default": d.spec == default_str} for d in infos])
+    else:
+        if not infos:
+            print("no devices: no devicekit plugin is installed (pip install devicekit-cpu)")
+        for d in infos:
+            dist = f"{d.distribution} {d.version or ''}".strip() if d.distribution else d.plugin
+            mark = "*" if d.spec == default_str else " "
+            if d.available:
+                print(f"{mark} {d.spec:<10} available    {dist:<26} pairs: {', '.join(d.pair_names) or '-'}")
+            else:
+                print(f"{mark} {d.spec:<10} unavailable  {dist:<26} {d.reason}")
+        if default_str is not None:
+            print(f"* the default device (from {origin})")
+    if problem is not None:
+        print(f"devicekit: warning: no default device: {problem}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -173,6 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     pi = sub.add_parser("info", help="plugins, device kinds, compiler pairs, failures and the cache")
     pi.add_argument("--json", action="store_true", help="machine-readable output")
+    pi.add_argument("--isolate", action="store_true",
+                    help="first import and probe each plugin in a process of its own, naming any that hangs or "
+                         "ends its process (those are left out of the rest of the report)")
+    pi.add_argument("--timeout", type=float, default=None, metavar="S",
+                    help="seconds each plugin may take under --isolate (default 20)")
     pi.set_defaults(func=_cmd_info)
     pd = sub.add_parser("devices", help="every known device id and whether it is available")
     pd.add_argument("--json", action="store_true", help="machine-readable output")
@@ -203,12 +221,23 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse exits 2 on usage errors, 0 on --help
         return int(e.code or 0)
+    if getattr(args, "timeout", None) is not None and not args.timeout > 0:
+        parser.print_usage(sys.stderr)
+        print("devicekit: --timeout must be a number of seconds > 0", file=sys.stderr)
+        return EXIT_USAGE
+    if getattr(args, "isolate", False) and args.timeout is None:
+        from .isolate import DEFAULT_TIMEOUT
+        args.timeout = DEFAULT_TIMEOUT
     with warnings.catch_warnings():
         # failures are reported in the output itself; don't repeat them as warnings
+        from ..errors import SettingError
         from ..registry import PluginWarning
         warnings.simplefilter("ignore", PluginWarning)
         try:
             return args.func(args)
+        except SettingError as e:  # a DEVICEKIT_* variable with a bad value: the message names it
+            print(f"devicekit: {e}", file=sys.stderr)
+            return EXIT_FAILED
         except BrokenPipeError:  # `devicekit compile ... | head`: the reader left, nothing more to say
             sys.stderr.close()
             return EXIT_OK

@@ -41,7 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..debug import dprint, env_flag, warn_once
+from .. import settings
+from ..debug import dprint, warn_once
 from . import safedir
 
 MAGIC = b"DKCACHE\x00"
@@ -125,7 +126,7 @@ def decode_entry(data: bytes, key: CacheKey, secret: bytes) -> bytes:
 
 
 def default_cache_dir() -> Path:
-    if d := os.environ.get("DEVICEKIT_CACHE_DIR"):
+    if d := settings.get("DEVICEKIT_CACHE_DIR"):
         return Path(d).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "devicekit"
@@ -298,11 +299,11 @@ class CompileCache:
         if not self.root.is_absolute():
             self.root = Path(os.path.abspath(self.root))  # pinned relative to the cwd of now, not of first use
         if max_bytes is None:
-            max_bytes = int(os.environ.get("DEVICEKIT_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES))
+            max_bytes = settings.get("DEVICEKIT_CACHE_MAX_BYTES")
         self.max_bytes = max_bytes
         self.entry_limit = min(max_bytes, MAX_ENTRY_BYTES)
         self.memory_max_bytes = memory_max_bytes
-        self._disk_wanted = env_flag("DEVICEKIT_CACHE", True) if disk is None else disk
+        self._disk_wanted = settings.get("DEVICEKIT_CACHE") if disk is None else disk
         self._mem: OrderedDict[CacheKey, bytes] = OrderedDict()
         self._mem_bytes = 0
         self._lock = threading.Lock()

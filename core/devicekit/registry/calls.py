@@ -1,13 +1,15 @@
 """Calling a hook on each plugin separately (through a pluggy subset hook caller holding that plugin only, so hook
 tracing still sees every call): one plugin's exception or wrong answer is that plugin's failure, the others' answers
-still count. List hooks are flattened to (plugin record, declaration) pairs; no ranking happens here."""
+still count. An answer is checked whole: the declaration type, and every priority an int (NaN or a float would sort
+silently wrong). List hooks are flattened to (plugin record, declaration) pairs; no ranking happens here. Anything a
+hook raises is its plugin's failure except KeyboardInterrupt, which is the user's and propagates."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from ..plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+from ..plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl, check_priority
 from .records import PluginFailure, PluginRecord
 
 __all__ = ["HOOK_TYPES", "call_each"]
@@ -36,7 +38,9 @@ def call_each(pm: Any, by_obj: dict[int, PluginRecord], hook: str,
         try:
             sub = pm.subset_hook_caller(hook, [p for p in plugins if p is not impl.plugin])
             results = sub(**kwargs)
-        except Exception as e:  # noqa: BLE001 - isolation
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - isolation: SystemExit, GeneratorExit, ... are the plugin's
             fail(rec, f"hook {hook}", e)
             continue
         if not results:
@@ -47,6 +51,12 @@ def call_each(pm: Any, by_obj: dict[int, PluginRecord], hook: str,
                 (items is not None and not all(isinstance(x, decl_type) for x in items)):
             want = f"a list of {decl_type.__name__}" if is_list else f"{decl_type.__name__} or None"
             fail(rec, f"hook {hook}", TypeError(f"{hook} must return {want}, got {res!r}"))
+            continue
+        try:
+            for decl in items if items is not None else [res]:
+                check_priority(decl)  # declarations made without __post_init__ (object.__setattr__, subclasses)
+        except TypeError as e:
+            fail(rec, f"hook {hook}", e)
             continue
         out.extend((rec, x) for x in items) if items is not None else out.append((rec, res))
     return out

@@ -1,29 +1,44 @@
 """Plugins into the plugin manager, each in isolation: the entry points of group `devicekit`, enumerated with
 importlib_metadata, sorted by name and loaded one at a time (blocked? -> import -> DEVICEKIT_API check -> register
 -> check_pending), and in-process plugins (`register_plugin`). Any failure is recorded on the plugin's record and the
-plugin skipped. Environment: DEVICEKIT_DISABLE_PLUGINS=a,b (names never imported, matched case-insensitively)."""
+plugin skipped. Loading one plugin is a transaction: an exception that escapes it (KeyboardInterrupt, which is the
+user's and is re-raised; or PluginError in strict mode) leaves no trace of that plugin, and the next
+`load_entry_points` resumes with it, keeping the plugins already loaded.
+Environment (through devicekit.settings): DEVICEKIT_DISABLE_PLUGINS=a,b (names never imported, matched
+case-insensitively)."""
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 import pluggy
 
-from .. import hookspecs
+from .. import hookspecs, settings
 from ..errors import PluginError
 from ..plugin import API_VERSION
 from .records import FailureLog, PluginRecord, dist_str, who
 from .tracing import trace
 
-__all__ = ["ENTRY_POINT_GROUP", "Plugins", "disabled_from_env"]
+__all__ = ["ENTRY_POINT_GROUP", "Plugins", "disabled_from_env", "entry_points"]
 
 ENTRY_POINT_GROUP = "devicekit"
 
 
 def disabled_from_env() -> set[str]:
-    return {n.strip() for n in os.environ.get("DEVICEKIT_DISABLE_PLUGINS", "").split(",") if n.strip()}
+    return set(settings.get("DEVICEKIT_DISABLE_PLUGINS"))
+
+
+def entry_points() -> list[Any]:
+    """The installed entry points of group `devicekit`, sorted by name (nothing is imported)."""
+    import importlib_metadata
+
+    return sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+
+
+def ep_distribution(ep: Any) -> tuple[str | None, str | None]:
+    dist = getattr(ep, "dist", None)
+    return (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
 
 
 class Plugins:
@@ -38,53 +53,82 @@ class Plugins:
         self.trace = trace
         self.records: dict[str, PluginRecord] = {}
         self.by_obj: dict[int, PluginRecord] = {}
+        self._done: set[tuple[str, str, str | None]] = set()  # entry points fully processed (name, value, dist)
 
     def _fail(self, rec: PluginRecord, phase: str, exc: BaseException) -> None:
         self.failures.fail(rec, phase, exc)
 
-    def load_entry_points(self) -> None:
-        import importlib_metadata
-
-        eps = sorted(importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+    def load_entry_points(self, only: str | None = None) -> None:
+        """Load every entry point not loaded yet (`only`: just the one of that name). Safe to call again after an
+        interruption: it resumes where it stopped."""
+        eps = entry_points()
         if self.trace:
             trace(f"{len(eps)} entry points in group {ENTRY_POINT_GROUP!r}: {', '.join(e.name for e in eps)}")
         for ep in eps:
-            dist = getattr(ep, "dist", None)
-            dname = dist.metadata["Name"] if dist is not None else None
-            dver = dist.version if dist is not None else None
-            if ep.name in self.records:
-                prev = self.records[ep.name]
-                if prev.value == ep.value and prev.distribution == dname:
-                    continue  # the same distribution seen twice on sys.path
-                rec = PluginRecord(ep.name, ep.value, dname, dver)
-                self.records[f"{ep.name}@{dname}"] = rec
-                self._fail(rec, "register", ValueError(
-                    f"entry-point name {ep.name!r} is also used by {who(prev)}; plugin names must be unique"))
+            if only is not None and ep.name != only:
                 continue
-            rec = PluginRecord(ep.name, ep.value, dname, dver)
-            self.records[ep.name] = rec
-            if self.is_disabled(ep.name):
-                rec.status = "blocked"
-                rec.notes.append("disabled by DEVICEKIT_DISABLE_PLUGINS; not imported")
-                self.pm.set_blocked(ep.name)
-                if self.trace:
-                    trace(f"entry point {ep.name!r} = {ep.value} blocked by DEVICEKIT_DISABLE_PLUGINS")
+            dname, dver = ep_distribution(ep)
+            key = (ep.name, ep.value, dname)
+            if key in self._done:
                 continue
-            t0 = time.perf_counter()
-            try:
-                obj = ep.load()
-            except (Exception, SystemExit) as e:  # noqa: BLE001 - isolation: any import failure is recorded
-                rec.load_seconds = time.perf_counter() - t0
-                self._fail(rec, "import", e)
-                continue
-            rec.load_seconds = time.perf_counter() - t0
-            self.register(obj, rec)
-            if self.trace:
-                trace(f"entry point {ep.name!r} = {ep.value} ({dist_str(dname, dver)}): {rec.status} "
-                      f"in {rec.load_seconds * 1e3:.1f} ms")
+            self._load_one(ep, dname, dver)
+            self._done.add(key)
         for name in self.disabled - set(self.records):
             self.pm.set_blocked(name)
             self.pm.set_blocked(name.lower())
+
+    def _load_one(self, ep: Any, dname: str | None, dver: str | None) -> None:
+        if ep.name in self.records:
+            prev = self.records[ep.name]
+            if prev.value == ep.value and prev.distribution == dname:
+                return  # the same distribution seen twice on sys.path
+            rec = PluginRecord(ep.name, ep.value, dname, dver)
+            self.records[f"{ep.name}@{dname}"] = rec
+            self._fail(rec, "register", ValueError(
+                f"entry-point name {ep.name!r} is also used by {who(prev)}; plugin names must be unique"))
+            return
+        rec = PluginRecord(ep.name, ep.value, dname, dver)
+        self.records[ep.name] = rec
+        try:
+            self._import_and_register(ep, rec)
+        except BaseException:  # KeyboardInterrupt, or PluginError in strict mode: undo, then let it through
+            self._forget(rec)
+            if self.trace:
+                trace(f"entry point {ep.name!r} interrupted; it will be loaded again on next use")
+            raise
+
+    def _import_and_register(self, ep: Any, rec: PluginRecord) -> None:
+        if self.is_disabled(ep.name):
+            rec.status = "blocked"
+            rec.notes.append("disabled by DEVICEKIT_DISABLE_PLUGINS; not imported")
+            self.pm.set_blocked(ep.name)
+            if self.trace:
+                trace(f"entry point {ep.name!r} = {ep.value} blocked by DEVICEKIT_DISABLE_PLUGINS")
+            return
+        t0 = time.perf_counter()
+        try:
+            obj = ep.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - isolation: SystemExit, GeneratorExit, ... are the plugin's
+            rec.load_seconds = time.perf_counter() - t0
+            self._fail(rec, "import", e)
+            return
+        rec.load_seconds = time.perf_counter() - t0
+        self.register(obj, rec)
+        if self.trace:
+            trace(f"entry point {ep.name!r} = {ep.value} ({dist_str(rec.distribution, rec.version)}): "
+                  f"{rec.status} in {rec.load_seconds * 1e3:.1f} ms")
+
+    def _forget(self, rec: PluginRecord) -> None:
+        """Undo whatever part of loading `rec` happened (its record, its registration)."""
+        if self.records.get(rec.name) is rec:
+            del self.records[rec.name]
+        obj = rec.obj if rec.obj is not None else self.pm.get_plugin(rec.name)
+        if obj is not None:
+            if self.pm.is_registered(obj):
+                self.pm.unregister(obj)
+            self.by_obj.pop(id(obj), None)
 
     def is_disabled(self, name: str) -> bool:
         """Blocked names match case-insensitively: DEVICEKIT_DISABLE_PLUGINS=CUDA blocks the entry point `cuda`
@@ -92,14 +136,24 @@ class Plugins:
         return name in self.disabled or name.lower() in {d.lower() for d in self.disabled}
 
     def check_api(self, obj: Any, rec: PluginRecord) -> bool:
-        declared = getattr(obj, "DEVICEKIT_API", None)
+        try:
+            declared = getattr(obj, "DEVICEKIT_API", None)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a module __getattr__ that raises
+            self._fail(rec, "api", e)
+            return False
         if declared is None:
             rec.notes.append(f"declares no DEVICEKIT_API; assumed compatible with API {API_VERSION[0]}."
                              f"{API_VERSION[1]}")
             return True
         try:
-            major, minor = (int(x) for x in declared)
-        except (TypeError, ValueError):
+            if isinstance(declared, (str, bytes)):
+                raise TypeError
+            major, minor = (x if type(x) is int else int(x) for x in declared)
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001
             self._fail(rec, "api", TypeError(f"DEVICEKIT_API must be a (major, minor) tuple, got {declared!r}"))
             return False
         rec.api = (major, minor)
@@ -123,7 +177,9 @@ class Plugins:
             return False
         try:
             registered = self.pm.register(obj, name=rec.name)
-        except Exception as e:  # noqa: BLE001 - pluggy validation errors, duplicate names
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - pluggy validation errors, duplicate names, plugin attributes
             self._fail(rec, "register", e)
             return False
         if registered is None:  # pluggy: the name is blocked
@@ -132,7 +188,9 @@ class Plugins:
             return False
         try:
             self.pm.check_pending()
-        except pluggy.PluginValidationError as e:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - pluggy.PluginValidationError: a misspelled hook
             self.pm.unregister(obj)
             self._fail(rec, "check_pending", e)
             return False
@@ -151,6 +209,9 @@ class Plugins:
         try:
             self.records[name] = rec
             self.register(obj, rec)
+        except KeyboardInterrupt:  # nothing half-registered; a PluginError keeps its record (the failure is shown)
+            self._forget(rec)
+            raise
         finally:
             self.failures.strict = strict
         return rec

@@ -2,27 +2,39 @@
 the plugins (on first use, not at import), `calls` for the hooks' answers, `probing` for availability, `resolution`
 for who wins, and `building` for Targets and Devices, which it creates once per canonical spec under one lock.
 
-Environment: DEVICEKIT_STRICT_PLUGINS=1 (a plugin failure raises), DEVICEKIT_TRACE_PLUGINS=1 (loading and hook calls
-traced to stderr), DEVICEKIT_DEVICE (the default device); DEVICEKIT_DISABLE_PLUGINS is read by `loading`,
-DEVICEKIT_PROBE_TIMEOUT by `probing`.
+Loading is retried until it completes: an interrupted load (KeyboardInterrupt) leaves the plugins loaded so far and
+resumes on the next use.
+
+Environment (through devicekit.settings, read when the Registry is made): DEVICEKIT_STRICT_PLUGINS=1 (a plugin
+failure raises), DEVICEKIT_TRACE_PLUGINS=1 (loading and hook calls traced to stderr), DEVICEKIT_DISABLE_PLUGINS,
+DEVICEKIT_PROBE_TIMEOUT; DEVICEKIT_DEVICE (the default device) is read on each use.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
-from ..debug import dprint, env_flag
-from ..errors import DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, ResolutionError
+from .. import settings
+from ..debug import dprint
+from ..errors import DeviceKitError, DeviceNotFoundError, DeviceUnavailableError, ResolutionError, SettingError
 from ..plugin import Availability
 from ..spec import DeviceSpec
 from ..targets import Device, Target
-from .building import build_device, build_target
+from .building import build_device, build_target, override_note
 from .calls import call_each
 from .loading import Plugins, disabled_from_env
-from .probing import probe_kind
-from .records import DISCOVERY_PHASES, DeviceInfo, FailureLog, PluginFailure, PluginRecord, failed_kinds, who
+from .probing import probe_kind, probe_timeout
+from .records import (
+    DISCOVERY_PHASES,
+    DeviceInfo,
+    FailureLog,
+    PluginFailure,
+    PluginRecord,
+    failed_kinds,
+    id_summary,
+    who,
+)
 from .resolution import KindEntry, default_kind, kind_table, ranked
 from .tracing import monitor
 
@@ -33,13 +45,18 @@ class Registry:
     """Plugins, kinds and devices. Use the process-wide one through `devicekit.registry.get_registry()`."""
 
     def __init__(self, entry_points: bool = True, strict: bool | None = None, disabled: set[str] | None = None,
-                 trace: bool | None = None):
-        trace = env_flag("DEVICEKIT_TRACE_PLUGINS") if trace is None else trace
-        self.failure_log = FailureLog(env_flag("DEVICEKIT_STRICT_PLUGINS") if strict is None else strict, trace)
+                 trace: bool | None = None, probe_timeout_s: float | None = None, only: str | None = None):
+        """Arguments left None are read from the environment (a bad value is a SettingError naming the variable).
+        `only`: load just the entry point of that name (`devicekit info --isolate` runs one plugin per process)."""
+        trace = settings.get("DEVICEKIT_TRACE_PLUGINS") if trace is None else trace
+        self.failure_log = FailureLog(settings.get("DEVICEKIT_STRICT_PLUGINS") if strict is None else strict, trace)
         self.plugin_set = Plugins(self.failure_log, disabled_from_env() if disabled is None else set(disabled), trace)
+        self.probe_timeout = probe_timeout() if probe_timeout_s is None else probe_timeout_s
         self.trace = trace
         self._use_entry_points = entry_points
+        self._only = only
         self._loaded = False
+        self._loading = False
         self._lock = threading.RLock()
         self._kinds: dict[str, KindEntry] | None = None
         self._devices: dict[DeviceSpec, Device] = {}
@@ -69,14 +86,23 @@ class Registry:
 
     # ------------------------------------------------------------------ loading
     def _ensure_loaded(self) -> None:
+        """Load the entry points once. Re-entry from a plugin that uses devicekit while being imported sees the
+        plugins loaded so far; whatever it computed is dropped when loading completes. An exception that escapes
+        (KeyboardInterrupt) leaves `_loaded` False, so the next use resumes loading."""
         if self._loaded:
             return
         with self._lock:
-            if self._loaded:
+            if self._loaded or self._loading:
                 return
-            self._loaded = True
-            if self._use_entry_points:
-                self.plugin_set.load_entry_points()
+            self._loading = True
+            try:
+                if self._use_entry_points:
+                    self.plugin_set.load_entry_points(self._only)
+                self._loaded = True
+            finally:
+                self._loading = False
+            if self._kinds is not None or self._targets or self._devices:
+                self._invalidate()
 
     def register_plugin(self, obj: Any, name: str | None = None) -> PluginRecord:
         """Register an in-process plugin (a module or object with hookimpls), e.g. from a test or a notebook.
@@ -119,7 +145,9 @@ class Registry:
                 if entry.error:
                     entry.availability = Availability.no(entry.error)
                 else:
-                    entry.availability, entry.count = probe_kind(entry.decl, entry.plugin, self._fail)
+                    a, count = probe_kind(entry.decl, entry.plugin, self._fail, self.probe_timeout)
+                    entry.count = count
+                    entry.availability = a
             return entry.availability
 
     def ranked_pairs(self, spec: DeviceSpec) -> list[tuple[PluginRecord, Any]]:
@@ -172,9 +200,15 @@ class Registry:
         failed = self._failed_kinds()
         if spec.kind in failed:
             return DeviceUnavailableError(f"device {spec} is not available: {failed[spec.kind][1]}")
-        infos = self.devices()
-        avail = [d.spec for d in infos if d.available]
-        unavail = [f"{d.spec} ({d.reason})" for d in infos if not d.available]
+        table = self.kind_table()
+        avail, unavail = [], []
+        for kind, e in sorted(table.items()):
+            a = self.availability(e)
+            if a.ok:
+                avail.append(id_summary(kind, e.count or 0))
+            else:
+                unavail.append(f"{kind} ({a.reason})")
+        unavail += [f"{k} ({why})" for k, (_, why) in sorted(failed.items()) if k not in table]
         msg = f"no device {str(spec)!r}. Available: {', '.join(avail) or 'none'}."
         if unavail:
             msg += f" Unavailable: {'; '.join(unavail)}."
@@ -192,8 +226,23 @@ class Registry:
             raise ResolutionError(entry.error)
         return entry
 
+    def _ready_entry(self, spec: DeviceSpec) -> KindEntry:
+        """The entry of `spec` when that device exists and is available here (nothing is built), else the error."""
+        entry = self._entry(spec)
+        a = self.availability(entry)
+        if not a.ok:
+            raise DeviceUnavailableError(f"device {spec} (plugin {who(entry.plugin)}) is not available: {a.reason}")
+        if spec.index >= (entry.count or 0):
+            raise DeviceNotFoundError(f"no device {str(spec)!r}: {spec.kind} has {entry.count} device(s): "
+                                      f"{id_summary(spec.kind, entry.count or 0)}")
+        return entry
+
     def _answers(self, spec: DeviceSpec):
         return lambda hook: self.call(hook, spec=spec)
+
+    def _owner(self, spec: DeviceSpec) -> PluginRecord | None:
+        entry = self.kind_table().get(spec.kind)
+        return entry.plugin if entry is not None else None
 
     def target(self, spec: DeviceSpec | str) -> Target:
         """The Target of a kind: its compiler pairs, even where the kind cannot run."""
@@ -206,7 +255,7 @@ class Registry:
             if spec.kind in table and table[spec.kind].error:
                 raise ResolutionError(table[spec.kind].error)
             try:
-                t = build_target(spec, self._answers(spec))
+                t = build_target(spec, self._answers(spec), self._owner(spec))
             except DeviceUnavailableError:
                 if spec.kind not in table:
                     raise self._not_found(spec) from None
@@ -216,33 +265,78 @@ class Registry:
 
     def device(self, spec: DeviceSpec | str | None = None) -> Device:
         """The Device for `spec` (default: DEVICEKIT_DEVICE, else the available kind of highest priority), created
-        once per canonical spec."""
-        spec = self.default_spec() if spec is None else DeviceSpec.parse(spec)
+        once per canonical spec. An error about a device DEVICEKIT_DEVICE chose names the variable."""
+        if spec is None:
+            spec = self.default_spec()
+            if settings.source("DEVICEKIT_DEVICE") == "environment":
+                try:
+                    return self._device(spec)
+                except DeviceKitError as e:
+                    raise _naming_env(e, spec) from e
+        return self._device(DeviceSpec.parse(spec))
+
+    def _device(self, spec: DeviceSpec) -> Device:
         if (d := self._devices.get(spec)) is not None:
             return d
         with self._lock:
             if (d := self._devices.get(spec)) is not None:
                 return d
-            entry = self._entry(spec)
-            a = self.availability(entry)
-            if not a.ok:
-                raise DeviceUnavailableError(f"device {spec} (plugin {who(entry.plugin)}) is not available: "
-                                             f"{a.reason}")
-            if spec.index >= (entry.count or 0):
-                ids = ", ".join(str(DeviceSpec(spec.kind, i)) for i in range(entry.count or 0))
-                raise DeviceNotFoundError(f"no device {str(spec)!r}: {spec.kind} has {entry.count} device(s): {ids}")
-            d = build_device(spec, self._answers(spec))
+            entry = self._ready_entry(spec)
+            d = build_device(spec, self._answers(spec), entry.plugin)
             dprint(1, f"created device {spec}: pairs {d.pair_names}, plugin {who(entry.plugin)}"
                    + (f"; fallback: {d.fallback_reason}" if d.fallback_reason else ""))
             self._devices[spec] = d
             return d
 
     def default_spec(self) -> DeviceSpec:
-        if env := os.environ.get("DEVICEKIT_DEVICE", "").strip():
-            return DeviceSpec.parse(env)
+        """DEVICEKIT_DEVICE when set (parsed only: a bad name is a SettingError naming the variable), else the
+        available kind of highest priority."""
+        if (env := settings.get("DEVICEKIT_DEVICE")) is not None:
+            return env
         table = self.kind_table()
         ready = [(e.decl.priority, k, e) for k, e in table.items() if not e.error and self.availability(e).ok]
         if not ready:
             raise DeviceNotFoundError("no device is available. " + "; ".join(
-                f"{d.spec}: {d.reason}" for d in self.devices()) + " (see `devicekit info`)")
+                f"{d.spec}: {d.reason}" for d in self.devices() if not d.available) + " (see `devicekit info`)")
         return DeviceSpec(default_kind(ready))
+
+    def default_device(self) -> tuple[DeviceSpec | None, str, str | None]:
+        """(the default device, where it came from, the problem with it) without building anything: a
+        DEVICEKIT_DEVICE that is malformed, unknown or unavailable here gives a problem naming the variable."""
+        origin = "DEVICEKIT_DEVICE" if settings.source("DEVICEKIT_DEVICE") == "environment" else \
+            "the available kind of highest priority"
+        try:
+            spec = self.default_spec()
+        except SettingError as e:
+            return None, origin, str(e)
+        except DeviceKitError as e:
+            return None, origin, str(e)
+        if origin == "DEVICEKIT_DEVICE":
+            try:
+                self._ready_entry(spec)
+            except DeviceKitError as e:
+                return spec, origin, str(_naming_env(e, spec))
+        return spec, origin, None
+
+    def pair_override(self, spec: DeviceSpec | str) -> str | None:
+        """One line when the compiler pair `spec` uses by default comes from a plugin other than the kind's owner
+        (builds the Target), else None."""
+        spec = DeviceSpec.parse(spec)
+        owner = self._owner(spec)
+        if owner is None:
+            return None
+        used = self.target(spec).pair_names[0]
+        for rec, decl in self.ranked_pairs(spec):
+            if decl.name == used:
+                return override_note(spec, owner, rec, used)
+        return None
+
+
+def _naming_env(e: DeviceKitError, spec: DeviceSpec) -> DeviceKitError:
+    """`e` again, its message saying the device came from DEVICEKIT_DEVICE (same exception type)."""
+    msg = f"DEVICEKIT_DEVICE={str(spec)!r} names the default device, but: {e} (unset DEVICEKIT_DEVICE, or set it " \
+          "to one of the available devices)"
+    try:
+        return type(e)(msg)
+    except Exception:  # noqa: BLE001 - an exception type with another constructor
+        return DeviceNotFoundError(msg)

@@ -1,23 +1,26 @@
 """Availability of a device kind: its `probe()` and, when the probe says yes, its `count()`, each run once per
-registry in a daemon thread bounded by DEVICEKIT_PROBE_TIMEOUT (seconds, default 5; 0 or less: no limit), so a wedged
-driver cannot hang device listing. A probe that raises, hangs or finds no device makes the kind unavailable with the
-reason in words, and is recorded as that plugin's `probe` / `count` failure."""
+registry in a daemon thread bounded by DEVICEKIT_PROBE_TIMEOUT (seconds, default 5; 0: no limit), so a wedged driver
+cannot hang device listing. A probe that raises, hangs or finds no device makes the kind unavailable with the reason
+in words, and is recorded as that plugin's `probe` / `count` failure. `count()` must be an int; more than MAX_IDS
+ids is recorded as a failure and capped (listing a million ids took 36 s). A KeyboardInterrupt is the user's: it
+propagates and nothing is cached, so the next use probes again."""
 
 from __future__ import annotations
 
-import os
+import numbers
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..debug import warn_once
+from .. import settings
 from ..errors import DeviceKitError
 from ..plugin import Availability, DeviceKind
-from .records import PluginFailure, PluginRecord, PluginWarning
+from .records import PluginFailure, PluginRecord
 
-__all__ = ["DEFAULT_PROBE_TIMEOUT", "ProbeTimeout", "bounded", "probe_kind", "probe_timeout"]
+__all__ = ["DEFAULT_PROBE_TIMEOUT", "MAX_IDS", "ProbeTimeout", "bounded", "probe_kind", "probe_timeout"]
 
 DEFAULT_PROBE_TIMEOUT = 5.0
+MAX_IDS = 4096  # ids listed per kind: dk.devices() stays fast whatever count() says
 
 
 class ProbeTimeout(DeviceKitError, TimeoutError):
@@ -25,22 +28,15 @@ class ProbeTimeout(DeviceKitError, TimeoutError):
 
 
 def probe_timeout() -> float:
-    """DEVICEKIT_PROBE_TIMEOUT in seconds (default 5; 0 or less: no limit). A bad value is reported and ignored."""
-    v = os.environ.get("DEVICEKIT_PROBE_TIMEOUT", "").strip()
-    if not v:
-        return DEFAULT_PROBE_TIMEOUT
-    try:
-        return float(v)
-    except ValueError:
-        warn_once(f"probe-timeout:{v}", f"devicekit: DEVICEKIT_PROBE_TIMEOUT={v!r} is not a number of seconds; "
-                  f"using {DEFAULT_PROBE_TIMEOUT:g}", PluginWarning)
-        return DEFAULT_PROBE_TIMEOUT
+    """DEVICEKIT_PROBE_TIMEOUT in seconds (default 5; 0: no limit); a bad value is a SettingError naming it."""
+    return settings.get("DEVICEKIT_PROBE_TIMEOUT")
 
 
-def bounded(fn: Any, what: str) -> Any:
-    """fn() run in a daemon thread, so a probe that hangs (a wedged driver) cannot hang device listing: after the
-    timeout the kind is unavailable and the thread is abandoned (Python cannot kill it)."""
-    limit = probe_timeout()
+def bounded(fn: Any, what: str, limit: float | None = None) -> Any:
+    """fn() run in a daemon thread, so a probe that hangs (a wedged driver) cannot hang device listing: after
+    `limit` seconds (default: DEVICEKIT_PROBE_TIMEOUT) the kind is unavailable and the thread is abandoned (Python
+    cannot kill it)."""
+    limit = probe_timeout() if limit is None else limit
     if limit <= 0:
         return fn()
     box: dict[str, Any] = {}
@@ -64,29 +60,54 @@ def bounded(fn: Any, what: str) -> Any:
 Fail = Callable[[PluginRecord, str, BaseException], PluginFailure]
 
 
-def probe_kind(decl: DeviceKind, rec: PluginRecord, fail: Fail) -> tuple[Availability, int | None]:
+def _as_availability(a: Any) -> Availability:
+    if isinstance(a, Availability):
+        return a
+    return Availability(bool(a), "" if a else "probe said no")
+
+
+def _as_count(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"count() must return an int, got {n!r} ({type(n).__name__})")
+    if n < 0:
+        raise ValueError(f"count() returned {n}, a negative number of devices")
+    return int(n)
+
+
+def probe_kind(decl: DeviceKind, rec: PluginRecord, fail: Fail,
+               limit: float | None = None) -> tuple[Availability, int | None]:
     """(availability, count) of the kind `decl` declared by plugin `rec`; count is None when the probe said no."""
     count = None
     try:
-        a = bounded(decl.probe, "probe")
-        if not isinstance(a, Availability):
-            a = Availability(bool(a), "" if a else "probe said no")
+        a = _as_availability(bounded(decl.probe, "probe", limit))
+    except KeyboardInterrupt:
+        raise
     except ProbeTimeout as e:
         fail(rec, "probe", e)
         a = Availability.no(str(e))
-    except (Exception, SystemExit) as e:  # noqa: BLE001 - a probe that raises is the plugin's failure
+    except BaseException as e:  # noqa: BLE001 - a probe that raises (or exits) is the plugin's failure
         f = fail(rec, "probe", e)
         a = Availability.no(f"probe raised {f.describe()}")
     if a.ok:
         try:
-            count = int(bounded(decl.count, "count()"))
+            n = bounded(decl.count, "count()", limit)
+        except KeyboardInterrupt:
+            raise
         except ProbeTimeout as e:
             fail(rec, "count", e)
-            a = Availability.no(str(e))
-        except (Exception, SystemExit) as e:  # noqa: BLE001
+            return Availability.no(str(e)), None
+        except BaseException as e:  # noqa: BLE001
             f = fail(rec, "count", e)
-            a = Availability.no(f"count() raised {f.describe()}")
-        else:
-            if count <= 0:
-                a = Availability.no("no devices of this kind were found")
+            return Availability.no(f"count() raised {f.describe()}"), None
+        try:
+            count = _as_count(n)
+        except Exception as e:  # noqa: BLE001 - not an int, negative, or an int-like that fails to compare
+            fail(rec, "count", e)
+            return Availability.no(str(e)), None
+        if count == 0:
+            a = Availability.no("no devices of this kind were found")
+        elif count > MAX_IDS:
+            fail(rec, "count", ValueError(f"count() returned {count}; devicekit lists at most {MAX_IDS} ids per "
+                                          f"kind, so ids from {MAX_IDS} on are left out"))
+            count = MAX_IDS
     return a, count

@@ -16,7 +16,7 @@ from ..spec import DeviceSpec
 from .tracing import trace
 
 __all__ = ["DISCOVERY_PHASES", "DeviceInfo", "FailureLog", "PluginFailure", "PluginRecord", "PluginWarning",
-           "dist_str", "failed_kinds", "who"]
+           "dist_str", "failed_kinds", "id_summary", "who"]
 
 # failures in these phases mean the plugin contributes nothing (its kinds are unknown)
 DISCOVERY_PHASES = ("import", "api", "register", "check_pending", "hook devicekit_device_kinds")
@@ -99,28 +99,37 @@ class DeviceInfo:
 
 
 class FailureLog:
-    """Records plugin failures on their PluginRecord. `strict`: raise PluginError at the first one."""
+    """Records plugin failures on their PluginRecord, each (phase, exception type, message) once per record: a hook
+    asked once per device spec fails once in the report. `strict`: raise PluginError at the first one."""
 
     def __init__(self, strict: bool = False, trace: bool = False):
         self.strict = strict
         self.trace = trace
-        self._seen: set[tuple] = set()
 
     def fail(self, rec: PluginRecord, phase: str, exc: BaseException) -> PluginFailure:
         f = PluginFailure(rec.name, rec.distribution, rec.version, phase, exc)
-        sig = (rec.name, phase, type(exc).__name__, str(exc))
-        if sig not in self._seen:
-            self._seen.add(sig)
-            rec.failures.append(f)
-            if phase in DISCOVERY_PHASES:
-                rec.status = "failed"
-            dprint(1, str(f))
-            if self.trace:
-                trace(str(f))
-            if self.strict:
-                raise PluginError(f"{f} (DEVICEKIT_STRICT_PLUGINS=1)") from exc
-            warnings.warn(f"devicekit: {f}; skipped (run `devicekit info` for details)", PluginWarning, stacklevel=4)
+        sig = (phase, type(exc).__name__, str(exc))
+        for seen in rec.failures:
+            if (seen.phase, type(seen.exception).__name__, str(seen.exception)) == sig:
+                return seen
+        rec.failures.append(f)
+        if phase in DISCOVERY_PHASES:
+            rec.status = "failed"
+        dprint(1, str(f))
+        if self.trace:
+            trace(str(f))
+        if self.strict:
+            raise PluginError(f"{f} (DEVICEKIT_STRICT_PLUGINS=1)") from exc
+        warnings.warn(f"devicekit: {f}; skipped (run `devicekit info` for details)", PluginWarning, stacklevel=4)
         return f
+
+
+def id_summary(kind: str, count: int, limit: int = 8) -> str:
+    """The ids of a kind with `count` devices, abbreviated past `limit`: "BIG, BIG:1, ..., BIG:4095 (4096 ids)"."""
+    ids = [str(DeviceSpec(kind, i)) for i in range(min(count, limit))]
+    if count <= limit:
+        return ", ".join(ids)
+    return f"{', '.join(ids[:limit - 2])}, ..., {DeviceSpec(kind, count - 1)} ({count} ids)"
 
 
 def failed_kinds(records: list[PluginRecord]) -> dict[str, tuple[PluginRecord, str]]:

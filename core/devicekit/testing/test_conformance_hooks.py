@@ -1,5 +1,6 @@
 """Conformance: the hook contract. The kind is declared, resolves to an allocator, compiler pairs and a runtime, is
-listed by `devicekit info --json`, and listing devices does not import the plugin's toolchain modules."""
+listed by `devicekit info --json`, loads and probes alone in a fresh process (what `devicekit info --isolate` does),
+and listing devices does not import the plugin's toolchain modules."""
 
 from __future__ import annotations
 
@@ -94,6 +95,17 @@ def test_devicekit_info_json_lists_the_kind(dk_spec, dk_info):
     assert k["plugin"] == dk_info.plugin
     assert k["available"] == (dk_info.available or k["available"])
     assert [p["name"] for p in k["pairs"]], "info lists the kind's compiler pairs"
+
+
+def test_plugin_loads_alone_in_a_process_of_its_own(dk_spec, dk_info):
+    """Imported, asked for its kinds and probed alone in a fresh process, as `devicekit info --isolate` does: it
+    loads without failures, declares the kind and the process exits on its own: no hang, no os._exit, no signal."""
+    _fresh_process_sees_it(dk_info)
+    from devicekit.cli.isolate import run_one
+    row = run_one(dk_info.plugin, timeout=120)
+    assert row["outcome"] == "loaded", row.get("detail") or row.get("plugin", {}).get("failures") or row
+    assert "note" not in row, row["note"]
+    assert dk_spec.kind in row["kinds"], f"alone, plugin {dk_info.plugin!r} declares {sorted(row['kinds'])}"
 
 
 def test_listing_devices_imports_no_toolchain(dk_spec, dk_target, dk_info):

@@ -3,10 +3,10 @@ are imported inside the factories, when an ACME device (or target) is first buil
 
 from __future__ import annotations
 
-import os
-
 from devicekit.hookspecs import hookimpl
 from devicekit.plugin import AllocatorFactory, Availability, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+
+from . import settings  # ACME_DEVICE_COUNT, ACME_CC: declared on load, so `devicekit info` lists them
 
 DEVICEKIT_API = (1, 0)  # the plugin API this package was built against; another major is refused by the core
 KIND = "ACME"
@@ -21,10 +21,7 @@ def _probe() -> Availability:
 
 
 def _count() -> int:
-    try:
-        return int(os.environ.get("ACME_DEVICE_COUNT", "2"))
-    except ValueError:
-        return 0  # the registry reports "no devices of this kind were found"
+    return settings.get("ACME_DEVICE_COUNT")  # 0: the registry reports "no devices of this kind were found"
 
 
 def _renderer(spec):

@@ -7,6 +7,8 @@ import hashlib
 import os
 import platform
 
+from . import settings
+
 
 @functools.cache
 def cpu_fingerprint() -> str:
@@ -30,14 +32,7 @@ def cpu_fingerprint() -> str:
 
 def num_threads() -> int:
     """DEVICEKIT_CPU_THREADS, else the number of CPUs this process may run on."""
-    env = os.environ.get("DEVICEKIT_CPU_THREADS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"DEVICEKIT_CPU_THREADS must be a positive integer, got {env!r}") from None
-        if n < 1:
-            raise ValueError(f"DEVICEKIT_CPU_THREADS must be a positive integer, got {env!r}")
+    if n := settings.get("DEVICEKIT_CPU_THREADS"):  # a bad value: SettingError naming the variable
         return n
     try:
         return max(1, len(os.sched_getaffinity(0)))

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from devicekit.compile import Compiler
 from devicekit.errors import CompileError
 
-from . import llvm_jit
+from . import llvm_jit, settings
 
 
 class LLVMCompiler(Compiler):
@@ -19,7 +17,7 @@ class LLVMCompiler(Compiler):
 
     def __init__(self, opt: int = 3, cpu: str | None = None, features: str | None = None):
         triple, host_cpu, host_features = llvm_jit.host()
-        self.opt = int(os.environ.get("DEVICEKIT_CPU_OPT", opt))
+        self.opt = opt if (env_opt := settings.get("DEVICEKIT_CPU_OPT")) is None else env_opt
         self.triple = triple
         self.cpu = cpu or host_cpu
         self.features = host_features if features is None else features

@@ -12,7 +12,6 @@ stay branch-free and vectorizable; gated stores branch.
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 
@@ -21,6 +20,7 @@ from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import ALU, Ops
 from devicekit.render.renderer import Renderer
 
+from . import settings
 from .memo import MemoRender
 
 _SCALAR = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "i8", "uint16": "i16",
@@ -80,7 +80,7 @@ class LLVMRenderer(MemoRender, Renderer):
         return _Emitter(lk, name).run()
 
     def memo_salt(self) -> str:
-        return os.environ.get("DEVICEKIT_CPU_SPLIT", "")
+        return str(settings.get("DEVICEKIT_CPU_SPLIT"))
 
     def meta(self, lk) -> tuple:
         from .cost import split_cost
@@ -375,7 +375,7 @@ class _Emitter:
         """For the reduce RANGE at position i: (end position, {acc: combining op}, split factor) when its loop only
         loads, computes and updates accumulators with a reassociable op (each once, read nowhere else); else None."""
         u = self.uops[i]
-        if u.arg[1] != "reduce" or os.environ.get("DEVICEKIT_CPU_SPLIT", "") == "1":
+        if u.arg[1] != "reduce" or settings.get("DEVICEKIT_CPU_SPLIT") == 1:
             return None
         try:
             q = next(j for j in range(i + 1, len(self.uops))
@@ -408,7 +408,7 @@ class _Emitter:
                 return None
         # keep the partial accumulators in registers: about 256 bytes of them (8 AVX2 registers) in all
         acc_bytes = sum(a.dtype.nbytes for a in accs)
-        forced = int(os.environ.get("DEVICEKIT_CPU_SPLIT", "0") or 0)
+        forced = settings.get("DEVICEKIT_CPU_SPLIT")
         n = forced or max(1, min(self.SPLIT, self.ACC_BUDGET // max(acc_bytes, 1)))
         n = 1 << (n.bit_length() - 1)
         return (q, accs, n) if n > 1 else None

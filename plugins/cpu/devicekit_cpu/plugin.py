@@ -8,6 +8,8 @@ import importlib.util
 from devicekit.hookspecs import hookimpl
 from devicekit.plugin import AllocatorFactory, Availability, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
 
+from . import settings as _settings  # noqa: F401 - declares DEVICEKIT_CPU_* (devicekit info shows them)
+
 DEVICEKIT_API = (1, 0)
 KIND = "CPU"
 

@@ -11,6 +11,7 @@ import struct
 import sys
 
 import pytest
+from devicekit import settings
 from devicekit.compile.compiler import CompiledSpec
 from devicekit.errors import CompileError
 from devicekit.testing.random_kernels import random_kernel
@@ -189,14 +190,13 @@ def test_only_a_real_true_counts_as_trusted(cpu, monkeypatch):
 def test_random_damage_is_refused_or_passed_never_anything_else(pair, built):
     """Bytes damaged at random (a byte, a bit in the header, a word, several bytes) make check() raise
     MalformedObjectError or pass; no other exception escapes pyelftools. DEVICEKIT_SLOW=1 runs 20x more."""
-    import os
     import random
 
     from devicekit_cpu.elfcheck import MalformedObjectError, check
     lib, shared = built[pair].lib, pair == "c"
     rng = random.Random(f"elf-{pair}")
     refused = 0
-    for trial in range(150 * (20 if os.environ.get("DEVICEKIT_SLOW") == "1" else 1)):
+    for trial in range(150 * (20 if settings.get("DEVICEKIT_SLOW") else 1)):
         b = bytearray(lib)
         if trial % 3 == 0:
             b[rng.randrange(len(b))] = rng.randrange(256)

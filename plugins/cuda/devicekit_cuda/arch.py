@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 
 DEFAULT_ARCH = "sm_90"
@@ -40,7 +39,7 @@ def resolve(index: int = 0) -> tuple[str, str]:
     cc = driver.compute_capability(index)
     if cc is not None:
         return f"sm_{cc[0]}{cc[1]}", f"device CUDA:{index}"
-    env = os.environ.get("DEVICEKIT_CUDA_ARCH")
-    if env:
-        return normalize(env), "$DEVICEKIT_CUDA_ARCH"
+    from . import settings
+    if env := settings.get("DEVICEKIT_CUDA_ARCH"):
+        return env, "$DEVICEKIT_CUDA_ARCH"
     return DEFAULT_ARCH, "default (no device; set DEVICEKIT_CUDA_ARCH to change)"

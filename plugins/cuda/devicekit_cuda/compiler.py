@@ -11,7 +11,6 @@ better one was skipped). Nothing here needs a GPU.
 from __future__ import annotations
 
 import os
-import shlex
 import threading
 
 from devicekit.compile import Compiler
@@ -28,9 +27,9 @@ def default_flags() -> list[str]:
     """NVRTC flags: no FMA contraction (MULACC and a*b+c round twice, as the reference computes them; set
     DEVICEKIT_CUDA_FMAD=1 to allow FMA), then extra flags from $DEVICEKIT_CUDA_FLAGS. All are part of the identity,
     so of the cache key."""
-    from devicekit.debug import env_flag
-    return [f"--fmad={'true' if env_flag('DEVICEKIT_CUDA_FMAD') else 'false'}",
-            *shlex.split(os.environ.get("DEVICEKIT_CUDA_FLAGS", ""))]
+    from . import settings
+    return [f"--fmad={'true' if settings.get('DEVICEKIT_CUDA_FMAD') else 'false'}",
+            *settings.get("DEVICEKIT_CUDA_FLAGS")]
 
 
 class CUDACompiler(Compiler):

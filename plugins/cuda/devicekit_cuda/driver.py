@@ -7,7 +7,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
-import os
 from dataclasses import dataclass
 
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
@@ -24,7 +23,8 @@ class DriverState:
 
 
 def _load() -> tuple[ctypes.CDLL | None, str, str]:
-    names = [os.environ["DEVICEKIT_LIBCUDA"]] if os.environ.get("DEVICEKIT_LIBCUDA") else []
+    from . import settings
+    names = [lib] if (lib := settings.get("DEVICEKIT_LIBCUDA")) else []
     names += ["libcuda.so.1", "libcuda.so"]
     found = ctypes.util.find_library("cuda")
     if found:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from devicekit.hookspecs import hookimpl
 from devicekit.plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
 
+from . import settings as _settings  # noqa: F401 - declares DEVICEKIT_CUDA_* (devicekit info shows them)
+
 DEVICEKIT_API = (1, 0)
 KIND = "CUDA"
 

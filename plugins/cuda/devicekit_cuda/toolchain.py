@@ -23,6 +23,8 @@ import os
 import shutil
 from dataclasses import dataclass
 
+from . import settings
+
 SUPPORTED_MAJORS = (13, 12)  # library sonames we look for, newest first
 
 
@@ -86,19 +88,18 @@ def _namespace_dirs(sub: str) -> list[str]:
     return out
 
 
-_DISABLED = ("none", "0", "off", "false", "no")
+_DISABLED = settings.OFF
 
 
 def _disabled(env: str) -> bool:
-    return os.environ.get(env, "").strip().lower() in _DISABLED
+    return (settings.get(env) or "").strip().lower() in _DISABLED
 
 
 def _find_library(env: str, dist: str, stem: str) -> tuple[Found | None, list[str]]:
     searched: list[str] = []
     if _disabled(env):
-        return None, [f"${env}={os.environ[env]} (disabled)"]
-    if os.environ.get(env):
-        p = os.environ[env]
+        return None, [f"${env}={settings.get(env)} (disabled)"]
+    if p := settings.get(env):
         searched.append(f"${env}={p}")
         if os.path.isfile(p):
             return Found(p, f"env {env}"), searched
@@ -146,8 +147,7 @@ def ptxas() -> tuple[Found | None, tuple[str, ...]]:
     searched: list[str] = []
     if _disabled("DEVICEKIT_PTXAS"):
         return None, ("$DEVICEKIT_PTXAS (disabled)",)
-    if os.environ.get("DEVICEKIT_PTXAS"):
-        p = os.environ["DEVICEKIT_PTXAS"]
+    if p := settings.get("DEVICEKIT_PTXAS"):
         searched.append(f"$DEVICEKIT_PTXAS={p}")
         if os.path.isfile(p) and os.access(p, os.X_OK):
             return Found(p, "env DEVICEKIT_PTXAS"), tuple(searched)
@@ -173,8 +173,7 @@ def include_dir() -> tuple[Found | None, tuple[str, ...]]:
 
     if _disabled("DEVICEKIT_CUDA_INCLUDE"):
         return None, ("$DEVICEKIT_CUDA_INCLUDE (disabled)",)
-    if os.environ.get("DEVICEKIT_CUDA_INCLUDE"):
-        d = os.environ["DEVICEKIT_CUDA_INCLUDE"]
+    if d := settings.get("DEVICEKIT_CUDA_INCLUDE"):
         searched.append(f"$DEVICEKIT_CUDA_INCLUDE={d}")
         if ok(d):
             return Found(d, "env DEVICEKIT_CUDA_INCLUDE"), tuple(searched)
