@@ -300,6 +300,14 @@ def _bracket_extent(tokens: tuple[str, ...], name: str) -> str | None:
     return "*".join("(" + " ".join("//" if x == "/" else x for x in d) + ")" for d in dims)
 
 
+def _tk(t):
+    """A type's kind, or None for a kind newer than these python bindings (e.g. _Float16's)."""
+    try:
+        return t.kind
+    except ValueError:
+        return None
+
+
 class Unsupported(CompileError):
     """A parameter type no launch can pass; the message says what to write instead."""
 
@@ -311,7 +319,7 @@ def read_param(name: str, t, line: int, where: str, records: dict[str, DType] | 
     import clang.cindex as ci
     ct = t.get_canonical()
     written = t.spelling
-    k = ct.kind
+    k = _tk(ct)
     if k in (ci.TypeKind.POINTER, ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY,
              ci.TypeKind.VARIABLEARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY):
         elem = ct.get_pointee() if k == ci.TypeKind.POINTER else ct.element_type
@@ -321,26 +329,26 @@ def read_param(name: str, t, line: int, where: str, records: dict[str, DType] | 
         elif k == ci.TypeKind.VARIABLEARRAY:
             extent = _bracket_extent(tokens or (), name)
         inner = elem.get_canonical()
-        while inner.kind in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.VARIABLEARRAY, ci.TypeKind.INCOMPLETEARRAY):
-            if inner.kind == ci.TypeKind.CONSTANTARRAY and isinstance(extent, int):
+        while _tk(inner) in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.VARIABLEARRAY, ci.TypeKind.INCOMPLETEARRAY):
+            if _tk(inner) == ci.TypeKind.CONSTANTARRAY and isinstance(extent, int):
                 extent *= inner.element_count
             elif k != ci.TypeKind.VARIABLEARRAY:  # pointer to rows (double (*B)[n]): the row count is not stated
                 extent = None
             inner = inner.element_type.get_canonical()
-        if k == ci.TypeKind.POINTER and elem.get_canonical().kind != inner.kind:
+        if k == ci.TypeKind.POINTER and _tk(elem.get_canonical()) != _tk(inner):
             extent = None
-        if inner.kind == ci.TypeKind.POINTER:
+        if _tk(inner) == ci.TypeKind.POINTER:
             raise Unsupported(f"{where}: pointers to pointers cannot be passed to a kernel: pass each array as its "
                               "own buffer param (or one flat buffer and an index)")
-        if inner.kind in (ci.TypeKind.FUNCTIONPROTO, ci.TypeKind.FUNCTIONNOPROTO):
+        if _tk(inner) in (ci.TypeKind.FUNCTIONPROTO, ci.TypeKind.FUNCTIONNOPROTO):
             raise Unsupported(f"{where}: function pointers cannot be passed to a kernel: call the function "
                               "directly in the kernel, or pass an int that selects it")
-        if inner.kind == ci.TypeKind.VOID:
+        if _tk(inner) == ci.TypeKind.VOID:
             raise Unsupported(f"{where}: a void * buffer has no element type: declare it (float *, const int *, "
                               "unsigned char * for raw bytes)")
         dt = clang_dtype(inner, records)
         if dt is None:
-            if inner.kind == ci.TypeKind.RECORD:
+            if _tk(inner) == ci.TypeKind.RECORD:
                 raise Unsupported(f"{where}: buffers of structs ({inner.spelling}) cannot be read: pass one buffer "
                                   "per field (structure of arrays), or the bytes as unsigned char *")
             raise Unsupported(f"{where}: unsupported element type {inner.spelling!r}")

@@ -41,7 +41,7 @@ def test_signature():
     assert [(p.name, p.dtype, p.writable) for p in spec.params] == [
         ("x", dtypes.float32, False), ("bias", dtypes.float16, False), ("out", dtypes.float16, True)]
     assert [(v.name, v.lo, v.hi) for v in spec.vars] == [("n", -(2**31), 2**31 - 1), ("k", 0, 255)]
-    assert spec.get_meta("arg_format") == "PPPib"  # the kernel's own C types, not int64 vars
+    assert spec.get_meta("arg_format") == "PPPiB"  # the kernel's own C types, not int64 vars
     assert spec.launch_dims({"n": 1000, "k": 3}) == ((8,), (128,))
     assert spec.buffer_sizes({"n": 1000, "k": 3}) == [1000, 4, 1000]
 
@@ -93,12 +93,15 @@ def test_program_from_source_on_fake_driver(monkeypatch):
 
 
 @pytest.mark.parametrize("src,entry,match", [
-    ('__global__ void f(float* x) {}', "f", 'extern "C"'),
     ('extern "C" void g(float* x) {}', "g", "__global__"),
-    ('extern "C" __global__ void h(float x) {}', "h", "only pointers"),
     ('extern "C" __global__ void q(float* x) {}', "nope", "found: q"),
     ('\n\nextern "C" __global__ void r(floot* x) {}', "r", "kernel.cu:3:30"),
-    ('extern "C" __global__ void s(int n, float* x) {}', "s", "buffers come before"),
+    ('struct P { float a; }; __global__ void s(P p, float* x) {}', "s", "struct params cannot be read yet"),
+    ('__global__ void fp(float* x, float (*f)(float)) {}', "fp", "function pointers cannot be passed"),
+    ('template <int B> __global__ void t(float* x) {}', "t", 'a template \\(B\\): name an instantiation'),
+    ('template <int B> __global__ void t(float* x) {}', "t<1, 2>", "cannot instantiate"),
+    ('__global__ void v(float* x) {}', "v<4>", "not a template"),
+    ('__global__ void w(float* x, int2 v) {}', "w", "vector params by value"),
 ])
 def test_errors_say_what_is_wrong(src, entry, match):
     with pytest.raises(CompileError, match=match):
