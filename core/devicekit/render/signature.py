@@ -127,12 +127,15 @@ def clang_index():
     return ci.Index.create()
 
 
-def parse(fname: str, text: str, args: list[str], unsaved: list[tuple[str, str]] = (), src: str = ""):
-    """A libclang TranslationUnit of `text` (an unsaved file named `fname`); CompileError when libclang gives up."""
+def parse(fname: str, text: str, args: list[str], unsaved: list[tuple[str, str]] = (), src: str = "",
+          skip_bodies: bool = False):
+    """A libclang TranslationUnit of `text` (an unsaved file named `fname`); CompileError when libclang gives up.
+    `skip_bodies`: function bodies are not parsed (faster, and a body using names the reader cannot see cannot
+    poison a template); then no cursor is a definition: use `has_body`."""
     import clang.cindex as ci
     try:
         return clang_index().parse(fname, args=list(args), unsaved_files=[(fname, text), *unsaved],
-                                   options=0)
+                                   options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES if skip_bodies else 0)
     except ci.TranslationUnitLoadError as e:
         raise CompileError(f"libclang could not parse the source: {e}", "", src or text) from None
 
@@ -141,13 +144,15 @@ def _in_file(c, fname: str) -> bool:
     return c.location.file is not None and c.location.file.name == fname
 
 
-def find_function(tu, entry: str, fname: str):
+def find_function(tu, entry: str, fname: str, is_definition=None):
     """The definition of `entry` (the name before any `<...>`) in `fname`, searching namespaces and extern "C"
-    blocks: (cursor or None, names of every function defined there)."""
+    blocks: (cursor or None, names of every function defined there). `is_definition(cursor)` replaces libclang's
+    answer (needed when bodies were skipped: see `has_body`)."""
     import clang.cindex as ci
     base = entry.split("<", 1)[0].strip().split("::")[-1]
     found, names = None, []
     kinds = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE)
+    defined = is_definition or (lambda c: c.is_definition())
 
     def walk(cursor):
         nonlocal found
@@ -156,12 +161,42 @@ def find_function(tu, entry: str, fname: str):
                 continue
             if c.kind in (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.UNEXPOSED_DECL, ci.CursorKind.NAMESPACE):
                 walk(c)
-            elif c.kind in kinds and c.is_definition():
+            elif c.kind in kinds and defined(c):
                 names.append(c.spelling)
-                if c.spelling == base and (found is None or not found.is_definition()):
+                if c.spelling == base and found is None:
                     found = c
     walk(tu.cursor)
     return found, names
+
+
+class Bodies:
+    """Where function bodies are, from the main file's tokens (bodies skipped by the parser still have tokens):
+    `span(cursor)` -> (first line, last line) of the declaration with its body, or None for a prototype."""
+
+    def __init__(self, tu, fname: str):
+        self.toks = [(t.location.line, t.location.column, t.spelling) for t in tu.cursor.get_tokens()
+                     if t.location.file is not None and t.location.file.name == fname]
+        self.keys = [(ln, col) for ln, col, _ in self.toks]
+
+    def span(self, c) -> tuple[int, int] | None:
+        import bisect
+        end = (c.extent.end.line, c.extent.end.column)
+        depth, paren = 0, 0
+        for j in range(bisect.bisect_left(self.keys, end), len(self.toks)):
+            tok = self.toks[j][2]
+            if depth == 0 and paren == 0 and tok == ";":
+                return None
+            if tok == "(":
+                paren += 1
+            elif tok == ")":
+                paren -= 1
+            elif tok == "{":
+                depth += 1
+            elif tok == "}":
+                depth -= 1
+                if depth == 0:
+                    return c.extent.start.line, self.toks[j][0]
+        return None
 
 
 def template_params(fn) -> list[Any]:

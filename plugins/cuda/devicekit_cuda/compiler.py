@@ -142,14 +142,15 @@ class CUDACompiler(Compiler):
 
     def compile_source(self, src: str, name_expr: str) -> tuple[bytes, str]:
         """(cubin, lowered name of `name_expr`) of a hand-written kernel."""
-        from .host_headers import stubs_for
+        from .host_headers import PRELUDE_NAME, stubs_for
         from .nvrtc import NVRTCError
         from .source import includes
         opts, _ = self.source_options()
+        opts.append(f"--pre-include={PRELUDE_NAME}")
+        headers = stubs_for(includes(src), cccl=toolchain.cccl_include_dir()[0] is not None)
         base = name_expr.split("<")[0].split("::")[-1].strip() or "kernel"
         try:
-            ptx, log, lowered = self.nvrtc.compile_named(src, base, opts, headers=stubs_for(includes(src)),
-                                                         name_exprs=(name_expr,))
+            ptx, log, lowered = self.nvrtc.compile_named(src, base, opts, headers=headers, name_exprs=(name_expr,))
         except NVRTCError as e:
             hint = ""
             if "cannot open source file" in (e.log or ""):

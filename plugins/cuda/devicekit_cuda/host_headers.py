@@ -86,9 +86,48 @@ STUBS: dict[str, str] = {
     "float.h": _FLOAT, "cfloat": _FLOAT, "limits.h": _LIMITS_H, "climits": _LIMITS_H,
     "stddef.h": _STDDEF, "cstddef": _CSTDDEF, "limits": _LIMITS + _LIMITS_H, "type_traits": _TYPE_TRAITS,
 }
-STUBS_ID = hashlib.sha256(repr(sorted(STUBS.items())).encode()).hexdigest()[:12]
 
 
-def stubs_for(includes: list[str]) -> dict[str, str]:
-    """The stand-ins for those of `includes` (as written between <> or "") that are host headers."""
-    return {h: STUBS[h] for h in includes if h in STUBS}
+# what nvcc's cuda_runtime.h brings in from the host math.h, which kernels use without including anything
+PRELUDE_NAME = "devicekit_nvrtc_prelude.h"
+PRELUDE = """#pragma once
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+#ifndef HUGE_VALF
+#define HUGE_VALF INFINITY
+#endif
+#ifndef M_PI
+#define M_E 2.7182818284590452354
+#define M_LOG2E 1.4426950408889634074
+#define M_LOG10E 0.43429448190325182765
+#define M_LN2 0.69314718055994530942
+#define M_LN10 2.30258509299404568402
+#define M_PI 3.14159265358979323846
+#define M_PI_2 1.57079632679489661923
+#define M_PI_4 0.78539816339744830962
+#define M_1_PI 0.31830988618379067154
+#define M_2_PI 0.63661977236758134308
+#define M_2_SQRTPI 1.12837916709551257390
+#define M_SQRT2 1.41421356237309504880
+#define M_SQRT1_2 0.70710678118654752440
+#endif
+"""
+STUBS_ID = hashlib.sha256(repr((sorted(STUBS.items()), PRELUDE)).encode()).hexdigest()[:12]
+# with CCCL on the include path its C headers are the device versions of these (one definition of FLT_MAX, ...)
+_CCCL = {"float.h": "cfloat", "cfloat": "cfloat", "limits.h": "climits", "climits": "climits"}
+
+
+def stubs_for(includes: list[str], cccl: bool = True) -> dict[str, str]:
+    """The stand-ins for those of `includes` (as written between <> or "") that are host headers, plus the
+    prelude every hand-written kernel gets (`--pre-include`)."""
+    out = {PRELUDE_NAME: PRELUDE}
+    for h in includes:
+        if h in _CCCL and cccl:
+            out[h] = f"#pragma once\n#include <cuda/std/{_CCCL[h]}>\n"
+        elif h in STUBS:
+            out[h] = STUBS[h]
+    return out

@@ -63,9 +63,23 @@ def _preamble() -> str:
 typedef decltype(sizeof(0)) size_t; typedef decltype((char*)0 - (char*)0) ptrdiff_t;
 typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
 typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t; typedef long intptr_t; typedef unsigned long uintptr_t;
+typedef unsigned long long uint64_t; typedef long intptr_t; typedef unsigned long uintptr_t; typedef long clock_t;
 {vecs}
-struct dim3 {{ unsigned int x, y, z; }};
+namespace std {{ using ::size_t; using ::ptrdiff_t; using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
+  using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t; }}
+namespace cuda {{ namespace std {{ using ::size_t; using ::ptrdiff_t; using ::int8_t; using ::int16_t; using ::int32_t;
+  using ::int64_t; using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t; }} }}
+namespace cub {{
+enum BlockReduceAlgorithm {{ BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY, BLOCK_REDUCE_RAKING, BLOCK_REDUCE_WARP_REDUCTIONS }};
+enum BlockScanAlgorithm {{ BLOCK_SCAN_RAKING, BLOCK_SCAN_RAKING_MEMOIZE, BLOCK_SCAN_WARP_SCANS }};
+enum BlockLoadAlgorithm {{ BLOCK_LOAD_DIRECT, BLOCK_LOAD_STRIPED, BLOCK_LOAD_VECTORIZE, BLOCK_LOAD_TRANSPOSE,
+  BLOCK_LOAD_WARP_TRANSPOSE, BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED }};
+enum BlockStoreAlgorithm {{ BLOCK_STORE_DIRECT, BLOCK_STORE_STRIPED, BLOCK_STORE_VECTORIZE, BLOCK_STORE_TRANSPOSE,
+  BLOCK_STORE_WARP_TRANSPOSE, BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED }};
+enum BlockHistogramAlgorithm {{ BLOCK_HISTO_SORT, BLOCK_HISTO_ATOMIC }};
+}}
+struct dim3 {{ unsigned int x, y, z; dim3(unsigned int x = 1, unsigned int y = 1, unsigned int z = 1); }};
+namespace cooperative_groups {{}}
 extern uint3 threadIdx, blockIdx; extern dim3 blockDim, gridDim;
 extern int warpSize;
 typedef _Float16 __half; typedef _Float16 half;
@@ -89,7 +103,7 @@ def _annotations(c) -> set[str]:
     return {a.spelling for a in c.get_children() if a.kind == ci.CursorKind.ANNOTATE_ATTR}
 
 
-def _host_ranges(tu) -> list[tuple[int, int]]:
+def _host_ranges(tu, bodies: sg.Bodies) -> list[tuple[int, int]]:
     """Line ranges (user numbering) of function definitions with neither __global__ nor __device__ (host code)."""
     import clang.cindex as ci
     out = []
@@ -100,12 +114,13 @@ def _host_ranges(tu) -> list[tuple[int, int]]:
                 continue
             if c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.UNEXPOSED_DECL):
                 walk(c)
-            elif c.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE) and c.is_definition():
-                if _annotations(c) & {"dk_global", "dk_device"}:
+            elif c.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
+                span = bodies.span(c)
+                if span is None or _annotations(c) & {"dk_global", "dk_device"}:
                     continue
                 if any(t.spelling == "constexpr" for t in c.get_tokens()):
                     continue  # usable from device code with --expt-relaxed-constexpr: keep
-                start, end = c.extent.start.line - _OFFSET, c.extent.end.line - _OFFSET
+                start, end = span[0] - _OFFSET, span[1] - _OFFSET
                 if start >= 1:
                     out.append((start, end))
     walk(tu.cursor)
@@ -120,8 +135,9 @@ def read_cuda(src: str, entry: str) -> sg.Signature:
     text = _PREAMBLE + src + (f"\nauto* {_ENTRY_VAR} = &{entry};\n" if instance else "")
     shims = [(f"{_SHIM_DIR}/{h}", "") for h in includes(src)]
     tu = sg.parse(_FILE, text, ["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", f"-I{_SHIM_DIR}",
-                                "-Wno-everything"], shims, src=src)
-    fn, names = sg.find_function(tu, entry, _FILE)
+                                "-Wno-everything", "-ferror-limit=0"], shims, src=src, skip_bodies=True)
+    bodies = sg.Bodies(tu, _FILE)
+    fn, names = sg.find_function(tu, entry, _FILE, is_definition=lambda c: bodies.span(c) is not None)
     if fn is None:
         raise CompileError(f"no function definition named {entry.split('<')[0]!r} in the source (found: "
                            f"{', '.join(sorted(set(names))) or 'none'})", "", src)
@@ -163,7 +179,7 @@ def read_cuda(src: str, entry: str) -> sg.Signature:
             raise CompileError(f"{entry}:{p.line}: param {p.name!r}: CUDA has no local-memory params (use "
                                "extern __shared__ and shared_bytes=)", "", src)
     extern_c = not is_template and fn.mangled_name in (fn.spelling, f"_{fn.spelling}")
-    return sg.Signature(entry, tuple(params), line, (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu)))))
+    return sg.Signature(entry, tuple(params), line, (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu, bodies)))))
 
 
 def device_source(src: str, host_ranges) -> str:
