@@ -11,23 +11,24 @@ from __future__ import annotations
 
 import hashlib
 
+# glibc's LP64 types (int64_t is long): the mangled name of a kernel taking int64_t must be the one nvcc gives it
 _STDINT = """#pragma once
-typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
+typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
 typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t; typedef long long intptr_t; typedef unsigned long long uintptr_t;
-typedef long long intmax_t; typedef unsigned long long uintmax_t;
+typedef unsigned long uint64_t; typedef long intptr_t; typedef unsigned long uintptr_t;
+typedef long intmax_t; typedef unsigned long uintmax_t;
 #define INT8_MIN (-128)
 #define INT16_MIN (-32768)
 #define INT32_MIN (-2147483647 - 1)
-#define INT64_MIN (-9223372036854775807LL - 1)
+#define INT64_MIN (-9223372036854775807L - 1)
 #define INT8_MAX 127
 #define INT16_MAX 32767
 #define INT32_MAX 2147483647
-#define INT64_MAX 9223372036854775807LL
+#define INT64_MAX 9223372036854775807L
 #define UINT8_MAX 255
 #define UINT16_MAX 65535
 #define UINT32_MAX 4294967295U
-#define UINT64_MAX 18446744073709551615ULL
+#define UINT64_MAX 18446744073709551615UL
 """
 _CSTDINT = _STDINT + """namespace std { using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t; using ::uint8_t;
 using ::uint16_t; using ::uint32_t; using ::uint64_t; using ::intptr_t; using ::uintptr_t; }

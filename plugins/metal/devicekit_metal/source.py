@@ -36,8 +36,14 @@ BUILTINS = frozenset({
     "grid_origin", "grid_size", "quadgroup_index_in_threadgroup", "thread_index_in_quadgroup",
 })
 FNAME = "kernel.metal.cpp"
+_LANE = {"float": dtypes.float32, "_Float16": dtypes.float16, "metal::bfloat": dtypes.bfloat16, "bfloat": dtypes.bfloat16,
+         "int": dtypes.int32, "unsigned int": dtypes.uint32, "short": dtypes.int16, "unsigned short": dtypes.uint16,
+         "char": dtypes.int8, "unsigned char": dtypes.uint8, "long": dtypes.int64, "unsigned long": dtypes.uint64,
+         "bool": dtypes.bool}
+# the shim's spellings of Metal's struct-like types: bfloat, atomics, and vectors (float4 is metal::vec<float, 4>)
 RECORDS = {"bfloat": dtypes.bfloat16, "atomic<unsigned int>": dtypes.uint32, "atomic<int>": dtypes.int32,
-           "atomic<float>": dtypes.float32}
+           "atomic<float>": dtypes.float32,
+           **{f"vec<{t}, {n}>": dt.vec(n) for t, dt in _LANE.items() for n in (2, 3, 4)}}
 
 
 def _line_before(src: str, line: int, col: int) -> str:
@@ -116,7 +122,10 @@ def read_msl(src: str, entry: str) -> sg.Signature:
             continue
         if attr[:1] == ["dk_threadgroup"]:
             attr[0] = "threadgroup"
-        if attr[:2] not in (["buffer", "("], ["threadgroup", "("]) or len(attr) < 3 or not attr[2].isdigit():
+        if not attr and ({"device", "constant"} & set(ptoks)):
+            attr = ["buffer", "(", "implicit", ")"]  # Apple's samples leave the index out: assigned in order
+        if attr[:2] not in (["buffer", "("], ["threadgroup", "("]) or len(attr) < 3 or \
+                not (attr[2].isdigit() or attr[2] == "implicit"):
             raise CompileError(f"{where}: needs [[buffer(i)]], [[threadgroup(i)]] or a Metal builtin attribute",
                                "", src)
         p = sg.read_param(a.spelling, a.type, a.location.line, where, records=RECORDS, tokens=tuple(ptoks),
@@ -126,7 +135,14 @@ def read_msl(src: str, entry: str) -> sg.Signature:
             raise CompileError(f"{where}: a [[{attr[0]}(i)]] param is " + (
                 "`threadgroup T *`" if attr[0] == "threadgroup" else
                 "`device T *` / `constant T *` (a buffer) or `constant T &` (a scalar)"), "", src)
-        params.append(dataclasses.replace(p, attr=tuple(attr), slot=int(attr[2])))
+        params.append(dataclasses.replace(p, attr=tuple(attr), slot=int(attr[2]) if attr[2].isdigit() else None))
+    implicit = [p for p in params if p.attr[2:3] == ("implicit",)]
+    if implicit:
+        if any(p.attr[:1] == ("buffer",) and p.slot is not None for p in params):
+            raise CompileError(f"{entry}: param {implicit[0].name!r} has no [[buffer(i)]] while others do: give every "
+                               "buffer param its index", "", src)
+        k = iter(range(len(implicit)))
+        params = [dataclasses.replace(p, slot=next(k)) if p.attr[2:3] == ("implicit",) else p for p in params]
     for kind in ("buffer", "threadgroup"):
         slots = [p for p in params if p.slot is not None and (p.attr[0] == kind)]
         seen: dict[int, str] = {}
