@@ -69,13 +69,14 @@ def worker_main() -> None:
     out = os.fdopen(os.dup(1), "wb")  # answers go to the original stdout; anything a reader or libclang prints
     os.dup2(2, 1)                     # (fd 1) goes to stderr instead of corrupting them
     sys.stdout = sys.stderr
-    sys.path[:] = pickle.loads(_read_exact(inp, _HEADER.unpack(_read_exact(inp, _HEADER.size))[0]))
     while True:
         try:
             n = _HEADER.unpack(_read_exact(inp, _HEADER.size))[0]
         except EOFError:
             return
-        target, args = pickle.loads(_read_exact(inp, n))
+        path, target, args = pickle.loads(_read_exact(inp, n))
+        if path != sys.path:
+            sys.path[:] = path  # the caller's, as it is now: readers import from wherever it imports
         try:
             answer = ("ok", _call(target, args))
             pickle.dumps(answer)
@@ -93,10 +94,9 @@ class _Worker:
         self.pid = os.getpid()  # a forked child must not share its parent's pipes
         code = "from devicekit.render.parse_worker import worker_main; worker_main()"
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        _write(self.proc.stdin, list(sys.path))
 
     def call(self, target: str, args: tuple, timeout: float) -> tuple[str, Any]:
-        _write(self.proc.stdin, (target, args))
+        _write(self.proc.stdin, (list(sys.path), target, args))
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         buf = b""

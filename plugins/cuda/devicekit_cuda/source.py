@@ -108,13 +108,18 @@ def _host_ranges(tu, bodies: sg.Bodies) -> list[tuple[int, int]]:
     import clang.cindex as ci
     out = []
 
+    scopes = (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.UNEXPOSED_DECL)
+    functions = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE)
+
     def walk(cursor):
         for c in cursor.get_children():
-            if c.location.file is None or c.location.file.name != _FILE:
+            if c.kind not in scopes and c.kind not in functions:
+                continue  # the kind is cheap to ask, the location is not: filter on it first
+            if c.location.file is None or c.location.file.name != _FILE or c.location.line <= _OFFSET:
                 continue
-            if c.kind in (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.UNEXPOSED_DECL):
+            if c.kind in scopes:
                 walk(c)
-            elif c.kind in (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE):
+            else:
                 span = bodies.span(c)
                 if span is None or _annotations(c) & {"dk_global", "dk_device"}:
                     continue
@@ -136,7 +141,7 @@ def read_cuda(src: str, entry: str) -> sg.Signature:
     shims = [(f"{_SHIM_DIR}/{h}", "") for h in includes(src)]
     tu = sg.parse(_FILE, text, ["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", f"-I{_SHIM_DIR}",
                                 "-Wno-everything", "-ferror-limit=0"], shims, src=src, skip_bodies=True)
-    bodies = sg.Bodies(tu, _FILE)
+    bodies = sg.Bodies(text)
     fn, names = sg.find_function(tu, entry, _FILE, is_definition=lambda c: bodies.span(c) is not None)
     if fn is None:
         raise CompileError(f"no function definition named {entry.split('<')[0]!r} in the source (found: "
