@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -95,6 +96,8 @@ class HostKernel:
 
 
 _FLOAT_C = {"float16": "half", "float32": "float", "float64": "double"}
+# `extern __shared__ T name[];` (sized by the launch) becomes a 48 KiB block-shared array in the emulation
+_DYN_SHARED = re.compile(r"extern\s+__shared__\s+([^;\[]+?)\s*\b(\w+)\s*\[\s*\]\s*;")
 
 
 def _slot(x, v) -> int:
@@ -127,7 +130,8 @@ def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
                 dt = spec.vars[i].dtype
                 args.append(f"dk_bits<{_FLOAT_C[dt.name]}>(vars[{i}])" if dt is not None and dt.is_float else
                             f"vars[{i}]")
-        parts.append(f"namespace dk_k{n} {{\n{spec.src}\n}}\n"
+        src = _DYN_SHARED.sub(r"alignas(16) __shared__ \1 \2[49152 / sizeof(\1)];", spec.src)
+        parts.append(f"namespace dk_k{n} {{\n{src}\n}}\n"
                      f'extern "C" void dk_launch_{n}(void** bufs, const long long* vars, const long long* g, '
                      f"const long long* l, int threaded) {{\n"
                      f"  dk_run([&]() {{ dk_k{n}::{spec.name}({', '.join(args)}); }}, g, l, threaded);\n}}\n")

@@ -112,3 +112,37 @@ def test_body_errors_are_left_to_nvrtc():
     src = 'extern "C" __global__ void b(float* x) { x[0] = some_intrinsic_libclang_does_not_know(1); }'
     spec = CUDARenderer().parse_source(src, "b")
     assert [p.name for p in spec.params] == ["x"]
+
+
+@pytest.mark.skipif(CXX is None or toolchain.nvrtc()[0] is None, reason="needs a host C++ compiler and NVRTC")
+def test_cpp_linkage_scalars_first_and_dynamic_shared_on_fake_driver(monkeypatch):
+    """A C++-linkage kernel taking (int, float, buffers, ...) and extern __shared__ memory: the runtime loads the
+    mangled name, packs each argument as its C type in declaration order, and passes shared_bytes per launch."""
+    import devicekit as dk
+    from devicekit.device import Device
+    from devicekit.spec import DeviceSpec
+    from devicekit_cuda import context, plugin
+    src = """__global__ void shift_scale(int n, float a, const float *x, float *y, double bias) {
+      extern __shared__ float stage[];
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      stage[threadIdx.x] = i < n ? x[i] : 0.0f;
+      __syncthreads();
+      if (i < n) y[i] = a * stage[threadIdx.x] + (float)bias;
+    }"""
+    fake.install(monkeypatch)
+    monkeypatch.setattr(context, "_contexts", {})
+    spec = CUDARenderer().parse_source(src, "shift_scale", shared_bytes="4 * 64")
+    spec_dev = DeviceSpec("CUDA")
+    dev = Device(spec_dev, plugin._allocator(spec_dev), plugin._renderer(spec_dev), plugin._compiler_nvjitlink(spec_dev),
+                 plugin._runtime(spec_dev))
+    prog = dev.program_from_source(src, "shift_scale", shared_bytes="4 * 64", global_size=("(n + 63) // 64",),
+                                   local_size=(64,))
+    symbol = prog.spec.get_meta("symbol")
+    assert symbol == "_Z11shift_scaleifPKfPfd"
+    monkeypatch.setattr(fake, "KERNELS", {symbol: host_compile_many([spec])["shift_scale"]})
+    x = np.linspace(-1, 1, 100).astype(np.float32)
+    y = dk.run(prog, n=100, a=3.0, x=x, y=np.zeros(100, np.float32), bias=0.5)["y"]
+    np.testing.assert_allclose(y, 3 * x + 0.5, rtol=1e-6)
+    launch = [c for c in fake.calls if c[0] == "launch"][-1]
+    assert launch[2] == (2, 1, 1) and launch[3] == (64, 1, 1) and launch[5] == 256
+    assert launch[4][:2] == (100, 3.0) and launch[4][4] == 0.5  # int, float, ptr, ptr, double as declared

@@ -66,9 +66,13 @@ class FakePSO:
         return 1024
 
 
+ENCODERS: list = []  # every encoder made, newest last (tests look at what was bound)
+
+
 class FakeEncoder:
     def __init__(self, cb):
         self.cb, self.bufs, self.bytes, self.tg = cb, {}, {}, {}
+        ENCODERS.append(self)
 
     def setComputePipelineState_(self, pso):
         self.pso = pso
