@@ -108,7 +108,7 @@ def _check_int_vals(spec: ProgramSpec, vals: Any) -> None:
         v = spec.vars[j] if j < len(spec.vars) else None
         want = numbers.Real if v is not None and v.is_float else numbers.Integral
         is_bool_var = v is not None and v.dtype is not None and v.dtype.is_bool
-        if (isinstance(x, bool) and not is_bool_var) or not isinstance(x, want):  # numpy ints: Integral; numpy bools not
+        if (isinstance(x, bool) and not is_bool_var) or not isinstance(x, want):  # numpy bools are not Integral
             what = v.name if v is not None else f"#{j}"
             kind = "a number" if want is numbers.Real else "an int"
             raise TypeError(f"{spec.name}: var {what} must be {kind}, got {type(x).__name__} {x!r}")

@@ -4,11 +4,17 @@ A plugin's `parse_source(src, entry, **options)` does two things with this modul
 
 1. In the reader process (`parse_worker.bounded("pkg.module:reader", ...)`, so a pathological source cannot hang the
    caller), its reader parses the source with libclang and returns a `Signature` (plain, picklable data):
-   - `parse(fname, text, args, unsaved)` -> a libclang TranslationUnit (`clang_index()` is one index per process);
-   - `find_function(tu, entry, fname)` -> (the FUNCTION_DECL / FUNCTION_TEMPLATE cursor or None, names found);
-     C++ templates: `instance_arg_types(tu, var_name)` reads the parameter types of an instantiation the reader
-     wrote into the source as `auto* var_name = &entry<args>;`;
-   - `signature_errors(tu, fn, fname)` -> the error diagnostics inside the signature (the body is the compiler's);
+   - `parse(fname, text, args, unsaved, skip_bodies=False)` -> a libclang TranslationUnit (`clang_index()` is one
+     index per process). The `libclang` wheel ships no compiler headers: pass the include setup of the compiler the
+     source pairs with (C: its builtin include dir; OpenCL: `-cl-no-stdinc` plus the types opencl-c-base.h would
+     declare, or a header dir that has it; otherwise its implicit include is a fatal error);
+   - `find_function(tu, entry, fname, is_definition=None)` -> (the FUNCTION_DECL / FUNCTION_TEMPLATE cursor or
+     None, names found); with skipped bodies pass `is_definition=lambda c: Bodies(text).span(c) is not None`;
+     `template_params(fn)` -> its PARM_DECLs; C++ templates: `instance_arg_types(tu, var_name, fname)` reads the
+     parameter types of an instantiation the reader wrote into the source as `auto* var_name = &entry<args>;`;
+   - `signature_errors(tu, fn, fname, line_offset)` -> the errors inside the signature, and any fatal error (the body
+     is the compiler's); `first_errors(tu, fname)` for "entry not found" messages;
+   - `Bodies(text).span(cursor)` -> the lines of a definition with its body (None for a prototype), from the text;
    - `read_param(name, type, line, where, records=..., tokens=...)` -> a `Param`, or a one-line CompileError saying
      what to do instead (structs, function pointers, pointers to pointers, void *);
    - `clang_dtype(type, records)` -> the DType of a scalar or vector type (all 8-64 bit ints, bool, half, float,
@@ -22,7 +28,7 @@ A plugin's `parse_source(src, entry, **options)` does two things with this modul
    Extents the declaration states become the buffer's size: `float x[1024]` -> 1024, C99 `double A[n][m]` -> n*m.
 
 2. In the caller, `build_spec(sig, src, device=..., lang=..., sizes=..., global_size=..., local_size=...,
-   shared_bytes=...)` makes the ProgramSpec: buffers become `params` (declaration order), scalars `vars`
+   shared_bytes=..., split=...)` makes the ProgramSpec: buffers become `params` (declaration order), scalars `vars`
    (declaration order, with their dtype: ints are bounded by their C type, floats take any number), and the
    interleaved order goes to `meta["args"]` (`ProgramSpec.arg_order()`: ("buffer", i) / ("var", j) / ("local", k) /
    ("builtin", k)), with the Params themselves in `meta["source_params"]`. `sizes={"x": "n*4"}` (elements: an int or
@@ -97,8 +103,8 @@ class Param:
     space: str = ""  # "global", "local", "constant", "private", "" when the language names none (C, CUDA)
     type: str = ""  # the type as written
     line: int = 0
-    extent: int | str | None = None  # elements the declaration states: float x[1024] -> 1024, double A[n][m] -> "(n)*(m)"
-    attr: tuple[str, ...] = ()  # the tokens of a Metal attribute: ("buffer", "(", "0", ")"), ("thread_position_in_grid",)
+    extent: int | str | None = None  # elements stated: float x[1024] -> 1024, double A[n][m] -> "(n)*(m)"
+    attr: tuple[str, ...] = ()  # a Metal attribute's tokens: ("buffer", "(", "0", ")"), ("thread_position_in_grid",)
     slot: int | None = None  # Metal [[buffer(n)]] / [[threadgroup(n)]] index
 
 

@@ -111,7 +111,8 @@ def _cases():
     a, b = _f64(20, 20), _f64(20, 20)
     c.append(("jacobi_2d.c", "kernel_jacobi_2d", {}, {"tsteps": 5, "n": 20, "A": a, "B": b}, _jacobi(a, b, 5), 1e-12))
     cc, aa, bb = _f64(8, 9), _f64(8, 7), _f64(7, 9)
-    c.append(("gemm.c", "kernel_gemm", {}, {"ni": 8, "nj": 9, "nk": 7, "alpha": 1.5, "beta": 1.2, "C": cc, "A": aa, "B": bb},
+    c.append(("gemm.c", "kernel_gemm", {},
+              {"ni": 8, "nj": 9, "nk": 7, "alpha": 1.5, "beta": 1.2, "C": cc, "A": aa, "B": bb},
               {"C": 1.2 * cc + 1.5 * aa @ bb}, 1e-12))
     aa, xx = _f64(6, 5), _f64(5)
     c.append(("atax.c", "kernel_atax", {}, {"m": 6, "n": 5, "A": aa, "x": xx, "y": np.zeros(5), "tmp": np.zeros(6)},
@@ -120,8 +121,8 @@ def _cases():
     c.append(("seidel_2d.c", "kernel_seidel_2d", {}, {"tsteps": 3, "n": 12, "A": a}, _seidel(a, 3), 1e-12))
     d = _f64(10, 4)
     dc = d - d.mean(0)
-    c.append(("covariance.c", "kernel_covariance", {}, {"m": 4, "n": 10, "float_n": 10.0, "data": d, "cov": np.zeros((4, 4)),
-                                                             "mean": np.zeros(4)},
+    c.append(("covariance.c", "kernel_covariance", {},
+              {"m": 4, "n": 10, "float_n": 10.0, "data": d, "cov": np.zeros((4, 4)), "mean": np.zeros(4)},
               {"cov": dc.T @ dc / 9, "mean": d.mean(0), "data": dc}, 1e-12))
     a, b = _f64(7, 7, 7), _f64(7, 7, 7)
     c.append(("heat_3d.c", "kernel_heat_3d", {}, {"tsteps": 2, "n": 7, "A": a, "B": b}, _heat(a, b, 2), 1e-12))
@@ -129,7 +130,8 @@ def _cases():
     c.append(("lu.c", "kernel_lu", {}, {"n": 9, "A": a}, _lu(a), 1e-10))
     aa, y1, y2, x1, x2 = _f64(6, 6), _f64(6), _f64(6), _f64(6), _f64(6)
     c.append(("mvt_pointer_rows.c", "kernel_mvt", {"sizes": {"A": "n*n"}},
-              {"n": 6, "x1": x1, "x2": x2, "y_1": y1, "y_2": y2, "A": aa}, {"x1": x1 + aa @ y1, "x2": x2 + aa.T @ y2}, 1e-12))
+              {"n": 6, "x1": x1, "x2": x2, "y_1": y1, "y_2": y2, "A": aa},
+              {"x1": x1 + aa @ y1, "x2": x2 + aa.T @ y2}, 1e-12))
     B, T, C, V = 2, 3, 8, 11
     tok = RNG.integers(0, V, (B, T)).astype(np.int32)
     wte, wpe = _f32(V, C), _f32(T, C)
@@ -137,7 +139,8 @@ def _cases():
               {"out": np.zeros((B, T, C), np.float32), "inp": tok, "wte": wte, "wpe": wpe, "B": B, "T": T, "C": C},
               {"out": wte[tok] + wpe[None]}, 1e-6))
     xx, w, bias = _f32(B, T, C), _f32(C), _f32(C)
-    c.append(("llmc_layernorm_forward.c", "layernorm_forward", {"sizes": {"out": "B*T*C", "mean": "B*T", "rstd": "B*T"}},
+    c.append(("llmc_layernorm_forward.c", "layernorm_forward",
+              {"sizes": {"out": "B*T*C", "mean": "B*T", "rstd": "B*T"}},
               {"inp": xx, "weight": w, "bias": bias, "B": B, "T": T, "C": C}, _layernorm(xx, w, bias), 1e-4))
     OC = 5
     xx, w, bias = _f32(B, T, C), _f32(OC, C), _f32(OC)
@@ -237,7 +240,7 @@ def test_scalars_in_any_order_execute_in_declaration_order(cpu):
         prog.execute(bufs, [2, 2, 3, "0.5", 2.0])
 
 
-@pytest.mark.skipif(os.environ.get("DEVICEKIT_SLOW") != "1", reason="DEVICEKIT_SLOW=1: every corpus kernel read again in process")
+@pytest.mark.skipif(os.environ.get("DEVICEKIT_SLOW") != "1", reason="DEVICEKIT_SLOW=1: the corpus read again in process")
 def test_corpus_reads_with_headers_in_process(cpu, monkeypatch):
     """The same reader in process (DEVICEKIT_PARSE_TIMEOUT=0) agrees with the helper process."""
     r, _ = cpu.pair("c")

@@ -30,8 +30,8 @@ typedef long intmax_t; typedef unsigned long uintmax_t;
 #define UINT32_MAX 4294967295U
 #define UINT64_MAX 18446744073709551615UL
 """
-_CSTDINT = _STDINT + """namespace std { using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t; using ::uint8_t;
-using ::uint16_t; using ::uint32_t; using ::uint64_t; using ::intptr_t; using ::uintptr_t; }
+_CSTDINT = _STDINT + """namespace std { using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
+using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t; using ::intptr_t; using ::uintptr_t; }
 """
 _FLOAT = """#pragma once
 #define FLT_MAX 3.402823466e+38F

@@ -184,7 +184,8 @@ def read_cuda(src: str, entry: str) -> sg.Signature:
             raise CompileError(f"{entry}:{p.line}: param {p.name!r}: CUDA has no local-memory params (use "
                                "extern __shared__ and shared_bytes=)", "", src)
     extern_c = not is_template and fn.mangled_name in (fn.spelling, f"_{fn.spelling}")
-    return sg.Signature(entry, tuple(params), line, (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu, bodies)))))
+    facts = (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu, bodies))))
+    return sg.Signature(entry, tuple(params), line, facts)
 
 
 def device_source(src: str, host_ranges) -> str:

@@ -133,8 +133,8 @@ def test_cpp_linkage_scalars_first_and_dynamic_shared_on_fake_driver(monkeypatch
     monkeypatch.setattr(context, "_contexts", {})
     spec = CUDARenderer().parse_source(src, "shift_scale", shared_bytes="4 * 64")
     spec_dev = DeviceSpec("CUDA")
-    dev = Device(spec_dev, plugin._allocator(spec_dev), plugin._renderer(spec_dev), plugin._compiler_nvjitlink(spec_dev),
-                 plugin._runtime(spec_dev))
+    dev = Device(spec_dev, plugin._allocator(spec_dev), plugin._renderer(spec_dev),
+                 plugin._compiler_nvjitlink(spec_dev), plugin._runtime(spec_dev))
     prog = dev.program_from_source(src, "shift_scale", shared_bytes="4 * 64", global_size=("(n + 63) // 64",),
                                    local_size=(64,))
     symbol = prog.spec.get_meta("symbol")

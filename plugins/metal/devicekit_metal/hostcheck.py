@@ -151,7 +151,8 @@ def harness_source(spec, renderer, threaded: bool = False) -> str:
     params = spec.get_meta("source_params")
     src = host_msl(spec.src)
     if params is None:  # generated: buffers, int64 vars, then the two positions the renderer asks for
-        order = [("buffer", i, None) for i in range(len(spec.params))] + [("var", j, None) for j in range(len(spec.vars))]
+        order = [("buffer", i, None) for i in range(len(spec.params))]
+        order += [("var", j, None) for j in range(len(spec.vars))]
         order += [("builtin", 0, ("threadgroup_position_in_grid", "uint3")),
                   ("builtin", 0, ("thread_position_in_threadgroup", "uint3"))]
     else:
@@ -172,8 +173,7 @@ def harness_source(spec, renderer, threaded: bool = False) -> str:
         else:
             args.append(_builtin_expr(*extra))
     call = f"{spec.name}({', '.join(args)});"
-    prelude = """struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };  // any buffer type
-"""
+    prelude = "struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };\n"  # any buffer
     tg_alloc = ("std::vector<std::vector<long double>> tg(ntg);\n"
                 "    for (long k = 0; k < ntg; k++) tg[k].assign(tgbytes[k] / sizeof(long double) + 1, 0);")
     if threaded:

@@ -36,7 +36,8 @@ BUILTINS = frozenset({
     "grid_origin", "grid_size", "quadgroup_index_in_threadgroup", "thread_index_in_quadgroup",
 })
 FNAME = "kernel.metal.cpp"
-_LANE = {"float": dtypes.float32, "_Float16": dtypes.float16, "metal::bfloat": dtypes.bfloat16, "bfloat": dtypes.bfloat16,
+_LANE = {"float": dtypes.float32, "_Float16": dtypes.float16, "metal::bfloat": dtypes.bfloat16,
+         "bfloat": dtypes.bfloat16,
          "int": dtypes.int32, "unsigned int": dtypes.uint32, "short": dtypes.int16, "unsigned short": dtypes.uint16,
          "char": dtypes.int8, "unsigned char": dtypes.uint8, "long": dtypes.int64, "unsigned long": dtypes.uint64,
          "bool": dtypes.bool}

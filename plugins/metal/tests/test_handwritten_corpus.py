@@ -134,7 +134,8 @@ def _mandel(w, h, x0, y0, step, it_max):
     out = np.zeros((h, w), np.uint32)
     for py in range(h):
         for px in range(w):
-            cr, ci = np.float32(x0 + np.float32(px) * np.float32(step)), np.float32(y0 + np.float32(py) * np.float32(step))
+            cr = np.float32(x0 + np.float32(px) * np.float32(step))
+            ci = np.float32(y0 + np.float32(py) * np.float32(step))
             zr = zi = np.float32(0)
             it = 0
             while zr * zr + zi * zi <= 4 and it < it_max:
@@ -199,7 +200,8 @@ def test_apple_sample_gets_implicit_indices_and_mixing_is_refused():
     spec = MetalRenderer().parse_source((CORPUS / "add_arrays.metal").read_text(), "add_arrays")
     assert [(p.name, p.slot, p.writable) for p in spec.get_meta("source_params")[:3]] == [
         ("inA", 0, False), ("inB", 1, False), ("result", 2, True)]
-    mixed = (CORPUS / "add_arrays.metal").read_text().replace("device float* result", "device float* result [[buffer(2)]]")
+    src = (CORPUS / "add_arrays.metal").read_text()
+    mixed = src.replace("device float* result", "device float* result [[buffer(2)]]")
     with pytest.raises(CompileError, match="has no \\[\\[buffer\\(i\\)\\]\\] while others do"):
         MetalRenderer().parse_source(mixed, "add_arrays")
 
