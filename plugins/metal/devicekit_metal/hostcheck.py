@@ -174,12 +174,21 @@ def harness_source(spec, renderer, threaded: bool = False) -> str:
             args.append(_builtin_expr(*extra))
     call = f"{spec.name}({', '.join(args)});"
     prelude = "struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };\n"  # any buffer
+    # threadgroup args: the launch's bytes, then a canary; a kernel writing past its argument (shared_bytes too
+    # small) makes dk_host_run return 1 + the argument's index instead of corrupting the host's heap
     tg_alloc = ("std::vector<std::vector<long double>> tg(ntg);\n"
-                "    for (long k = 0; k < ntg; k++) tg[k].assign(tgbytes[k] / sizeof(long double) + 1, 0);")
+                "    for (long k = 0; k < ntg; k++) {\n"
+                "      tg[k].assign((tgbytes[k] + 64) / sizeof(long double) + 1, 0);\n"
+                "      std::memset((char *)tg[k].data() + tgbytes[k], 0xA5, 64);\n"
+                "    }")
+    tg_check = ("for (long k = 0; k < ntg; k++)\n"
+                "      for (long b = 0; b < 64; b++)\n"
+                "        if (((unsigned char *)tg[k].data())[tgbytes[k] + b] != 0xA5) return 1 + k;")
     if threaded:
         return f"""#define DK_HOST_THREADS 1
 {src}
 #undef thread
+#include <cstring>
 #include <memory>
 {prelude}
 extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group, long ntg,
@@ -200,11 +209,13 @@ extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long
     for (long lz = 0; lz < group[2]; lz++) for (long ly = 0; ly < group[1]; ly++) for (long lx = 0; lx < group[0]; lx++)
       ts.emplace_back([=, &tg] {{ metal::dk_tid = (lz * group[1] + ly) * group[0] + lx; {call} }});
     for (auto &t : ts) t.join();
+    {tg_check}
   }}
   return 0;
 }}
 """
     return f"""{src}
+#include <cstring>
 #include <vector>
 {prelude}
 extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group, long ntg,
@@ -213,6 +224,7 @@ extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long
     {tg_alloc}
     for (long lz = 0; lz < group[2]; lz++) for (long ly = 0; ly < group[1]; ly++) for (long lx = 0; lx < group[0]; lx++)
       {call}
+    {tg_check}
   }}
   return 0;
 }}
@@ -282,5 +294,9 @@ class HostKernel:
         cvals = (ctypes.c_long * max(1, len(vals)))(*var_slots(spec, vals))
         from devicekit.render.signature import launch_shared
         tg = launch_shared(spec, var_vals)[1]
-        self._fn(bufs, cvals, (ctypes.c_long * 3)(*grid), (ctypes.c_long * 3)(*group), len(tg),
-                 (ctypes.c_long * max(1, len(tg)))(*tg))
+        rc = self._fn(bufs, cvals, (ctypes.c_long * 3)(*grid), (ctypes.c_long * 3)(*group), len(tg),
+                      (ctypes.c_long * max(1, len(tg)))(*tg))
+        if rc:
+            p = [q for q in spec.get_meta("source_params") if q.kind == "local"][rc - 1]
+            raise HostCheckError(f"{spec.name}: the kernel wrote past its threadgroup argument {p.name!r} "
+                                 f"({tg[rc - 1]} bytes for this launch): give it more with shared_bytes=")

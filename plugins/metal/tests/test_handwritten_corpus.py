@@ -216,3 +216,15 @@ def test_scalars_and_buffers_bind_at_their_own_indices():
     assert [v.name for v in spec.vars] == ["scale", "shift"] and [p.name for p in spec.params] == ["in", "out"]
     from devicekit.render.signature import launch_shared
     assert launch_shared(spec, {"scale": 1.0, "shift": 0.0}) == (0, (128, 128))
+
+
+@pytest.mark.skipif(cxx() is None, reason="no C++ compiler for the host emulation")
+def test_too_little_threadgroup_memory_is_caught_not_corrupting(tmp_path):
+    """shared_bytes below what the kernel writes: the emulation's canary names the argument (it used to overflow the
+    host heap and abort the test process later)."""
+    from devicekit_metal.hostcheck import HostCheckError
+    src = (CORPUS / "two_stage_buffers.metal").read_text()
+    spec = MetalRenderer().parse_source(src, "scale_shift", shared_bytes={"tmp_a": 128, "tmp_b": 100},
+                                        global_size=(2,), local_size=(32,))
+    with pytest.raises(HostCheckError, match="wrote past its threadgroup argument 'tmp_b' .100 bytes"):
+        _run(spec, {"scale": 2.0, "in": _f32(64), "shift": 1.0, "out": np.zeros(64, np.float32)}, tmp_path)
