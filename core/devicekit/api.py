@@ -22,32 +22,51 @@ def resolve_device(dev: Device | DeviceSpec | str | None) -> Device:
     return dev
 
 
-def run(kernel: Any, device: Any = None, **named: Any) -> dict[str, Any]:
+def run(kernel: Any, device: Any = None, *, global_size: tuple[int, ...] | None = None,
+        local_size: tuple[int, ...] | None = None, **named: Any) -> dict[str, Any]:
     """Compile `kernel` for `device` (a Device, a spec string, or None for the default), run it once and return
     every writable param as a numpy array, by name.
 
-    Named arguments: one numpy array per param (dtype and size checked; writable params may be omitted: they are
-    allocated zeroed, sized from the vars) and one int per var. Arrays passed in are never modified. A returned
-    array has the shape of the array passed for it when the sizes agree, else it is flat.
+    `kernel` is an ir.Kernel, or a Program (e.g. from `dev.program_from_source`: it runs where it was loaded).
+    Named arguments: one numpy array per param (dtype and size checked; writable params may be omitted when their
+    size is known: they are allocated zeroed, sized from the vars) and one value per var (an int; a float var takes
+    a number). `global_size`/`local_size` are the launch dims when the program does not compute them itself (a
+    hand-written GPU kernel). Arrays passed in are never modified. A returned array has the shape of the array
+    passed for it when the sizes agree, else it is flat.
     """
     import numpy as np
 
     from .memory import Buffer, BufferOptions
+    from .runtime import Program
 
-    dev = resolve_device(device)
-    program = dev.compile(kernel)
+    if isinstance(kernel, Program):
+        program = kernel  # it runs where it was loaded: its buffers go to its device
+        dev = program.device or resolve_device(device)
+    else:
+        dev = resolve_device(device)
+        program = dev.compile(kernel)
     spec = program.spec
     pnames, vnames = [p.name for p in spec.params], [v.name for v in spec.vars]
     if extra := sorted(set(named) - set(pnames) - set(vnames)):
         raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
                         f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
     if missing := [v for v in vnames if v not in named]:
-        raise TypeError(f"{spec.name}: missing int var(s) {', '.join(missing)}")
+        kind = "" if any(v.is_float for v in spec.vars) else "int "
+        raise TypeError(f"{spec.name}: missing {kind}var(s) {', '.join(missing)}")
     vals = []
-    for v in vnames:
-        x = named[v]
-        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-            raise TypeError(f"{spec.name}: var {v!r} must be an int, got {type(x).__name__}")
+    for v in spec.vars:
+        x = named[v.name]
+        if v.is_float:
+            if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{spec.name}: var {v.name!r} must be a number, got {type(x).__name__}")
+            vals.append(float(x))
+            continue
+        if v.dtype is not None and v.dtype.is_bool:
+            ok = isinstance(x, (int, np.integer, np.bool_))
+        else:
+            ok = not isinstance(x, bool) and isinstance(x, (int, np.integer))
+        if not ok:
+            raise TypeError(f"{spec.name}: var {v.name!r} must be an int, got {type(x).__name__}")
         vals.append(int(x))
     var_vals = spec.check_vars(vals)
     sizes = spec.buffer_sizes(var_vals)
@@ -64,12 +83,15 @@ def run(kernel: Any, device: Any = None, **named: Any) -> dict[str, Any]:
             except (TypeError, ValueError) as e:
                 raise type(e)(f"{spec.name}: param {p.name!r}: {e}") from None
             shapes[p.name] = arr.shape
-        elif p.writable:
+        elif p.writable and not (spec.get_meta("from_source") and isinstance(p.size, int) and p.size == 0):
             buf = Buffer(dev, n, p.dtype, BufferOptions(zero=True))
+        elif p.writable:
+            raise TypeError(f"{spec.name}: pass an array for param {p.name!r}: its size is not known (a hand-written "
+                            f"kernel states it with sizes={{{p.name!r}: ...}} at program_from_source)")
         else:
             raise TypeError(f"{spec.name}: missing input array for param {p.name!r} ({p.dtype}, {n} elements)")
         buffers.append(buf)
-    program.execute(buffers, vals, wait=True)
+    program.execute(buffers, vals, global_size=global_size, local_size=local_size, wait=True)
     out = {}
     for p, buf in zip(spec.params, buffers):
         if p.writable:

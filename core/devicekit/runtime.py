@@ -112,11 +112,15 @@ RuntimeFactory = Callable[["CompiledSpec"], Program]
 
 
 def _check_int_vals(spec: ProgramSpec, vals: Any) -> None:
-    """Var values are ints (python or numpy), never bools, floats or strings: int() would silently truncate 3.7."""
+    """Var values are ints (python or numpy), never bools, floats or strings: int() would silently truncate 3.7. A
+    float var (a hand-written kernel's `float alpha`) takes any real number, still not a bool or a string."""
     if not isinstance(vals, (list, tuple)):
         raise TypeError(f"{spec.name}: vals must be a list of ints in var order, got {type(vals).__name__}")
-    names = [v.name for v in spec.vars]
     for j, x in enumerate(vals):
-        if isinstance(x, bool) or not isinstance(x, numbers.Integral):  # numpy ints are Integral, numpy bools not
-            what = names[j] if j < len(names) else f"#{j}"
-            raise TypeError(f"{spec.name}: var {what} must be an int, got {type(x).__name__} {x!r}")
+        v = spec.vars[j] if j < len(spec.vars) else None
+        want = numbers.Real if v is not None and v.is_float else numbers.Integral
+        is_bool_var = v is not None and v.dtype is not None and v.dtype.is_bool
+        if (isinstance(x, bool) and not is_bool_var) or not isinstance(x, want):  # numpy bools are not Integral
+            what = v.name if v is not None else f"#{j}"
+            kind = "a number" if want is numbers.Real else "an int"
+            raise TypeError(f"{spec.name}: var {what} must be {kind}, got {type(x).__name__} {x!r}")

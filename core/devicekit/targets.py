@@ -12,7 +12,7 @@ from .errors import DeviceKitError
 from .spec import DeviceSpec
 
 if TYPE_CHECKING:
-    from .compile.compiler import Compiler
+    from .compile.compiler import CompiledSpec, Compiler
     from .memory import Allocator
     from .render.renderer import Renderer
     from .runtime import Program, RuntimeFactory
@@ -68,6 +68,23 @@ class Target:
     def pair(self, which: int | str | None = None) -> CompilerPair:
         """A compiler pair by index or name (None: the best)."""
         return self.compilers[self.pair_index(which)]
+
+    def program_from_source(self, src: str, entry: str, **options: Any) -> CompiledSpec:
+        """Compile hand-written source without the hardware: the first pair whose renderer has `parse_source` reads
+        `entry`'s signature (a ProgramSpec), its compiler compiles it. Returns the CompiledSpec: `.lib` the compiled
+        bytes, `.spec` the signature (params, vars, launch dims). `options` go to parse_source (sizes=,
+        global_size=, local_size=, shared_bytes=, ...; each plugin's README lists its own)."""
+        return self._compile_source(src, entry, options)[0]
+
+    def _compile_source(self, src: str, entry: str, options: dict[str, Any]) -> tuple[CompiledSpec, Compiler]:
+        for (renderer, compiler), pname in zip(self.compilers, self.pair_names):
+            parse = getattr(renderer, "parse_source", None)
+            if callable(parse):
+                dprint(2, f"{self.spec}: reading {entry!r} from source with pair {pname!r}")
+                return compiler.compile(parse(src, entry, **options)), compiler
+        raise DeviceKitError(f"{self.spec}: none of its compiler pairs ({', '.join(self.pair_names)}) can read "
+                             "hand-written source (no renderer with parse_source); use a kind whose plugin offers "
+                             "it, e.g. CPU with devicekit-cpu installed")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec} pairs={self.pair_names}>"
@@ -132,17 +149,10 @@ class Device(Target):
             return program
 
     def program_from_source(self, src: str, entry: str, **options: Any) -> Program:
-        """A Program from hand-written source: the first pair whose renderer can `parse_source(src, entry)` reads
-        the kernel's signature, its compiler compiles it. `options` go to parse_source (the CPU plugin takes
-        `sizes={"x": "n"}` and `split="n"`)."""
-        for (renderer, compiler), pname in zip(self.compilers, self.pair_names):
-            parse = getattr(renderer, "parse_source", None)
-            if callable(parse):
-                dprint(2, f"{self.spec}: reading {entry!r} from source with pair {pname!r}")
-                return self._program(compiler.compile(parse(src, entry, **options)), compiler)
-        raise DeviceKitError(f"{self.spec}: none of its compiler pairs ({', '.join(self.pair_names)}) can read "
-                             "hand-written source (no renderer with parse_source); use a kind whose plugin offers "
-                             "it, e.g. CPU with devicekit-cpu installed")
+        """A Program from hand-written source: `Target.program_from_source` (read the signature, compile), then
+        loaded on this device (cached bytes that fail to load are rebuilt once, as in `compile`). `options` go to the
+        renderer's parse_source (docs/handwritten.md)."""
+        return self._program(*self._compile_source(src, entry, options))
 
     def synchronize(self) -> None:
         self.allocator.synchronize()

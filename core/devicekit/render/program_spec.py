@@ -23,11 +23,23 @@ class ParamSpec:
 
 @dataclass(frozen=True)
 class VarSpec:
-    """One int scalar argument, in declaration order, with its declared bounds (inclusive)."""
+    """One scalar argument, in declaration order, with its declared bounds (inclusive).
+
+    `dtype` None is an int64 index var (every generated kernel); a hand-written kernel states its C type (int32,
+    uint8, float32, float64, ...). A float var takes any real number (bounds -inf..inf) and appears in no size."""
 
     name: str
-    lo: int
-    hi: int
+    lo: int | float
+    hi: int | float
+    dtype: DType | None = None
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype is not None and self.dtype.is_float
+
+    def coerce(self, x: Any) -> int | float:
+        """The value as the kernel receives it: float for a float var, int otherwise."""
+        return float(x) if self.is_float else int(x)
 
 
 @dataclass(frozen=True)
@@ -49,14 +61,15 @@ class ProgramSpec:
     def var_dict(self, vals: list[int] | tuple[int, ...]) -> dict[str, int]:
         if len(vals) != len(self.vars):
             names = ", ".join(v.name for v in self.vars) or "none"
-            raise TypeError(f"{self.name}: expected {len(self.vars)} int vars ({names}), got {len(vals)}")
-        return {v.name: int(x) for v, x in zip(self.vars, vals)}
+            kind = "" if any(v.is_float for v in self.vars) else "int "
+            raise TypeError(f"{self.name}: expected {len(self.vars)} {kind}vars ({names}), got {len(vals)}")
+        return {v.name: v.coerce(x) for v, x in zip(self.vars, vals)}
 
     def check_vars(self, vals: list[int] | tuple[int, ...]) -> dict[str, int]:
         """Name the vars and check each against its declared bounds."""
         d = self.var_dict(vals)
         for v in self.vars:
-            if not v.lo <= d[v.name] <= v.hi:
+            if not v.is_float and not v.lo <= d[v.name] <= v.hi:
                 raise ValueError(f"{self.name}: var {v.name}={d[v.name]} is outside its declared range [{v.lo}, {v.hi}]")
         return d
 
@@ -93,3 +106,12 @@ class ProgramSpec:
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         return dict(self.meta).get(key, default)
+
+    def arg_order(self) -> tuple[tuple[str, int], ...]:
+        """The native argument list in declaration order: ("buffer", i) for params[i], ("var", j) for vars[j], and
+        whatever else a hand-written kernel's signature holds (("local", k): its k-th dynamic local memory arg,
+        ("builtin", k): filled by the launch). A generated kernel takes its buffers, then its vars."""
+        order = self.get_meta("args")
+        if order is not None:
+            return order
+        return tuple(("buffer", i) for i in range(len(self.params))) + tuple(("var", j) for j in range(len(self.vars)))

@@ -122,3 +122,26 @@ def test_bad_source_is_a_compile_error(dk_device):
     with pytest.raises(dk.CompileError) as e:
         dk_device.program_from_source("this is @@ not a kernel ;", "k")
     assert str(e.value).strip(), "a compile error explains itself"
+
+
+# a preprocessor bomb: 2**40 tokens if expanded; any C-family reader must give up within its time limit
+MACRO_BOMB = ("#define A0 x\n" + "".join(f"#define A{i} A{i - 1} A{i - 1}\n" for i in range(1, 41))
+              + "int dk_bomb = sizeof(A40);\n")
+
+
+def test_pathological_source_is_stopped_in_time(dk_target, monkeypatch):
+    """Hand-written source that would expand without end (a macro bomb) must not hang the process: the reader gives
+    up with a CompileError; when it is the time limit, the error names it and DEVICEKIT_PARSE_TIMEOUT."""
+    import time
+
+    import devicekit as dk
+    parsers = [r for r, _ in dk_target.compilers if callable(getattr(r, "parse_source", None))]
+    if not parsers:
+        pytest.skip(f"{dk_target.spec} reads no hand-written source (no renderer with parse_source)")
+    monkeypatch.setenv("DEVICEKIT_PARSE_TIMEOUT", "2")
+    t0 = time.monotonic()
+    with pytest.raises(dk.CompileError) as e:
+        parsers[0].parse_source(MACRO_BOMB, "k")
+    assert time.monotonic() - t0 < 60, "the reader was not stopped"
+    if "took longer" in str(e.value):
+        assert "DEVICEKIT_PARSE_TIMEOUT" in str(e.value)

@@ -36,6 +36,33 @@ def cc_version(cc: str) -> str:
     return out.splitlines()[0].strip() if out else "unknown"
 
 
+@functools.cache
+def builtin_include_args(cc: str | None) -> tuple[str, ...]:
+    """Where `cc` keeps its builtin headers (stddef.h, stdbool.h, float.h, stdarg.h), as libclang args: clang's
+    resource dir, or gcc's include dir. The `libclang` wheel ships none, so the signature reader borrows them from
+    the compiler the pair uses; () when none is found (then only headers that need none parse)."""
+    if cc is None:
+        return ()
+    is_clang = "clang" in os.path.basename(cc) or "clang" in cc_version(cc).lower()
+    query = ["-print-resource-dir"] if is_clang else ["-print-file-name=include"]
+    try:
+        out = subprocess.run([cc, *query], capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if is_clang and os.path.isfile(os.path.join(out, "include", "stddef.h")):
+        return ("-resource-dir", out)
+    if os.path.isfile(os.path.join(out, "stddef.h")):
+        return ("-isystem", out)
+    return ()
+
+
+def reader_args(cc: str | None = None, flags: tuple[str, ...] = FLAGS) -> list[str]:
+    """libclang args that read a C source as `cc` with `flags` compiles it: the language standard, -D/-I/-U flags
+    and the compiler's builtin headers."""
+    keep = [f for f in flags if f.startswith(("-std=", "-D", "-I", "-U"))]
+    return ["-x", "c", *keep, *builtin_include_args(cc or find_cc())]
+
+
 class CCompiler(Compiler):
     """Runs the system C compiler in a private temp dir (removed afterwards); the bytes are the .so itself."""
 

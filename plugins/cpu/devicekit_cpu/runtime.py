@@ -50,9 +50,11 @@ class CPUProgram(Program):
         # bytes (a CompiledSpec built by hand, an unauthenticated file) are always checked. Only a real True counts.
         trusted = getattr(compiled, "trusted", False) is True
         self._keep, addr = loaded(compiled.lib, spec.name, partial(load, trusted=trusted))
-        nargs = len(spec.params)
-        ints = len(spec.vars) + (2 if spec.core_split is not None else 0)
-        self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * nargs + [ctypes.c_int64] * ints))(addr)
+        order = spec.get_meta("args")  # hand-written C: buffers and scalars interleaved, scalars of their C type
+        self._order = None if order is None or order == _plain_order(spec) else tuple(order)
+        argtypes = [ctypes.c_void_p if kind == "buffer" else _ctype(spec.vars[j].dtype) for kind, j in spec.arg_order()]
+        splits = [ctypes.c_int64] * (2 if spec.core_split is not None else 0)
+        self._fn = ctypes.CFUNCTYPE(None, *argtypes, *splits)(addr)
         self.threads = threads or num_threads()
         # everything a launch computes from the var values, compiled once to functions of the vals tuple
         names = tuple(v.name for v in spec.vars)
@@ -108,8 +110,11 @@ class CPUProgram(Program):
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         t0 = time.perf_counter() if wait else 0.0
-        args = [h.ptr for h in handles]
-        args += vals
+        if self._order is None:
+            args = [h.ptr for h in handles]
+            args += vals
+        else:
+            args = [handles[j].ptr if kind == "buffer" else vals[j] for kind, j in self._order]
         if self._split is None:
             self._fn(*args)
         else:
@@ -121,6 +126,24 @@ class CPUProgram(Program):
                 bounds = [extent * i // n for i in range(n + 1)]
                 pool().run(self._fn, [(*args, bounds[i], bounds[i + 1]) for i in range(n)])
         return time.perf_counter() - t0 if wait else None
+
+
+_CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
+           "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
+           "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double}
+
+
+def _ctype(dt):
+    """The ctypes type a scalar param is passed as (generated kernels: every var is int64)."""
+    if dt is None:
+        return ctypes.c_int64
+    if dt.count != 1 or dt.name not in _CTYPES:
+        raise TypeError(f"a {dt} scalar cannot be passed through the C ABI by ctypes")
+    return _CTYPES[dt.name]
+
+
+def _plain_order(spec) -> tuple:
+    return tuple(("buffer", i) for i in range(len(spec.params))) + tuple(("var", j) for j in range(len(spec.vars)))
 
 
 def runtime_factory(spec=None):

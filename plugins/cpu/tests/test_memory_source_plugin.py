@@ -105,20 +105,34 @@ def test_split_source_runs_on_threads(cpu):
     assert (x.numpy() == 1).all()
 
 
-def test_parse_error_has_line_numbers(cpu):
+def test_body_error_has_line_numbers(cpu):
+    """The reader judges the signature; an error in the body comes from the C compiler, with its lines."""
     r, _ = cpu.pair("c")
     bad = "void f(float *x) {\n  x[0] = 1.0f\n}\n"
+    assert [p.name for p in r.parse_source(bad, "f").params] == ["x"]
     with pytest.raises(CompileError) as e:
-        r.parse_source(bad, "f")
+        cpu.program_from_source(bad, "f")
     assert ":2:" in e.value.log or ":3:" in e.value.log
     assert "x[0] = 1.0f" in str(e.value)  # the offending source line is shown
+
+
+def test_signature_error_has_line_numbers(cpu):
+    r, _ = cpu.pair("c")
+    bad = "#include <stddef.h>\nvoid f(float *x,\n       undeclared_t n) {}\n"
+    with pytest.raises(CompileError, match="signature does not parse") as e:
+        r.parse_source(bad, "f")
+    assert "kernel.c:3:" in e.value.log and "undeclared_t" in str(e.value)
 
 
 @pytest.mark.parametrize("src,msg", [
     ("void f(float *x) {}", "no function definition named 'g'"),
     ("int g(float *x) { return 0; }", "returns void"),
-    ("void g(float a) {}", "only pointers"),
-    ("struct s {int a;}; void g(struct s *p) {}", "unsupported element type"),
+    ("struct s {int a;}; void g(struct s *p) {}", "buffers of structs"),
+    ("struct s {int a;}; void g(struct s p) {}", "struct params cannot be read yet: pass each field"),
+    ("void g(void (*cb)(float), float *x) {}", "function pointers cannot be passed"),
+    ("void g(float **rows) {}", "pointers to pointers"),
+    ("void g(void *p) {}", "void \\* buffer has no element type"),
+    ("static void g(float *x) {}", "must not be static"),
 ])
 def test_parse_source_rejects(cpu, src, msg):
     r, _ = cpu.pair("c")

@@ -126,6 +126,74 @@ class CUDACompiler(Compiler):
         name = _kernel_name(src)
         return self.link(self.to_ptx(src, name), name)
 
+    # ---- hand-written kernels (devicekit_cuda.source): C++ linkage, templates, the CUDA headers, host includes
+    def source_options(self) -> tuple[list[str], str]:
+        """NVRTC options for hand-written source: the CUDA headers (cuda_fp16, cooperative_groups, ...) and CCCL
+        (cuda/std, cub) on the include path without any flag from the user; and the id of that setup."""
+        from .host_headers import STUBS_ID
+        cccl, _ = toolchain.cccl_include_dir()
+        opts = self.nvrtc_options(needs_headers=True)
+        if cccl is not None:
+            opts.append(f"--include-path={cccl.path}")
+        setup = (f"cuda-headers=[{self.include.origin if self.include else 'none'}] "
+                 f"cccl=[{cccl.origin if cccl else 'none'}] host-stubs={STUBS_ID}")
+        return opts, setup
+
+    def compile_source(self, src: str, name_expr: str) -> tuple[bytes, str]:
+        """(cubin, lowered name of `name_expr`) of a hand-written kernel."""
+        from .host_headers import PRELUDE_NAME, stubs_for
+        from .nvrtc import NVRTCError
+        from .source import includes
+        opts, _ = self.source_options()
+        opts.append(f"--pre-include={PRELUDE_NAME}")
+        headers = stubs_for(includes(src), cccl=toolchain.cccl_include_dir()[0] is not None)
+        base = name_expr.split("<")[0].split("::")[-1].strip() or "kernel"
+        try:
+            ptx, log, lowered = self.nvrtc.compile_named(src, base, opts, headers=headers, name_exprs=(name_expr,))
+        except NVRTCError as e:
+            hint = ""
+            if "cannot open source file" in (e.log or ""):
+                hint = (" (NVRTC compiles device code only and reads no host headers; the CUDA headers and CCCL "
+                        "are on its include path, DEVICEKIT_CUDA_INCLUDE / DEVICEKIT_CUDA_CCCL change where from)")
+            raise CompileError(f"NVRTC {self.nvrtc.version[0]}.{self.nvrtc.version[1]} rejected {name_expr} "
+                               f"({self.arch}){hint}: {e}", e.log, src) from e
+        if log:
+            dprint(2, f"NVRTC log for {name_expr}:\n{log}")
+        return self.link(ptx, base), lowered[name_expr]
+
+    def compile(self, spec):
+        """Generated kernels: the base class (compile_src, cached by source). A hand-written kernel (its spec names
+        an NVRTC name expression) compiles with name expressions; the cubin and the lowered name the runtime loads
+        are cached under the source, the entry and the header setup, and the name goes to meta["symbol"]."""
+        expr = spec.get_meta("name_expr")
+        if expr is None:
+            return super().compile(spec)
+        import dataclasses
+        import hashlib
+
+        from devicekit.compile.cache import CacheKey, default_cache
+        from devicekit.compile.compiler import CompiledSpec
+        _, setup = self.source_options()
+        ident = f"{self.identity()} source {setup} entry={expr}"
+        digest = hashlib.sha256(spec.src.encode()).hexdigest()
+        found: dict[str, str] = {}
+
+        def build() -> bytes:
+            lib, found["symbol"] = self.compile_source(spec.src, expr)
+            return lib
+
+        def symbol() -> bytes:
+            return (found.get("symbol") or self.compile_source(spec.src, expr)[1]).encode()
+
+        if self.use_cache:
+            cache = self.cache if self.cache is not None else default_cache()
+            lib = cache.get_or_compile(CacheKey(spec.device, ident, digest), build)
+            sym = cache.get_or_compile(CacheKey(spec.device, ident + " lowered-name", digest), symbol).decode()
+        else:
+            lib = build()
+            sym = found["symbol"]
+        return CompiledSpec(dataclasses.replace(spec, meta=spec.meta + (("symbol", sym),)), lib, ident)
+
     def disassemble(self, lib: bytes) -> str:
         """SASS of a cubin via cuobjdump/nvdisasm when the toolkit has one (a debugging aid)."""
         import shutil

@@ -62,11 +62,29 @@ class NVRTC:
 
     def compile(self, src: str, name: str, options: list[str], cubin: bool = False) -> tuple[bytes, str]:
         """Compile `src`; return (PTX text as bytes, or a cubin when `cubin`, and the program log)."""
+        data, log, _ = self.compile_named(src, name, options, cubin=cubin)
+        return data, log
+
+    def compile_named(self, src: str, name: str, options: list[str], cubin: bool = False,
+                      headers: dict[str, str] | None = None, name_exprs: tuple[str, ...] = ()
+                      ) -> tuple[bytes, str, dict[str, str]]:
+        """Compile `src` with in-memory `headers` ({include name: text}) and NVRTC name expressions (a kernel's
+        source name or a template instantiation such as "matrixMul<32>"); return (PTX or cubin, the log, {name
+        expression: lowered (mangled) name})."""
         c, lib = ctypes, self.lib
         prog = c.c_void_p()
-        self._check(lib.nvrtcCreateProgram(c.byref(prog), src.encode(), f"{name}.cu".encode(), 0, None, None),
+        headers = headers or {}
+        hsrc = (c.c_char_p * max(1, len(headers)))(*[v.encode() for v in headers.values()])
+        hnames = (c.c_char_p * max(1, len(headers)))(*[k.encode() for k in headers])
+        self._check(lib.nvrtcCreateProgram(c.byref(prog), src.encode(), f"{name}.cu".encode(), len(headers),
+                                           hsrc if headers else None, hnames if headers else None),
                     "nvrtcCreateProgram")
         try:
+            if name_exprs:
+                lib.nvrtcAddNameExpression.argtypes = [c.c_void_p, c.c_char_p]
+                lib.nvrtcGetLoweredName.argtypes = [c.c_void_p, c.c_char_p, c.POINTER(c.c_char_p)]
+                for e in name_exprs:
+                    self._check(lib.nvrtcAddNameExpression(prog, e.encode()), "nvrtcAddNameExpression")
             opts = [o.encode() for o in options]
             arr = (c.c_char_p * len(opts))(*opts)
             status = lib.nvrtcCompileProgram(prog, len(opts), arr)
@@ -76,12 +94,17 @@ class NVRTC:
             lib.nvrtcGetProgramLog(prog, buf)
             log = buf.value.decode(errors="replace").strip()
             self._check(status, "nvrtcCompileProgram", log)
+            lowered = {}
+            for e in name_exprs:
+                out_name = c.c_char_p()
+                self._check(lib.nvrtcGetLoweredName(prog, e.encode(), c.byref(out_name)), f"nvrtcGetLoweredName({e})")
+                lowered[e] = out_name.value.decode()  # owned by the program: copied before it is destroyed
             get_size, get = (lib.nvrtcGetCUBINSize, lib.nvrtcGetCUBIN) if cubin else (lib.nvrtcGetPTXSize, lib.nvrtcGetPTX)
             self._check(get_size(prog, c.byref(size)), get_size.__name__)
             out = c.create_string_buffer(size.value)
             self._check(get(prog, out), get.__name__)
             data = out.raw[:size.value]
-            return (data if cubin else data.rstrip(b"\0")), log
+            return (data if cubin else data.rstrip(b"\0")), log, lowered
         finally:
             lib.nvrtcDestroyProgram(c.byref(prog))
 

@@ -174,11 +174,12 @@ class CUDARenderer(CStyleRenderer):
     def safe_name(self, name: str, fallback: str) -> str:
         return fallback if _reserved(name) else super().safe_name(name, fallback)
 
-    def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None):
+    def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
+                     shared_bytes=None):
         """A ProgramSpec for a hand-written CUDA kernel: its signature read with libclang (devicekit_cuda.source)."""
         from .source import parse_cuda_source
         return parse_cuda_source(src, entry, sizes=sizes, global_size=global_size, local_size=local_size,
-                                 device=self.device)
+                                 shared_bytes=shared_bytes, device=self.device)
 
     # ---- types
     def vector_type(self, dt: DType) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from devicekit.render.signature import launch_shared
 from devicekit.runtime import Program
 
 from . import context
@@ -30,10 +31,24 @@ class CUDAProgram(Program):
             except cuda.Error as e:
                 raise RuntimeError(f"CUDA:{index} ({self.ctx.name}, {self.ctx.arch}) cannot load {spec.name}: {e}; "
                                    f"it was compiled by {compiled.compiler_id}") from e
-            self.function = self.module.get_function(spec.name)
+            self.function = self.module.get_function(spec.get_meta("symbol") or spec.name)
             self.max_threads = self.function.get_attribute(cuda.function_attribute.MAX_THREADS_PER_BLOCK)
         # generated kernels take int64 vars; a hand-written one states its C types (devicekit_cuda.source)
         self.function.prepare(spec.get_meta("arg_format") or "P" * len(spec.params) + "q" * len(spec.vars))
+        self.order = spec.get_meta("args")
+        self.dynamic_shared = spec.get_meta("dynamic_shared") is not None
+        self.shared_limit = 48 * 1024  # dynamic shared memory a launch gets without opting in
+
+    def _allow_shared(self, nbytes: int) -> None:
+        """Opt in to more than 48 KiB of dynamic shared memory (Volta and later), or say why it cannot be had."""
+        cuda = self.ctx.cuda
+        attr = getattr(cuda.function_attribute, "MAX_DYNAMIC_SHARED_SIZE_BYTES", None)
+        try:
+            self.function.set_attribute(attr, nbytes)
+        except (AttributeError, TypeError, cuda.Error) as e:
+            raise ValueError(f"{self.name}: shared_bytes={nbytes} is more than the 48 KiB a launch gets by default, "
+                             f"and {self.ctx.name} refused more: {e}") from None
+        self.shared_limit = nbytes
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         grid, block = _dims3(global_size, "global_size"), _dims3(local_size, "local_size")
@@ -45,14 +60,20 @@ class CUDAProgram(Program):
         if math.prod(block) > self.max_threads:
             raise ValueError(f"{self.name}: a block of {block} = {math.prod(block)} threads exceeds this kernel's "
                              f"limit of {self.max_threads} on {self.ctx.name}")
-        args = [int(h) for h in handles] + [int(v) for v in vals]
+        if self.order is None:
+            args = [int(h) for h in handles] + [int(v) for v in vals]
+        else:  # a hand-written kernel: its params in declaration order, scalars as their C types
+            args = [int(handles[j]) if kind == "buffer" else vals[j] for kind, j in self.order]
+        shared = launch_shared(self.spec, var_vals)[0] if self.dynamic_shared else 0
         cuda = self.ctx.cuda
         with self.ctx:
+            if shared > self.shared_limit:
+                self._allow_shared(shared)
             stream = self.ctx.stream
             if wait:
                 start, end = cuda.Event(), cuda.Event()
                 start.record(stream)
-            self.function.prepared_async_call(grid, block, stream, *args)
+            self.function.prepared_async_call(grid, block, stream, *args, shared_size=shared)
             if not wait:
                 return None
             end.record(stream)

@@ -2,7 +2,7 @@
 so `devicekit info` shows them and a bad value is a SettingError naming the variable and what it accepts).
 
 Reads: DEVICEKIT_CUDA_ARCH, DEVICEKIT_CUDA_FLAGS, DEVICEKIT_CUDA_FMAD, DEVICEKIT_NVRTC, DEVICEKIT_NVJITLINK,
-DEVICEKIT_PTXAS, DEVICEKIT_CUDA_INCLUDE, DEVICEKIT_LIBCUDA (through devicekit.settings.get)."""
+DEVICEKIT_PTXAS, DEVICEKIT_CUDA_INCLUDE, DEVICEKIT_CUDA_CCCL, DEVICEKIT_LIBCUDA (through devicekit.settings.get)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ settings.register("DEVICEKIT_CUDA_FLAGS", settings.shell_words, (), "extra NVRTC
 settings.register("DEVICEKIT_CUDA_FMAD", settings.flag, False, "let NVRTC contract a*b+c into FMA", OWNER)
 for _var, _what in (("DEVICEKIT_NVRTC", "libnvrtc"), ("DEVICEKIT_NVJITLINK", "libnvJitLink"),
                     ("DEVICEKIT_PTXAS", "the ptxas executable"),
-                    ("DEVICEKIT_CUDA_INCLUDE", "the directory holding cuda_fp16.h and cuda_bf16.h")):
+                    ("DEVICEKIT_CUDA_INCLUDE", "the directory holding cuda_fp16.h and cuda_bf16.h"),
+                    ("DEVICEKIT_CUDA_CCCL", "the CCCL include directory (cuda/std, cub)")):
     settings.register(_var, _path_or_off, None, f"{_what} to use (searched for when unset)", OWNER,
                       shown_default="searched")
 settings.register("DEVICEKIT_LIBCUDA", settings.path, None, "the CUDA driver library to load", OWNER,

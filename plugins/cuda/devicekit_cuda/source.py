@@ -1,138 +1,222 @@
 """Hand-written CUDA kernels: read the signature of `entry` with libclang and make a ProgramSpec of it, so that
-`dev.program_from_source(src, entry)` (or `CUDARenderer.parse_source`) runs a kernel a framework author wrote.
+`dev.program_from_source(src, entry)` (or `dk.target("CUDA").program_from_source`, or `CUDARenderer.parse_source`)
+compiles a kernel as its author wrote it.
 
-Conventions (docs/architecture.md, "CUDA plugin"):
-- the entry is `extern "C" __global__ void entry(...)` (C linkage: the runtime finds it by name);
-- pointer params are buffers, in order, element dtype from the C type (float, double, half/__half, __nv_bfloat16,
-  bool, 8-64 bit ints); a buffer is writable unless its element type is const;
-- integer params are int vars (bounds: the C type's range), passed with the C type's size;
-- `sizes={"x": "n"}` states buffer sizes in elements (int, or an expression over the int params with + - * // %);
-  a size not stated is unchecked;
-- `global_size` (blocks) and `local_size` (threads a block), tuples of ints or expressions over the int params, give
-  the launch dims; without them a launch needs explicit `global_size=`/`local_size=` (else it is one thread).
-Only the signature is read here: the body is NVRTC's to judge (its log comes back in a CompileError at compile).
+Conventions (docs/handwritten.md; docs/architecture.md, "CUDA plugin"):
+- the entry is a `__global__` function, with C++ linkage (the norm) or `extern "C"`; `entry` is its source name,
+  or a template instantiation (`entry="matrixMul<32>"`, `"reduce<float, 256>"`): NVRTC instantiates it and
+  reports the lowered (mangled) name the runtime loads (`compiler.CUDACompiler.compile`);
+- pointer params are buffers, scalars are vars (bool, 8-64 bit ints, size_t, half, float, double), in any order:
+  `execute(buffers, vals)` takes each list in declaration order, `dk.run` takes them by name. Element types include
+  CUDA's vector types (`float4 *` is a float32x4 buffer), `__half`/`half`, `__half2`, `__nv_bfloat16`; a buffer is
+  read-only when its element is const;
+- `sizes={"x": "n"}` states buffer sizes in elements (int, or an expression over the int params); a size not stated
+  is unchecked;
+- `global_size` (blocks) and `local_size` (threads a block), ints or expressions over the int params, give the launch
+  dims here; otherwise each launch passes them (`execute(..., global_size=, local_size=)`, `dk.run(...)`);
+- `shared_bytes` (an int or expression, bytes) sizes `extern __shared__` memory for each launch.
+The source is read with stand-ins for the CUDA headers (any `#include` reads as empty: only the signature is judged
+here, the body is NVRTC's); a file's own host code (`main`, functions with neither __global__ nor __device__) is
+blanked out (line numbers kept) before NVRTC sees it, since NVRTC compiles device code only.
 """
 
 from __future__ import annotations
 
+import re
+
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
-from devicekit.ir.ops import Ops
-from devicekit.ir.uop import UOp
-from devicekit.render.program_spec import ParamSpec, ProgramSpec, VarSpec
-from devicekit.render.signature import clang_dtype, clang_index, size_expr
+from devicekit.render import signature as sg
+from devicekit.render.parse_worker import bounded
 
-_FILE = "kernel.cu"
 _SHIM_DIR = "/devicekit-cuda-shim"
-# just enough CUDA for libclang to read a kernel's signature as C++
-_PREAMBLE = """#define __global__ __attribute__((annotate("dk_global")))
-#define __device__
-#define __host__
+_FILE = f"{_SHIM_DIR}/kernel.cu"
+_ENTRY_VAR = "__dk_entry_ptr"
+_VEC = {"char": dtypes.int8, "uchar": dtypes.uint8, "short": dtypes.int16, "ushort": dtypes.uint16,
+        "int": dtypes.int32, "uint": dtypes.uint32, "long": dtypes.int64, "ulong": dtypes.uint64,
+        "longlong": dtypes.int64, "ulonglong": dtypes.uint64, "float": dtypes.float32, "double": dtypes.float64}
+_CTYPE = {"char": "signed char", "uchar": "unsigned char", "short": "short", "ushort": "unsigned short", "int": "int",
+          "uint": "unsigned int", "long": "long", "ulong": "unsigned long", "longlong": "long long",
+          "ulonglong": "unsigned long long", "float": "float", "double": "double"}
+RECORDS = {"__nv_bfloat16": dtypes.bfloat16, "__half2": dtypes.float16.vec(2),
+           "__nv_bfloat162": dtypes.bfloat16.vec(2),
+           **{f"{n}{k}": (dt if k == 1 else dt.vec(k)) for n, dt in _VEC.items() for k in (1, 2, 3, 4)}}
+
+
+def _preamble() -> str:
+    vecs = "\n".join(f"struct __align__({min(16, _VEC[n].itemsize * (4 if k == 3 else k))}) {n}{k} "
+                     f"{{ {_CTYPE[n]} {', '.join('xyzw'[:k])}; }};" for n in _VEC for k in (1, 2, 3, 4))
+    return f"""#define __global__ __attribute__((annotate("dk_global")))
+#define __device__ __attribute__((annotate("dk_device")))
+#define __host__ __attribute__((annotate("dk_host")))
 #define __forceinline__ inline
 #define __noinline__
 #define __launch_bounds__(...)
+#define __grid_constant__
 #define __align__(n) __attribute__((aligned(n)))
 #define __shared__
 #define __constant__
+#define __managed__
 #define __restrict__ __restrict
-struct dk_uint3 { unsigned int x, y, z; };
-extern dk_uint3 threadIdx, blockIdx, blockDim, gridDim;
+#define __CUDACC__ 1
+#define __NVCC__ 1
+typedef decltype(sizeof(0)) size_t; typedef decltype((char*)0 - (char*)0) ptrdiff_t;
+typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
+typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t; typedef long intptr_t; typedef unsigned long uintptr_t; typedef long clock_t;
+{vecs}
+namespace std {{ using ::size_t; using ::ptrdiff_t; using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
+  using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t; }}
+namespace cuda {{ namespace std {{ using ::size_t; using ::ptrdiff_t; using ::int8_t; using ::int16_t; using ::int32_t;
+  using ::int64_t; using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t; }} }}
+namespace cub {{
+enum BlockReduceAlgorithm {{ BLOCK_REDUCE_RAKING_COMMUTATIVE_ONLY, BLOCK_REDUCE_RAKING, BLOCK_REDUCE_WARP_REDUCTIONS }};
+enum BlockScanAlgorithm {{ BLOCK_SCAN_RAKING, BLOCK_SCAN_RAKING_MEMOIZE, BLOCK_SCAN_WARP_SCANS }};
+enum BlockLoadAlgorithm {{ BLOCK_LOAD_DIRECT, BLOCK_LOAD_STRIPED, BLOCK_LOAD_VECTORIZE, BLOCK_LOAD_TRANSPOSE,
+  BLOCK_LOAD_WARP_TRANSPOSE, BLOCK_LOAD_WARP_TRANSPOSE_TIMESLICED }};
+enum BlockStoreAlgorithm {{ BLOCK_STORE_DIRECT, BLOCK_STORE_STRIPED, BLOCK_STORE_VECTORIZE, BLOCK_STORE_TRANSPOSE,
+  BLOCK_STORE_WARP_TRANSPOSE, BLOCK_STORE_WARP_TRANSPOSE_TIMESLICED }};
+enum BlockHistogramAlgorithm {{ BLOCK_HISTO_SORT, BLOCK_HISTO_ATOMIC }};
+}}
+struct dim3 {{ unsigned int x, y, z; dim3(unsigned int x = 1, unsigned int y = 1, unsigned int z = 1); }};
+namespace cooperative_groups {{}}
+extern uint3 threadIdx, blockIdx; extern dim3 blockDim, gridDim;
 extern int warpSize;
 typedef _Float16 __half; typedef _Float16 half;
-struct __nv_bfloat16 { unsigned short x; }; typedef __nv_bfloat16 nv_bfloat16;
+struct __align__(4) __half2 {{ _Float16 x, y; }}; typedef __half2 half2;
+struct __align__(2) __nv_bfloat16 {{ unsigned short x; }}; typedef __nv_bfloat16 nv_bfloat16;
+struct __align__(4) __nv_bfloat162 {{ __nv_bfloat16 x, y; }}; typedef __nv_bfloat162 nv_bfloat162;
 """
-_HEADERS = ("cuda_fp16.h", "cuda_bf16.h", "cuda_runtime.h", "cuda.h", "stdint.h", "cstdint", "math.h", "cmath",
-            "math_constants.h", "cuda_runtime_api.h", "device_launch_parameters.h", "stddef.h", "cstddef")
-_ARG_FORMAT = {1: "b", 2: "h", 4: "i", 8: "q"}
 
 
-_BF16 = {"__nv_bfloat16": dtypes.bfloat16, "nv_bfloat16": dtypes.bfloat16}
+_PREAMBLE = _preamble()
+_OFFSET = _PREAMBLE.count("\n")  # libclang reports physical lines: shift them back to the user's
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
 
 
-def _find(cursor, entry):
+def includes(src: str) -> list[str]:
+    return sorted(set(_INCLUDE.findall(src)))
+
+
+def _annotations(c) -> set[str]:
     import clang.cindex as ci
-    found, names = None, []
-    for c in cursor.get_children():
-        if c.location.file is not None and c.location.file.name != _FILE:
-            continue
-        if c.kind in (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.UNEXPOSED_DECL, ci.CursorKind.NAMESPACE):
-            f, n = _find(c, entry)
-            found, names = found or f, names + n
-        elif c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition():
-            names.append(c.spelling)
-            if c.spelling == entry:
-                found = c
-    return found, names
+    return {a.spelling for a in c.get_children() if a.kind == ci.CursorKind.ANNOTATE_ATTR}
+
+
+def _host_ranges(tu, bodies: sg.Bodies) -> list[tuple[int, int]]:
+    """Line ranges (user numbering) of function definitions with neither __global__ nor __device__ (host code)."""
+    import clang.cindex as ci
+    out = []
+
+    scopes = (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.UNEXPOSED_DECL)
+    functions = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE)
+
+    def walk(cursor):
+        for c in cursor.get_children():
+            if c.kind not in scopes and c.kind not in functions:
+                continue  # the kind is cheap to ask, the location is not: filter on it first
+            if c.location.file is None or c.location.file.name != _FILE or c.location.line <= _OFFSET:
+                continue
+            if c.kind in scopes:
+                walk(c)
+            else:
+                span = bodies.span(c)
+                if span is None or _annotations(c) & {"dk_global", "dk_device"}:
+                    continue
+                if any(t.spelling == "constexpr" for t in c.get_tokens()):
+                    continue  # usable from device code with --expt-relaxed-constexpr: keep
+                start, end = span[0] - _OFFSET, span[1] - _OFFSET
+                if start >= 1:
+                    out.append((start, end))
+    walk(tu.cursor)
+    return out
+
+
+def read_cuda(src: str, entry: str) -> sg.Signature:
+    """(In the reader process.) The Signature of the kernel `entry` (a name or a template instantiation)."""
+    import clang.cindex as ci
+
+    instance = "<" in entry
+    text = _PREAMBLE + src + (f"\nauto* {_ENTRY_VAR} = &{entry};\n" if instance else "")
+    shims = [(f"{_SHIM_DIR}/{h}", "") for h in includes(src)]
+    tu = sg.parse(_FILE, text, ["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", f"-I{_SHIM_DIR}",
+                                "-Wno-everything", "-ferror-limit=0"], shims, src=src, skip_bodies=True)
+    bodies = sg.Bodies(text)
+    fn, names = sg.find_function(tu, entry, _FILE, is_definition=lambda c: bodies.span(c) is not None)
+    if fn is None:
+        raise CompileError(f"no function definition named {entry.split('<')[0]!r} in the source (found: "
+                           f"{', '.join(sorted(set(names))) or 'none'})", "", src)
+    line = fn.location.line - _OFFSET
+    is_template = fn.kind == ci.CursorKind.FUNCTION_TEMPLATE
+    if is_template and not instance:
+        tparams = [c.spelling for c in fn.get_children() if c.kind in (
+            ci.CursorKind.TEMPLATE_TYPE_PARAMETER, ci.CursorKind.TEMPLATE_NON_TYPE_PARAMETER)]
+        raise CompileError(f"{entry}:{line}: {entry} is a template ({', '.join(tparams)}): name an instantiation, "
+                           f"e.g. entry=\"{entry}<...>\"", "", src)
+    if instance and not is_template:
+        raise CompileError(f"{entry}:{line}: {fn.spelling} is not a template: pass entry={fn.spelling!r}", "", src)
+    if errs := sg.signature_errors(tu, fn, _FILE, _OFFSET):
+        raise CompileError(f"{entry}: its signature does not parse (only CUDA's own types and what the file "
+                           "declares are known here; a kernel file's own headers are not read)", "\n".join(errs), src)
+    if fn.result_type.kind != ci.TypeKind.VOID and not is_template:
+        raise CompileError(f"{entry}:{line}: a kernel returns void", "", src)
+    if "dk_global" not in _annotations(fn):
+        raise CompileError(f"{entry}:{line}: the entry point must be a __global__ function (a kernel)", "", src)
+    decls = sg.template_params(fn)
+    if is_template:
+        types = sg.instance_arg_types(tu, _ENTRY_VAR, _FILE)
+        if types is None or len(types) != len(decls):
+            last = text.count("\n")
+            errs = [f"{d.spelling}" for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error
+                    and d.location.line >= last - 1 and d.location.file and d.location.file.name == _FILE]
+            raise CompileError(f"{entry}: cannot instantiate {entry} from the source: "
+                               f"{'; '.join(errs) or 'check the template arguments'}", "", src)
+    else:
+        types = [a.type for a in decls]
+    params = []
+    for a, t in zip(decls, types):
+        pline = a.location.line - _OFFSET
+        where = f"{entry}:{pline}: param {a.spelling!r} ({t.spelling})"
+        params.append(sg.read_param(a.spelling, t, pline, where, records=RECORDS,
+                                    tokens=tuple(x.spelling for x in a.get_tokens())))
+    for p in params:
+        if p.kind == "local":
+            raise CompileError(f"{entry}:{p.line}: param {p.name!r}: CUDA has no local-memory params (use "
+                               "extern __shared__ and shared_bytes=)", "", src)
+    extern_c = not is_template and fn.mangled_name in (fn.spelling, f"_{fn.spelling}")
+    facts = (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu, bodies))))
+    return sg.Signature(entry, tuple(params), line, facts)
+
+
+def device_source(src: str, host_ranges) -> str:
+    """`src` with host-only function definitions blanked (their lines kept, so NVRTC's line numbers are the user's)."""
+    if not host_ranges:
+        return src
+    lines = src.split("\n")
+    for start, end in host_ranges:
+        for i in range(start - 1, min(end, len(lines))):
+            lines[i] = ""
+    return "\n".join(lines)
+
+
+_ARG_FORMAT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+               "int64": "q", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
 
 
 def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
-                      device: str = "CUDA") -> ProgramSpec:
-    import clang.cindex as ci
-
-    text = _PREAMBLE + src
-    off = _PREAMBLE.count("\n")  # libclang reports physical lines: shift them back to the user's
-    shims = [(f"{_SHIM_DIR}/{h}", "") for h in _HEADERS]
-    try:
-        tu = clang_index().parse(_FILE, args=["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", f"-I{_SHIM_DIR}"],
-                            unsaved_files=[(_FILE, text), *shims])
-    except ci.TranslationUnitLoadError as e:
-        raise CompileError(f"libclang could not parse the source: {e}", "", src) from None
-    fn, names = _find(tu.cursor, entry)
-    if fn is None:
-        raise CompileError(f"no function definition named {entry!r} in the source (found: {', '.join(names) or 'none'})",
-                           "", src)
-    body = next((c for c in fn.get_children() if c.kind == ci.CursorKind.COMPOUND_STMT), None)
-    start = (fn.extent.start.line, fn.extent.start.column)
-    end = (body.extent.start.line, body.extent.start.column) if body is not None else (fn.extent.end.line, 1 << 30)
-    sig_errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error and d.location.file is not None
-                  and d.location.file.name == _FILE and start <= (d.location.line, d.location.column) < end]
-    if sig_errors:
-        log = "\n".join(f"{_FILE}:{d.location.line - off}:{d.location.column}: error: {d.spelling}"
-                        for d in sig_errors)
-        raise CompileError(f"{entry}: its signature does not parse", log, src)
-    if fn.result_type.kind != ci.TypeKind.VOID:
-        raise CompileError(f"{entry}:{fn.location.line - off}: a kernel returns void", "", src)
-    if not any(c.kind == ci.CursorKind.ANNOTATE_ATTR and c.spelling == "dk_global" for c in fn.get_children()):
-        raise CompileError(f"{entry}:{fn.location.line - off}: the entry point must be a __global__ function", "", src)
-    if fn.mangled_name not in (entry, f"_{entry}"):
-        raise CompileError(f'{entry}:{fn.location.line - off}: declare the entry point extern "C" (C linkage), so the runtime '
-                           f"finds it by name", "", src)
-
-    bufs, ints = [], []
-    for a in fn.get_arguments():
-        t = a.type.get_canonical()
-        where = f"{entry}:{a.location.line - off}: param {a.spelling!r} ({a.type.spelling})"
-        if t.kind in (ci.TypeKind.POINTER, ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY):
-            elem = t.get_pointee() if t.kind == ci.TypeKind.POINTER else t.element_type
-            dt = clang_dtype(elem.get_canonical(), _BF16)
-            if dt is None:
-                raise CompileError(f"{where}: unsupported element type {elem.spelling!r}", "", src)
-            if ints:
-                raise CompileError(f"{where}: buffers come before int params in a devicekit kernel", "", src)
-            bufs.append((a.spelling, dt, not elem.is_const_qualified()))
-        elif (dt := clang_dtype(t, _BF16)) is not None and (dt.is_int or dt.is_bool):
-            ints.append((a.spelling, dt))
-        else:
-            raise CompileError(f"{where}: only pointers (buffers) and integers (vars) can be params", "", src)
-
-    var_specs = tuple(VarSpec(n, int(dt.min()), int(dt.max())) for n, dt in ints)
-    var_uops = {v.name: UOp(Ops.VAR, dtypes.index, (), (v.name, v.lo, v.hi)) for v in var_specs}
-    sizes = dict(sizes or {})
-    if unknown := set(sizes) - {b[0] for b in bufs}:
-        raise CompileError(f"sizes= names {', '.join(sorted(unknown))}, which are not buffer params of {entry}")
-    params = tuple(ParamSpec(n, dt, size_expr(sizes[n], var_uops, f"sizes[{n!r}]") if n in sizes else 0, w)
-                   for n, dt, w in bufs)
-
-    def dims(d, what):
-        if d is None:
-            return None
-        d = tuple(d) if isinstance(d, (tuple, list)) else (d,)
-        if not 1 <= len(d) <= 3:
-            raise CompileError(f"{what}: 1 to 3 dims, got {d!r}")
-        return tuple(size_expr(x, var_uops, what) for x in d)
-
-    fmt = "P" * len(bufs) + "".join(_ARG_FORMAT[dt.itemsize] if dt.is_int else "b" for _, dt in ints)
-    return ProgramSpec(name=entry, src=src, device=device, lang="cuda", params=params, vars=var_specs,
-                       global_size=dims(global_size, "global_size"), local_size=dims(local_size, "local_size"),
-                       outs=tuple(i for i, p in enumerate(params) if p.writable), ins=tuple(range(len(params))),
-                       meta=(("from_source", True), ("arg_format", fmt)))
+                      shared_bytes=None, device: str = "CUDA"):
+    """The ProgramSpec of a hand-written CUDA kernel (see the module docstring)."""
+    if not isinstance(src, str) or not isinstance(entry, str) or not entry.strip():
+        raise CompileError(f"program_from_source(src, entry): expected source text and a kernel name, got "
+                           f"{type(src).__name__} and {entry!r}")
+    entry = entry.strip()
+    sig = bounded("devicekit_cuda.source:read_cuda", src, entry)
+    for p in sig.params:
+        if p.kind == "scalar" and p.dtype.name not in _ARG_FORMAT:
+            raise CompileError(f"{entry}:{p.line}: param {p.name!r} ({p.type}): a {p.dtype} scalar cannot be passed "
+                               "yet: take a float and convert inside", "", src)
+    spec_src = device_source(src, sig.fact("host_ranges"))
+    fmt = "".join("P" if p.kind == "buffer" else _ARG_FORMAT[p.dtype.name] for p in sig.params)
+    return sg.build_spec(sig, spec_src, device=device, lang="cuda", sizes=sizes, global_size=global_size,
+                         local_size=local_size, shared_bytes=shared_bytes,
+                         meta=(("arg_format", fmt), ("name_expr", entry), ("extern_c", sig.fact("extern_c"))))

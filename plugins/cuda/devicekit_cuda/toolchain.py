@@ -6,8 +6,9 @@ place looked at, so a missing piece can be reported in words.
 
 Search order, for each piece:
   1. an explicit environment variable (DEVICEKIT_NVRTC, DEVICEKIT_NVJITLINK, DEVICEKIT_PTXAS,
-     DEVICEKIT_CUDA_INCLUDE),
-  2. the NVIDIA pip wheels (nvidia-cuda-nvrtc, nvidia-nvjitlink, nvidia-cuda-runtime for headers),
+     DEVICEKIT_CUDA_INCLUDE, DEVICEKIT_CUDA_CCCL),
+  2. the NVIDIA pip wheels (nvidia-cuda-nvrtc, nvidia-nvjitlink, nvidia-cuda-runtime for headers,
+     nvidia-cuda-cccl for cuda/std, cub and thrust),
   3. a CUDA toolkit: $CUDA_HOME, $CUDA_PATH, the directory above `nvcc`/`ptxas` on PATH, /usr/local/cuda,
      /opt/cuda,
   4. the system loader's path (ctypes.util.find_library) for the libraries, PATH for ptxas.
@@ -193,7 +194,40 @@ def include_dir() -> tuple[Found | None, tuple[str, ...]]:
     return None, tuple(searched)
 
 
+@functools.cache
+def cccl_include_dir() -> tuple[Found | None, tuple[str, ...]]:
+    """A directory holding CCCL (cuda/std, cub, thrust), which cooperative_groups.h and kernels using cuda::std or
+    cub include: $DEVICEKIT_CUDA_CCCL, the nvidia-cuda-cccl wheel, or a toolkit's include/cccl (or include)."""
+    searched: list[str] = []
+
+    def ok(d: str) -> bool:
+        return os.path.isfile(os.path.join(d, "cuda", "std", "type_traits"))
+
+    if _disabled("DEVICEKIT_CUDA_CCCL"):
+        return None, ("$DEVICEKIT_CUDA_CCCL (disabled)",)
+    if d := settings.get("DEVICEKIT_CUDA_CCCL"):
+        searched.append(f"$DEVICEKIT_CUDA_CCCL={d}")
+        if ok(d):
+            return Found(d, "env DEVICEKIT_CUDA_CCCL"), tuple(searched)
+    for p, origin in _wheel_files("nvidia-cuda-cccl", "type_traits"):
+        d = os.path.dirname(os.path.dirname(os.path.dirname(p)))  # <dir>/cuda/std/type_traits
+        if ok(d):
+            return Found(d, origin), tuple(searched)
+    searched.append("pip wheel nvidia-cuda-cccl")
+    for d in _namespace_dirs("include"):
+        for sub in (os.path.join(d, "cccl"), d):
+            if ok(sub):
+                return Found(sub, f"wheel dir {sub}"), tuple(searched)
+    for root, why in _toolkit_roots():
+        for sub in ("include/cccl", "include", "targets/x86_64-linux/include/cccl", "targets/x86_64-linux/include"):
+            d = os.path.join(root, sub)
+            searched.append(d)
+            if ok(d):
+                return Found(d, f"{why} {root}"), tuple(searched)
+    return None, tuple(searched)
+
+
 def clear() -> None:
     """Forget what was found (tests change the environment)."""
-    for f in (nvrtc, nvjitlink, ptxas, include_dir):
+    for f in (nvrtc, nvjitlink, ptxas, include_dir, cccl_include_dir):
         f.cache_clear()

@@ -186,14 +186,28 @@ class Function:
 
     def prepared_async_call(self, grid, block, stream, *args, shared_size=0):
         _need_ctx("launch")
-        calls.append(("launch", self.name, tuple(grid), tuple(block), args))
+        calls.append(("launch", self.name, tuple(grid), tuple(block), args, shared_size))
         host = KERNELS[self.name]
-        nb = self.fmt.count("P")
         assert len(args) == len(self.fmt), (self.fmt, args)
-        assert all(isinstance(a, int) for a in args), args
-        bufs = (ctypes.c_void_p * max(1, nb))(*args[:nb])
-        vals = (ctypes.c_longlong * max(1, len(args) - nb))(*args[nb:])
+        # args in declaration order (the format's P are pointers): buffers to bufs[], scalars to 64-bit slots, a
+        # float/double/half as its bits (the emulation reads them back with the kernel's C type)
+        ptrs = [a for a, f in zip(args, self.fmt) if f == "P"]
+        slots = [_slot(a, f) for a, f in zip(args, self.fmt) if f != "P"]
+        assert all(isinstance(a, int) for a in ptrs), args
+        bufs = (ctypes.c_void_p * max(1, len(ptrs)))(*ptrs)
+        vals = (ctypes.c_longlong * max(1, len(slots)))(*slots)
         host.fn(bufs, vals, (ctypes.c_longlong * 3)(*grid), (ctypes.c_longlong * 3)(*block), int(host.threaded))
+
+
+def _slot(value, fmt: str) -> int:
+    """A scalar launch argument as the 64-bit slot the host emulation reads (floats as their bits)."""
+    import struct
+    if fmt in "efd":
+        assert isinstance(value, float), (value, fmt)
+        raw = struct.pack("<" + fmt, value)
+        return struct.unpack("<q", raw.ljust(8, b"\0"))[0]
+    assert isinstance(value, int) and not isinstance(value, bool), (value, fmt)
+    return value
 
 
 class Module:

@@ -15,6 +15,7 @@ import ctypes
 import hashlib
 import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -36,6 +37,8 @@ _PRELUDE = r"""
 dk_uint3 blockIdx, blockDim, gridDim;
 thread_local dk_uint3 threadIdx;
 static std::barrier<>* dk_bar = nullptr;
+struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };  // any buffer param type
+template <class T> static T dk_bits(long long slot) { T t; __builtin_memcpy(&t, &slot, sizeof(T)); return t; }
 void dk_syncthreads() { if (dk_bar) dk_bar->arrive_and_wait(); }
 template <class F> static void dk_run(F call, const long long* g, const long long* l, int threaded) {
   gridDim = {(unsigned)g[0], (unsigned)g[1], (unsigned)g[2]};
@@ -71,7 +74,7 @@ class HostKernel:
     def __call__(self, **kw) -> dict[str, np.ndarray]:
         """Run like dk.run: arrays by param name (writable ones come back; omitted ones start zeroed), ints by var."""
         spec = self.spec
-        var_vals = {v.name: int(kw[v.name]) for v in spec.vars}
+        var_vals = {v.name: v.coerce(kw[v.name]) for v in spec.vars}
         g, loc = spec.launch_dims(var_vals)
         g3 = (tuple(g or ()) + (1, 1, 1))[:3]
         l3 = (tuple(loc or ()) + (1, 1, 1))[:3]
@@ -86,10 +89,24 @@ class HostKernel:
                 raise ValueError(f"{p.name}: {arr.size} < {n} elements")
             stores.append(arr)
         bufs = (ctypes.c_void_p * max(1, len(stores)))(*[a.ctypes.data for a in stores])
-        vals = (ctypes.c_longlong * max(1, len(spec.vars)))(*[var_vals[v.name] for v in spec.vars])
+        vals = (ctypes.c_longlong * max(1, len(spec.vars)))(*[_slot(var_vals[v.name], v) for v in spec.vars])
         if math.prod(g3) and math.prod(l3):
             self.fn(bufs, vals, (ctypes.c_longlong * 3)(*g3), (ctypes.c_longlong * 3)(*l3), int(self.threaded))
         return {p.name: to_numpy_values(a, p.dtype) for p, a in zip(spec.params, stores) if p.writable}
+
+
+_FLOAT_C = {"float16": "half", "float32": "float", "float64": "double"}
+# `extern __shared__ T name[];` (sized by the launch) becomes a 48 KiB block-shared array in the emulation
+_DYN_SHARED = re.compile(r"extern\s+__shared__\s+([^;\[]+?)\s*\b(\w+)\s*\[\s*\]\s*;")
+
+
+def _slot(x, v) -> int:
+    """A var's value in the 64-bit slot the harness passes: an int as it is, a float as the bits of its C type."""
+    import struct
+    if not v.is_float:
+        return int(x)
+    fmt = {"float16": "e", "float32": "f", "float64": "d"}[v.dtype.name]
+    return struct.unpack("<q", struct.pack("<" + fmt, x).ljust(8, b"\0"))[0]
 
 
 def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
@@ -104,9 +121,17 @@ def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
         raise ValueError(f"kernel names must be unique in one host library: {sorted(n for n in names if names.count(n) > 1)}")
     parts = [_PRELUDE]
     for n, spec in enumerate(specs):
-        args = [f"({renderer.render_dtype(p.dtype)}*)bufs[{i}]" for i, p in enumerate(spec.params)]
-        args += [f"vars[{i}]" for i in range(len(spec.vars))]
-        parts.append(f"namespace dk_k{n} {{\n{spec.src}\n}}\n"
+        args = []
+        for kind, i in spec.arg_order():  # hand-written kernels interleave buffers and scalars of any C type
+            if kind == "buffer":
+                args.append(f"dk_ptr{{bufs[{i}]}}" if spec.get_meta("from_source") else
+                            f"({renderer.render_dtype(spec.params[i].dtype)}*)bufs[{i}]")
+            else:
+                dt = spec.vars[i].dtype
+                args.append(f"dk_bits<{_FLOAT_C[dt.name]}>(vars[{i}])" if dt is not None and dt.is_float else
+                            f"vars[{i}]")
+        src = _DYN_SHARED.sub(r"alignas(16) __shared__ \1 \2[49152 / sizeof(\1)];", spec.src)
+        parts.append(f"namespace dk_k{n} {{\n{src}\n}}\n"
                      f'extern "C" void dk_launch_{n}(void** bufs, const long long* vars, const long long* g, '
                      f"const long long* l, int threaded) {{\n"
                      f"  dk_run([&]() {{ dk_k{n}::{spec.name}({', '.join(args)}); }}, g, l, threaded);\n}}\n")

@@ -41,7 +41,7 @@ def test_signature():
     assert [(p.name, p.dtype, p.writable) for p in spec.params] == [
         ("x", dtypes.float32, False), ("bias", dtypes.float16, False), ("out", dtypes.float16, True)]
     assert [(v.name, v.lo, v.hi) for v in spec.vars] == [("n", -(2**31), 2**31 - 1), ("k", 0, 255)]
-    assert spec.get_meta("arg_format") == "PPPib"  # the kernel's own C types, not int64 vars
+    assert spec.get_meta("arg_format") == "PPPiB"  # the kernel's own C types, not int64 vars
     assert spec.launch_dims({"n": 1000, "k": 3}) == ((8,), (128,))
     assert spec.buffer_sizes({"n": 1000, "k": 3}) == [1000, 4, 1000]
 
@@ -93,12 +93,15 @@ def test_program_from_source_on_fake_driver(monkeypatch):
 
 
 @pytest.mark.parametrize("src,entry,match", [
-    ('__global__ void f(float* x) {}', "f", 'extern "C"'),
     ('extern "C" void g(float* x) {}', "g", "__global__"),
-    ('extern "C" __global__ void h(float x) {}', "h", "only pointers"),
     ('extern "C" __global__ void q(float* x) {}', "nope", "found: q"),
     ('\n\nextern "C" __global__ void r(floot* x) {}', "r", "kernel.cu:3:30"),
-    ('extern "C" __global__ void s(int n, float* x) {}', "s", "buffers come before"),
+    ('struct P { float a; }; __global__ void s(P p, float* x) {}', "s", "struct params cannot be read yet"),
+    ('__global__ void fp(float* x, float (*f)(float)) {}', "fp", "function pointers cannot be passed"),
+    ('template <int B> __global__ void t(float* x) {}', "t", 'a template \\(B\\): name an instantiation'),
+    ('template <int B> __global__ void t(float* x) {}', "t<1, 2>", "cannot instantiate"),
+    ('__global__ void v(float* x) {}', "v<4>", "not a template"),
+    ('__global__ void w(float* x, int2 v) {}', "w", "vector params by value"),
 ])
 def test_errors_say_what_is_wrong(src, entry, match):
     with pytest.raises(CompileError, match=match):
@@ -109,3 +112,37 @@ def test_body_errors_are_left_to_nvrtc():
     src = 'extern "C" __global__ void b(float* x) { x[0] = some_intrinsic_libclang_does_not_know(1); }'
     spec = CUDARenderer().parse_source(src, "b")
     assert [p.name for p in spec.params] == ["x"]
+
+
+@pytest.mark.skipif(CXX is None or toolchain.nvrtc()[0] is None, reason="needs a host C++ compiler and NVRTC")
+def test_cpp_linkage_scalars_first_and_dynamic_shared_on_fake_driver(monkeypatch):
+    """A C++-linkage kernel taking (int, float, buffers, ...) and extern __shared__ memory: the runtime loads the
+    mangled name, packs each argument as its C type in declaration order, and passes shared_bytes per launch."""
+    import devicekit as dk
+    from devicekit.device import Device
+    from devicekit.spec import DeviceSpec
+    from devicekit_cuda import context, plugin
+    src = """__global__ void shift_scale(int n, float a, const float *x, float *y, double bias) {
+      extern __shared__ float stage[];
+      int i = blockIdx.x * blockDim.x + threadIdx.x;
+      stage[threadIdx.x] = i < n ? x[i] : 0.0f;
+      __syncthreads();
+      if (i < n) y[i] = a * stage[threadIdx.x] + (float)bias;
+    }"""
+    fake.install(monkeypatch)
+    monkeypatch.setattr(context, "_contexts", {})
+    spec = CUDARenderer().parse_source(src, "shift_scale", shared_bytes="4 * 64")
+    spec_dev = DeviceSpec("CUDA")
+    dev = Device(spec_dev, plugin._allocator(spec_dev), plugin._renderer(spec_dev),
+                 plugin._compiler_nvjitlink(spec_dev), plugin._runtime(spec_dev))
+    prog = dev.program_from_source(src, "shift_scale", shared_bytes="4 * 64", global_size=("(n + 63) // 64",),
+                                   local_size=(64,))
+    symbol = prog.spec.get_meta("symbol")
+    assert symbol == "_Z11shift_scaleifPKfPfd"
+    monkeypatch.setattr(fake, "KERNELS", {symbol: host_compile_many([spec])["shift_scale"]})
+    x = np.linspace(-1, 1, 100).astype(np.float32)
+    y = dk.run(prog, n=100, a=3.0, x=x, y=np.zeros(100, np.float32), bias=0.5)["y"]
+    np.testing.assert_allclose(y, 3 * x + 0.5, rtol=1e-6)
+    launch = [c for c in fake.calls if c[0] == "launch"][-1]
+    assert launch[2] == (2, 1, 1) and launch[3] == (64, 1, 1) and launch[5] == 256
+    assert launch[4][:2] == (100, 3.0) and launch[4][4] == 0.5  # int, float, ptr, ptr, double as declared

@@ -18,7 +18,9 @@ import ctypes
 import functools
 import hashlib
 import os
+import re
 import shutil
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -94,7 +96,18 @@ _BUILTIN_XYZ = {
     "threadgroups_per_grid": ("grid[0]", "grid[1]", "grid[2]"),
     "threads_per_grid": ("grid[0]*group[0]", "grid[1]*group[1]", "grid[2]*group[2]"),
     "thread_index_in_threadgroup": ("(lz*group[1]+ly)*group[0]+lx",),
+    "thread_index_in_simdgroup": ("((lz*group[1]+ly)*group[0]+lx)%32",),
+    "simdgroup_index_in_threadgroup": ("((lz*group[1]+ly)*group[0]+lx)/32",),
+    "threads_per_simdgroup": ("32",),
+    "thread_execution_width": ("32",),
+    "simdgroups_per_threadgroup": ("(group[0]*group[1]*group[2]+31)/32",),
 }
+# a var's 64-bit slot read back as the kernel's C type (the runtime passes each in its own size)
+_SCALAR_C = {"bool": "bool", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
+             "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t", "float16": "half",
+             "bfloat16": "bfloat", "float32": "float"}
+# kernels whose threads talk to each other run as real threads (a std::barrier per threadgroup and per simdgroup)
+THREADED_MARKERS = ("threadgroup_barrier", "simdgroup_barrier", "simd_", "quad_")
 
 
 def _builtin_expr(attr: str, type_spelling: str) -> str:
@@ -109,47 +122,127 @@ def _builtin_expr(attr: str, type_spelling: str) -> str:
     return f"{t}(" + ", ".join(f"({t[:-1]})({x})" for x in (xyz + ("0", "0"))[:lanes]) + ")"
 
 
+_TG_ATTR = re.compile(r"\[\[\s*threadgroup\s*\(")
+
+
+def host_msl(src: str) -> str:
+    """MSL as the shim compiles it: `[[threadgroup(i)]]` spelled `[[dk_threadgroup(i)]]` (the shim defines the address
+    space `threadgroup` as a macro, which would eat the attribute's name)."""
+    return _TG_ATTR.sub("[[dk_threadgroup(", src)
+
+
+def _drop_param_address_spaces(src: str, name: str) -> str:
+    """`threadgroup` in the entry's parameter list removed (the threaded shim defines it as `static`, which is right
+    for threadgroup arrays in the body and wrong for a param)."""
+    m = re.search(rf"\b{re.escape(name)}\s*\(", src)
+    if m is None:
+        return src
+    depth, k = 1, m.end()
+    while k < len(src) and depth:
+        depth += {"(": 1, ")": -1}.get(src[k], 0)
+        k += 1
+    return src[:m.end()] + re.sub(r"\bthreadgroup\b", "", src[m.end():k]) + src[k:]
+
+
 def harness_source(spec, renderer, threaded: bool = False) -> str:
     """The MSL source plus an extern "C" entry point that runs every thread of the grid: one after another, or
-    (`threaded`, for kernels with barriers) one threadgroup at a time with a std::thread per thread position."""
-    signature = spec.get_meta("signature")  # hand-written kernels (devicekit_metal.source) say where builtins go
-    if signature is None:
-        signature = ([("buffer", i) for i in range(len(spec.params))] + [("var", j) for j in range(len(spec.vars))]
-                     + [("builtin", "threadgroup_position_in_grid", "uint3"),
-                        ("builtin", "thread_position_in_threadgroup", "uint3")])
+    (`threaded`, for kernels with barriers or simd functions) one threadgroup at a time with a std::thread per
+    thread position. Hand-written kernels (devicekit_metal.source) bring their own argument order and builtins."""
+    params = spec.get_meta("source_params")
+    src = host_msl(spec.src)
+    if params is None:  # generated: buffers, int64 vars, then the two positions the renderer asks for
+        order = [("buffer", i, None) for i in range(len(spec.params))]
+        order += [("var", j, None) for j in range(len(spec.vars))]
+        order += [("builtin", 0, ("threadgroup_position_in_grid", "uint3")),
+                  ("builtin", 0, ("thread_position_in_threadgroup", "uint3"))]
+    else:
+        order = [(kind, k, (p.attr[0], p.type) if kind == "builtin" else None)
+                 for (kind, k), p in zip(spec.arg_order(), params)]
+        if any(kind == "local" for kind, _, _ in order):
+            src = _drop_param_address_spaces(src, spec.name)
     args = []
-    for item in signature:
-        if item[0] == "buffer":
-            args.append(f"({_c_type(renderer, spec.params[item[1]].dtype)}*)bufs[{item[1]}]")
-        elif item[0] == "var":  # 8 bytes per var, as the runtime's setBytes: a narrower type reads the low bytes
-            args.append(f"*({item[2]}*)&vals[{item[1]}]" if len(item) > 2 else f"vals[{item[1]}]")
+    for kind, k, extra in order:
+        if kind == "buffer":
+            args.append(f"dk_ptr{{bufs[{k}]}}" if params is not None else
+                        f"({_c_type(renderer, spec.params[k].dtype)}*)bufs[{k}]")
+        elif kind == "var":
+            dt = spec.vars[k].dtype
+            args.append(f"vals[{k}]" if dt is None else f"*({_SCALAR_C[dt.name]}*)&vals[{k}]")
+        elif kind == "local":
+            args.append(f"dk_ptr{{tg[{k}].data()}}")
         else:
-            args.append(_builtin_expr(item[1], item[2]))
+            args.append(_builtin_expr(*extra))
     call = f"{spec.name}({', '.join(args)});"
+    prelude = "struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };\n"  # any buffer
+    # threadgroup args: the launch's bytes, then a canary; a kernel writing past its argument (shared_bytes too
+    # small) makes dk_host_run return 1 + the argument's index instead of corrupting the host's heap
+    tg_alloc = ("std::vector<std::vector<long double>> tg(ntg);\n"
+                "    for (long k = 0; k < ntg; k++) {\n"
+                "      tg[k].assign((tgbytes[k] + 64) / sizeof(long double) + 1, 0);\n"
+                "      std::memset((char *)tg[k].data() + tgbytes[k], 0xA5, 64);\n"
+                "    }")
+    tg_check = ("for (long k = 0; k < ntg; k++)\n"
+                "      for (long b = 0; b < 64; b++)\n"
+                "        if (((unsigned char *)tg[k].data())[tgbytes[k] + b] != 0xA5) return 1 + k;")
     if threaded:
         return f"""#define DK_HOST_THREADS 1
-{spec.src}
+{src}
 #undef thread
-extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group) {{
+#include <cstring>
+#include <memory>
+{prelude}
+extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group, long ntg,
+                           const long *tgbytes) {{
+  const long nthreads = group[0] * group[1] * group[2];
   for (long gz = 0; gz < grid[2]; gz++) for (long gy = 0; gy < grid[1]; gy++) for (long gx = 0; gx < grid[0]; gx++) {{
-    std::barrier<> b(group[0] * group[1] * group[2]);
+    {tg_alloc}
+    std::barrier<> b(nthreads);
+    std::vector<std::unique_ptr<std::barrier<>>> sb;
+    for (long s = 0; s < (nthreads + 31) / 32; s++)
+      sb.emplace_back(new std::barrier<>(std::min(32L, nthreads - 32 * s)));
+    std::vector<std::barrier<>*> sbp;
+    for (auto &x : sb) sbp.push_back(x.get());
     metal::dk_group_barrier = &b;
+    metal::dk_simd_barriers = sbp.data();
+    metal::dk_group_threads = nthreads;
     std::vector<std::thread> ts;
     for (long lz = 0; lz < group[2]; lz++) for (long ly = 0; ly < group[1]; ly++) for (long lx = 0; lx < group[0]; lx++)
-      ts.emplace_back([=] {{ {call} }});
+      ts.emplace_back([=, &tg] {{ metal::dk_tid = (lz * group[1] + ly) * group[0] + lx; {call} }});
     for (auto &t : ts) t.join();
+    {tg_check}
   }}
   return 0;
 }}
 """
-    return f"""{spec.src}
-extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group) {{
-  for (long gz = 0; gz < grid[2]; gz++) for (long gy = 0; gy < grid[1]; gy++) for (long gx = 0; gx < grid[0]; gx++)
+    return f"""{src}
+#include <cstring>
+#include <vector>
+{prelude}
+extern "C" int dk_host_run(void **bufs, long *vals, const long *grid, const long *group, long ntg,
+                           const long *tgbytes) {{
+  for (long gz = 0; gz < grid[2]; gz++) for (long gy = 0; gy < grid[1]; gy++) for (long gx = 0; gx < grid[0]; gx++) {{
+    {tg_alloc}
     for (long lz = 0; lz < group[2]; lz++) for (long ly = 0; ly < group[1]; ly++) for (long lx = 0; lx < group[0]; lx++)
       {call}
+    {tg_check}
+  }}
   return 0;
 }}
 """
+
+
+def var_slots(spec, vals) -> list[int]:
+    """Var values as the 64-bit slots the harness reads: ints as they are, floats as the bits of their type."""
+    out = []
+    for v, x in zip(spec.vars, vals):
+        if v.is_float:
+            fmt = {"float16": "e", "float32": "f", "float64": "d"}.get(v.dtype.name)
+            if fmt is None:
+                raise HostCheckError(f"the host emulation cannot pass a {v.dtype} var")
+            out.append(struct.unpack("<q", struct.pack("<" + fmt, float(x)).ljust(8, b"\0"))[0])
+        else:
+            out.append(int(x))
+    return out
 
 
 class HostKernel:
@@ -162,7 +255,7 @@ class HostKernel:
         if compiler is None:
             raise HostCheckError("no C++ compiler (g++/clang++) for the host emulation")
         self.spec = spec
-        self.threaded = "threadgroup_barrier" in spec.src  # barriers need the threads of a group to run together
+        self.threaded = any(m in spec.src for m in THREADED_MARKERS)  # threads that talk must run together
         src = harness_source(spec, renderer, self.threaded)
         digest = hashlib.sha256(src.encode()).hexdigest()[:16]
         self._dir = workdir or tempfile.mkdtemp(prefix="dk_metal_host_")
@@ -178,7 +271,8 @@ class HostKernel:
         self._lib = ctypes.CDLL(str(so))
         self._fn = self._lib.dk_host_run
         self._fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_long),
-                             ctypes.POINTER(ctypes.c_long), ctypes.POINTER(ctypes.c_long)]
+                             ctypes.POINTER(ctypes.c_long), ctypes.POINTER(ctypes.c_long), ctypes.c_long,
+                             ctypes.POINTER(ctypes.c_long)]
 
     def run(self, arrays: list[np.ndarray], vals: list[int] = (), grid=None, group=None) -> None:
         """Run the kernel over its whole grid, in place on `arrays` (param order; storage dtypes, contiguous).
@@ -197,5 +291,12 @@ class HostKernel:
             if not a.flags.c_contiguous or a.dtype != p.dtype.np:
                 raise ValueError(f"{spec.name}: {p.name} must be a contiguous {p.dtype.np} array")
         bufs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
-        cvals = (ctypes.c_long * max(1, len(vals)))(*[int(v) for v in vals])
-        self._fn(bufs, cvals, (ctypes.c_long * 3)(*grid), (ctypes.c_long * 3)(*group))
+        cvals = (ctypes.c_long * max(1, len(vals)))(*var_slots(spec, vals))
+        from devicekit.render.signature import launch_shared
+        tg = launch_shared(spec, var_vals)[1]
+        rc = self._fn(bufs, cvals, (ctypes.c_long * 3)(*grid), (ctypes.c_long * 3)(*group), len(tg),
+                      (ctypes.c_long * max(1, len(tg)))(*tg))
+        if rc:
+            p = [q for q in spec.get_meta("source_params") if q.kind == "local"][rc - 1]
+            raise HostCheckError(f"{spec.name}: the kernel wrote past its threadgroup argument {p.name!r} "
+                                 f"({tg[rc - 1]} bytes for this launch): give it more with shared_bytes=")

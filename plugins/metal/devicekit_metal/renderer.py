@@ -194,11 +194,12 @@ class MetalRenderer(CStyleRenderer):
             return fallback
         return super().safe_name(name, fallback)
 
-    def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None):
+    def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
+                     shared_bytes=None):
         """A ProgramSpec for a hand-written Metal kernel: its signature read with libclang (devicekit_metal.source)."""
         from .source import parse_msl_source
         return parse_msl_source(src, entry, sizes=sizes, global_size=global_size, local_size=local_size,
-                                device=self.device)
+                                shared_bytes=shared_bytes, device=self.device)
 
     # ================= file
     def render_preamble(self, used: set[DType]) -> str:

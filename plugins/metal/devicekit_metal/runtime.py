@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 
+from devicekit.render.signature import launch_shared
 from devicekit.runtime import Program
 
 from .renderer import MAX_BUFFERS, MAX_THREADS_PER_GROUP
@@ -20,6 +21,19 @@ def _dims3(dims, default: int = 1) -> tuple[int, int, int]:
     if len(d) > 3:
         raise ValueError(f"METAL launches have at most 3 dimensions, got {d}")
     return d + (default,) * (3 - len(d))  # type: ignore[return-value]
+
+
+_PACK = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+         "int64": "q", "uint64": "Q", "float16": "e", "float32": "f"}
+
+
+def scalar_bytes(value, dt) -> bytes:
+    """A scalar param's bytes as the kernel's `constant T&` reads them (little-endian, T's size)."""
+    import struct
+    if dt.name == "bfloat16":
+        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        return struct.pack("<H", (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16)
+    return struct.pack("<" + _PACK[dt.name], value)
 
 
 class MetalProgram(Program):
@@ -36,6 +50,10 @@ class MetalProgram(Program):
                              f"{ctx.max_threadgroup_memory}")
         if len(compiled.spec.params) + len(compiled.spec.vars) > MAX_BUFFERS:
             raise ValueError(f"{self.name}: more than {MAX_BUFFERS} buffer slots (params + vars)")
+        # a hand-written kernel binds at the indices its attributes name: [(kind, index, slot, dtype)]
+        params = compiled.spec.get_meta("source_params")
+        self.binding = None if params is None else [
+            (kind, k, p.slot, p.dtype) for (kind, k), p in zip(compiled.spec.arg_order(), params) if kind != "builtin"]
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         Metal = self.ctx.Metal
@@ -49,11 +67,25 @@ class MetalProgram(Program):
         cb = self.ctx.queue.commandBuffer()
         enc = cb.computeCommandEncoder()
         enc.setComputePipelineState_(self.pipeline)
-        for i, h in enumerate(handles):
-            enc.setBuffer_offset_atIndex_(h.buf, h.offset, i)
-        for j, v in enumerate(vals, start=len(handles)):
-            arg = ctypes.c_int64(int(v))
-            enc.setBytes_length_atIndex_(arg, 8, j)
+        if self.binding is None:
+            for i, h in enumerate(handles):
+                enc.setBuffer_offset_atIndex_(h.buf, h.offset, i)
+            for j, v in enumerate(vals, start=len(handles)):
+                arg = ctypes.c_int64(int(v))
+                enc.setBytes_length_atIndex_(arg, 8, j)
+        else:
+            tg = launch_shared(self.spec, var_vals)[1]
+            if sum(tg) > self.ctx.max_threadgroup_memory:
+                raise ValueError(f"{self.name}: threadgroup memory {tg} bytes is more than {self.ctx.name}'s "
+                                 f"{self.ctx.max_threadgroup_memory}")
+            for kind, k, slot, dt in self.binding:
+                if kind == "buffer":
+                    enc.setBuffer_offset_atIndex_(handles[k].buf, handles[k].offset, slot)
+                elif kind == "var":
+                    raw = scalar_bytes(vals[k], dt)
+                    enc.setBytes_length_atIndex_(raw, len(raw), slot)
+                else:  # threadgroup memory: lengths are multiples of 16 bytes
+                    enc.setThreadgroupMemoryLength_atIndex_((tg[k] + 15) // 16 * 16, slot)
         enc.dispatchThreadgroups_threadsPerThreadgroup_(Metal.MTLSizeMake(*grid), Metal.MTLSizeMake(*group))
         enc.endEncoding()
         cb.commit()

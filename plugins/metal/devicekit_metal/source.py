@@ -1,26 +1,32 @@
 """Read the signature of a hand-written Metal kernel with libclang (through the shim) and make a ProgramSpec of it.
 
-This is `MetalRenderer.parse_source`, behind `dev.program_from_source(src, entry)`. Conventions (the runtime's ABI):
-- `device [const] T *name [[buffer(i)]]` params are buffers; they come first, with i = 0, 1, ... in order; a buffer is
-  writable unless its element type is const;
-- `constant long& name [[buffer(P + j)]]` (or `constant int&` / `uint&` / ...) params are int vars, after the
-  buffers; the runtime passes each as 8 little-endian bytes (an `int&` reads the low 32 bits);
+This is `MetalRenderer.parse_source`, behind `dev.program_from_source(src, entry)` and
+`dk.target("METAL").program_from_source`. Conventions (docs/handwritten.md; the runtime binds by the attributes):
+- `device [const] T *name [[buffer(i)]]` and `constant T *name [[buffer(i)]]` params are buffers (constant ones and
+  const elements are read-only; T may be a vector such as float4, or atomic_uint/atomic_int/atomic_float);
+- `constant T& name [[buffer(i)]]` params (T: bool, 8-64 bit ints, half, float) are vars; the runtime passes each
+  with setBytes in T's size;
+- `threadgroup T *name [[threadgroup(i)]]` params are threadgroup memory the launch allocates:
+  `shared_bytes={"name": bytes}` (an int, or an expression over the int params; an int alone for a single one);
 - any other param must carry a Metal builtin attribute (`[[thread_position_in_grid]]`, ...), which Metal fills in;
+- buffers and vars may come in any order and at any indices: `execute(buffers, vals)` takes each list in
+  declaration order, `dk.run` takes them by name;
 - a buffer's size (elements, what a launch checks) comes from `sizes={"x": 1024, "y": "n*4"}`, else it is unchecked;
 - `global_size` (threadgroups per grid) and `local_size` (threads per threadgroup) may be given here (ints or
   expressions over the vars) or at each `execute(...)`; the runtime uses `dispatchThreadgroups`.
+The source is read in a helper process bounded by DEVICEKIT_PARSE_TIMEOUT.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
-from devicekit.ir.ops import Ops
-from devicekit.ir.uop import UOp
-from devicekit.render.program_spec import ParamSpec, ProgramSpec, VarSpec
-from devicekit.render.signature import clang_dtype, clang_index, size_expr
+from devicekit.render import signature as sg
+from devicekit.render.parse_worker import bounded
 
-from .hostcheck import _SHIM_ARGS, _builtin_include_args
+from .hostcheck import _SHIM_ARGS, _builtin_include_args, host_msl
 
 BUILTINS = frozenset({
     "thread_position_in_grid", "thread_position_in_threadgroup", "threadgroup_position_in_grid",
@@ -29,15 +35,16 @@ BUILTINS = frozenset({
     "simdgroups_per_threadgroup", "thread_execution_width", "dispatch_threads_per_threadgroup",
     "grid_origin", "grid_size", "quadgroup_index_in_threadgroup", "thread_index_in_quadgroup",
 })
-
-
-_BF16 = {"bfloat": dtypes.bfloat16}
-
-
-def _dtype(t):
-    """devicekit dtype of a canonical libclang scalar type as the shim declares Metal's types (no double in MSL)."""
-    dt = clang_dtype(t, _BF16)
-    return None if dt == dtypes.float64 else dt
+FNAME = "kernel.metal.cpp"
+_LANE = {"float": dtypes.float32, "_Float16": dtypes.float16, "metal::bfloat": dtypes.bfloat16,
+         "bfloat": dtypes.bfloat16,
+         "int": dtypes.int32, "unsigned int": dtypes.uint32, "short": dtypes.int16, "unsigned short": dtypes.uint16,
+         "char": dtypes.int8, "unsigned char": dtypes.uint8, "long": dtypes.int64, "unsigned long": dtypes.uint64,
+         "bool": dtypes.bool}
+# the shim's spellings of Metal's struct-like types: bfloat, atomics, and vectors (float4 is metal::vec<float, 4>)
+RECORDS = {"bfloat": dtypes.bfloat16, "atomic<unsigned int>": dtypes.uint32, "atomic<int>": dtypes.int32,
+           "atomic<float>": dtypes.float32,
+           **{f"vec<{t}, {n}>": dt.vec(n) for t, dt in _LANE.items() for n in (2, 3, 4)}}
 
 
 def _line_before(src: str, line: int, col: int) -> str:
@@ -82,27 +89,22 @@ def _attribute(toks: list[str]) -> list[str]:
     return []
 
 
-def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
-                     device: str = "METAL") -> ProgramSpec:
+def read_msl(src: str, entry: str) -> sg.Signature:
+    """(In the reader process.) The Signature of the Metal kernel `entry`."""
     import clang.cindex as ci
 
-    fname = "kernel.metal.cpp"
     args = [*_SHIM_ARGS, *_builtin_include_args(), "-Wno-unknown-attributes"]
-    try:
-        tu = clang_index().parse(fname, args=args, unsaved_files=[(fname, src)])
-    except ci.TranslationUnitLoadError as e:
-        raise CompileError(f"libclang could not parse the source: {e}", "", src) from None
-    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
-    if errors:
-        log = "\n".join(f"kernel.metal:{d.location.line}:{d.location.column}: error: {d.spelling}" for d in errors)
-        raise CompileError(f"{entry}: the Metal source has {len(errors)} error(s) (checked against devicekit-metal's "
-                           "shim of <metal_stdlib>, which declares only what kernels commonly use)", log, src)
+    tu = sg.parse(FNAME, host_msl(src), args, src=src)
     fns = [c for c in tu.cursor.get_children() if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
-           and c.location.file is not None and c.location.file.name == fname]
+           and c.location.file is not None and c.location.file.name == FNAME]
     fn = next((c for c in fns if c.spelling == entry), None)
     if fn is None:
+        errs = sg.first_errors(tu, FNAME)
         raise CompileError(f"no kernel named {entry!r} in the source (found: "
-                           f"{', '.join(sorted(c.spelling for c in fns)) or 'none'})", "", src)
+                           f"{', '.join(sorted(c.spelling for c in fns)) or 'none'})", "\n".join(errs), src)
+    if errs := sg.signature_errors(tu, fn, FNAME):
+        raise CompileError(f"{entry}: its signature does not parse (checked against devicekit-metal's shim of "
+                           "<metal_stdlib>, which declares only what kernels commonly use)", "\n".join(errs), src)
     toks = [t.spelling for t in fn.get_tokens()]
     head = toks[:toks.index(entry)] if entry in toks else []
     if "kernel" not in head and "kernel" not in _line_before(src, fn.extent.start.line, fn.extent.start.column):
@@ -111,54 +113,61 @@ def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_siz
     arguments = list(fn.get_arguments())
     if len(per_param) != len(arguments):
         raise CompileError(f"{entry}: could not read its parameter list", "", src)
-
-    bufs: list[tuple[str, object, bool, int]] = []
-    ints: list[tuple[str, object, int]] = []
-    signature: list[tuple] = []
+    params = []
     for a, ptoks in zip(arguments, per_param):
         attr = _attribute(ptoks)
         where = f"{entry}:{a.location.line}: param {a.spelling!r} ({a.type.spelling})"
-        t = a.type.get_canonical()
-        if attr[:2] == ["buffer", "("] and len(attr) >= 3 and attr[2].isdigit():
-            slot = int(attr[2])
-            if t.kind == ci.TypeKind.POINTER and "device" in ptoks:
-                elem = t.get_pointee()
-                dt = _dtype(elem.get_canonical())
-                if dt is None:
-                    raise CompileError(f"{where}: unsupported element type {elem.spelling!r}", "", src)
-                if ints:
-                    raise CompileError(f"{where}: buffers come before int vars in a devicekit kernel", "", src)
-                signature.append(("buffer", len(bufs)))
-                bufs.append((a.spelling, dt, not elem.is_const_qualified(), slot))
-            elif t.kind == ci.TypeKind.LVALUEREFERENCE and "constant" in ptoks and \
-                    (dt := _dtype(t.get_pointee().get_canonical())) is not None and (dt.is_int or dt.is_bool):
-                signature.append(("var", len(ints), t.get_pointee().spelling.replace("const ", "").strip()))
-                ints.append((a.spelling, dt, slot))
-            else:
-                raise CompileError(f"{where}: a [[buffer(i)]] param is `device T *` (a buffer) or `constant long&` "
-                                   "(an int var)", "", src)
-        elif attr and attr[0] in BUILTINS:
-            signature.append(("builtin", attr[0], a.type.spelling))
-        else:
-            raise CompileError(f"{where}: needs [[buffer(i)]] or a Metal builtin attribute", "", src)
-    for j, (name, _, _, slot) in enumerate(bufs):
-        if slot != j:
-            raise CompileError(f"{entry}: buffer {name!r} is [[buffer({slot})]]; devicekit binds buffers at 0, 1, ... "
-                               f"in order, so it must be [[buffer({j})]]", "", src)
-    for j, (name, _, slot) in enumerate(ints):
-        if slot != len(bufs) + j:
-            raise CompileError(f"{entry}: var {name!r} is [[buffer({slot})]]; vars follow the buffers, so it must be "
-                               f"[[buffer({len(bufs) + j})]]", "", src)
-    var_specs = tuple(VarSpec(n, int(max(dt.min(), -(2**63))), int(min(dt.max(), 2**63 - 1))) for n, dt, _ in ints)
-    var_uops = {v.name: UOp(Ops.VAR, dtypes.index, (), (v.name, v.lo, v.hi)) for v in var_specs}
-    sizes = dict(sizes or {})
-    if unknown := set(sizes) - {b[0] for b in bufs}:
-        raise CompileError(f"sizes= names {', '.join(sorted(unknown))}, which are not buffer params of {entry}")
-    params = tuple(ParamSpec(n, dt, size_expr(sizes[n], var_uops, f"sizes[{n!r}]") if n in sizes else 0, w)
-                   for n, dt, w, _ in bufs)
-    dims = [None if d is None else tuple(size_expr(x, var_uops, what) for x in (d if isinstance(d, (tuple, list)) else (d,)))
-            for d, what in ((global_size, "global_size"), (local_size, "local_size"))]
-    return ProgramSpec(name=entry, src=src, device=device, lang="metal", params=params, vars=var_specs,
-                       global_size=dims[0], local_size=dims[1], outs=tuple(i for i, p in enumerate(params) if p.writable),
-                       ins=tuple(range(len(params))),
-                       meta=(("from_source", True), ("signature", tuple(signature)), ("shared_bytes", 0)))
+        if attr and attr[0] in BUILTINS:
+            params.append(sg.Param(a.spelling, "builtin", None, type=a.type.spelling, line=a.location.line,
+                                   attr=tuple(attr)))
+            continue
+        if attr[:1] == ["dk_threadgroup"]:
+            attr[0] = "threadgroup"
+        if not attr and ({"device", "constant"} & set(ptoks)):
+            attr = ["buffer", "(", "implicit", ")"]  # Apple's samples leave the index out: assigned in order
+        if attr[:2] not in (["buffer", "("], ["threadgroup", "("]) or len(attr) < 3 or \
+                not (attr[2].isdigit() or attr[2] == "implicit"):
+            raise CompileError(f"{where}: needs [[buffer(i)]], [[threadgroup(i)]] or a Metal builtin attribute",
+                               "", src)
+        p = sg.read_param(a.spelling, a.type, a.location.line, where, records=RECORDS, tokens=tuple(ptoks),
+                          by_ref_scalars=True)
+        want = "local" if attr[0] == "threadgroup" else ("buffer", "scalar")
+        if p.kind not in want:
+            raise CompileError(f"{where}: a [[{attr[0]}(i)]] param is " + (
+                "`threadgroup T *`" if attr[0] == "threadgroup" else
+                "`device T *` / `constant T *` (a buffer) or `constant T &` (a scalar)"), "", src)
+        params.append(dataclasses.replace(p, attr=tuple(attr), slot=int(attr[2]) if attr[2].isdigit() else None))
+    implicit = [p for p in params if p.attr[2:3] == ("implicit",)]
+    if implicit:
+        if any(p.attr[:1] == ("buffer",) and p.slot is not None for p in params):
+            raise CompileError(f"{entry}: param {implicit[0].name!r} has no [[buffer(i)]] while others do: give every "
+                               "buffer param its index", "", src)
+        k = iter(range(len(implicit)))
+        params = [dataclasses.replace(p, slot=next(k)) if p.attr[2:3] == ("implicit",) else p for p in params]
+    for kind in ("buffer", "threadgroup"):
+        slots = [p for p in params if p.slot is not None and (p.attr[0] == kind)]
+        seen: dict[int, str] = {}
+        for p in slots:
+            if p.slot in seen:
+                raise CompileError(f"{entry}: {p.name!r} and {seen[p.slot]!r} are both [[{kind}({p.slot})]]", "", src)
+            seen[p.slot] = p.name
+    return sg.Signature(entry, tuple(params), fn.location.line)
+
+
+def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
+                     shared_bytes=None, device: str = "METAL"):
+    """The ProgramSpec of a hand-written Metal kernel (see the module docstring)."""
+    from .renderer import MAX_BUFFERS
+
+    if not isinstance(src, str) or not isinstance(entry, str) or not entry:
+        raise CompileError(f"program_from_source(src, entry): expected source text and a kernel name, got "
+                           f"{type(src).__name__} and {entry!r}")
+    sig = bounded("devicekit_metal.source:read_msl", src, entry)
+    for p in sig.params:
+        if p.kind == "buffer" and p.slot >= MAX_BUFFERS or p.kind == "scalar" and p.slot >= MAX_BUFFERS:
+            raise CompileError(f"{entry}:{p.line}: param {p.name!r} is [[buffer({p.slot})]]; Metal has buffer slots "
+                               f"0..{MAX_BUFFERS - 1}", "", src)
+        if p.kind == "scalar" and p.dtype == dtypes.float64:
+            raise CompileError(f"{entry}:{p.line}: param {p.name!r}: Metal has no double", "", src)
+    return sg.build_spec(sig, src, device=device, lang="metal", sizes=sizes, global_size=global_size,
+                         local_size=local_size, shared_bytes=shared_bytes, meta=(("shared_bytes", 0),))

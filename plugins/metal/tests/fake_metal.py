@@ -66,9 +66,13 @@ class FakePSO:
         return 1024
 
 
+ENCODERS: list = []  # every encoder made, newest last (tests look at what was bound)
+
+
 class FakeEncoder:
     def __init__(self, cb):
-        self.cb, self.bufs, self.bytes = cb, {}, {}
+        self.cb, self.bufs, self.bytes, self.tg = cb, {}, {}, {}
+        ENCODERS.append(self)
 
     def setComputePipelineState_(self, pso):
         self.pso = pso
@@ -79,11 +83,25 @@ class FakeEncoder:
     def setBytes_length_atIndex_(self, arg, n, index):
         self.bytes[index] = bytes(memoryview(arg).cast("B"))[:n]
 
+    def setThreadgroupMemoryLength_atIndex_(self, n, index):
+        assert n % 16 == 0, n  # Metal wants multiples of 16 bytes
+        self.tg[index] = n
+
     def dispatchThreadgroups_threadsPerThreadgroup_(self, grid, group):
         self.cb.work.append((self.pso, dict(self.bufs), dict(self.bytes), grid, group))
 
     def endEncoding(self):
         pass
+
+
+def _unpack(raw: bytes, dt):
+    """A var's bytes as the runtime set them: 8 bytes for generated kernels, the param's own size for hand-written."""
+    if dt is None:
+        return struct.unpack("<q", raw)[0]
+    fmt = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+           "int64": "q", "uint64": "Q", "float16": "e", "float32": "f"}[dt.name]
+    assert len(raw) == struct.calcsize("<" + fmt), (raw, dt)
+    return struct.unpack("<" + fmt, raw)[0]
 
 
 class FakeCommandBuffer:
@@ -96,12 +114,18 @@ class FakeCommandBuffer:
     def commit(self):
         for pso, bufs, byts, grid, group in self.work:
             spec = SPECS.get(pso.name) or MetalRenderer().parse_source(pso.src, pso.name)
+            # where each param was bound: generated kernels at 0.. in order, hand-written ones at their attributes
+            sp = spec.get_meta("source_params")
+            slot = {k: i for i, k in enumerate([("buffer", i) for i in range(len(spec.params))] +
+                                               [("var", j) for j in range(len(spec.vars))])}
+            if sp is not None:
+                slot = {tuple(k): p.slot for k, p in zip(spec.arg_order(), sp) if p.slot is not None}
             arrays = []
             for i, p in enumerate(spec.params):
-                buf, off = bufs[i]
+                buf, off = bufs[slot["buffer", i]]
                 count = (len(buf.data) - off) // p.dtype.itemsize
                 arrays.append(np.frombuffer(buf.data, dtype=p.dtype.np, count=count, offset=off))
-            vals = [struct.unpack("<q", byts[len(spec.params) + j])[0] for j in range(len(spec.vars))]
+            vals = [_unpack(byts[slot["var", j]], v.dtype) for j, v in enumerate(spec.vars)]
             self.log.append((pso.name, grid, group, vals))
             hk = _HOST_KERNELS.get(pso.src)
             if hk is None:

@@ -166,6 +166,28 @@ def test_program_from_source(fake_metal):
     np.testing.assert_allclose(by.numpy(), -2 * np.arange(100) + 1)
 
 
+def test_hand_written_binds_at_its_indices_with_typed_bytes_and_threadgroup_memory(fake_metal):
+    """Scalars before buffers at higher indices, and two threadgroup arguments: setBuffer/setBytes at the
+    attribute's index, each scalar in its own size, setThreadgroupMemoryLength (a multiple of 16) per argument."""
+    import pathlib
+
+    import devicekit as dk
+    from devicekit_metal.hostcheck import libclang_available
+    if libclang_available() is not None:
+        pytest.skip(libclang_available())
+    src = (pathlib.Path(__file__).parent / "corpus" / "two_stage_buffers.metal").read_text()
+    dev = _device()
+    opts = {"shared_bytes": {"tmp_a": "32 * 4", "tmp_b": 130}, "global_size": (2,), "local_size": (32,)}
+    SPECS["scale_shift"] = MetalRenderer().parse_source(src, "scale_shift", **opts)
+    prog = dev.program_from_source(src, "scale_shift", **opts)
+    x = np.arange(64, dtype=np.float32)
+    out = dk.run(prog, scale=2.0, shift=0.5, **{"in": x, "out": np.zeros(64, np.float32)})["out"]
+    np.testing.assert_allclose(out, 2 * x + 0.5)
+    enc = fake.ENCODERS[-1]
+    assert sorted(enc.bufs) == [0, 1] and {k: len(v) for k, v in enc.bytes.items()} == {2: 4, 3: 4}
+    assert enc.tg == {0: 128, 1: 144}  # rounded up to 16
+
+
 # ---------------------------------------------------------------- the xcrun pair, with a fake Xcode toolchain
 FAKE_XCRUN = r"""#!/bin/sh
 # fake `xcrun` for tests: -find prints a path; `metal` copies the source to the .air (fails on #error);
