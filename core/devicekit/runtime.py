@@ -69,6 +69,7 @@ class Program(ABC):
             if buf.size < n:
                 raise ValueError(f"{spec.name}: param {p.name!r} needs {n} elements for "
                                  f"{var_vals or 'this launch'}, the buffer has {buf.size}")
+        _check_aliasing(spec, buffers, needed)
         return var_vals
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
@@ -109,6 +110,23 @@ class Program(ABC):
 
 
 RuntimeFactory = Callable[["CompiledSpec"], Program]
+
+
+def _check_aliasing(spec: ProgramSpec, buffers: Sequence[Any], needed: Sequence[int]) -> None:
+    """A writable param may share no memory with another param: the kernel would read what it writes in an
+    order no device defines (docs/ir.md, Memory order). Buffers and views are compared by base and byte range."""
+    spans = []
+    for p, buf, n in zip(spec.params, buffers, needed):
+        start = buf.offset_bytes
+        spans.append((p, buf.base, start, start + n * buf.dtype.nbytes))
+    for a in range(len(spans)):
+        pa, ba, sa, ea = spans[a]
+        for pb, bb, sb, eb in spans[a + 1:]:
+            if (pa.writable or pb.writable) and ba is bb and sa < eb and sb < ea:
+                what = "the same buffer" if (sa, ea) == (sb, eb) else "overlapping memory"
+                raise ValueError(f"{spec.name}: params {pa.name!r} and {pb.name!r} are {what} (bytes {max(sa, sb)}.."
+                                 f"{min(ea, eb)} of one allocation) and {pa.name if pa.writable else pb.name!r} is "
+                                 "writable: pass separate buffers")
 
 
 def _check_int_vals(spec: ProgramSpec, vals: Any) -> None:

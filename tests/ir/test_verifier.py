@@ -123,3 +123,37 @@ def test_sibling_reductions_over_one_range_share_its_loop():
     lk = lower(k.build(), Capabilities(frozenset(dtypes.all()), ALU, core_split=True))
     assert sum(u.op is Ops.RANGE for u in lk.uops) == 2  # the global range and one shared reduce loop
     assert sum(u.op is Ops.DEFINE_ACC for u in lk.uops) == 2
+
+
+def test_var_bounds_outside_the_index_dtype_are_refused_at_build():
+    """hi = 2**64 was accepted and the CPU wrapped 2**63 to -2**63 (issue 11, item 6)."""
+    from devicekit.ir.uop import KernelError
+    for lo, hi in ((0, 2**64), (0, 2**63), (-(2**63) - 1, 0)):
+        k = ir.KernelBuilder("big")
+        with pytest.raises(KernelError, match="outside the var's dtype"):
+            k.var("n", lo, hi)
+    k = ir.KernelBuilder("edge")
+    k.var("n", -(2**63), 2**63 - 1)  # the dtype's own limits are fine
+    with pytest.raises(KernelError, match="must be an int"):
+        k.var("m", 0, 10.5)
+
+
+def test_a_hand_built_signature_must_match_its_graph():
+    """A ParamSpec whose size or writable flag disagrees with its PARAM node overflowed the heap or dropped a store
+    on the llvm pair (issue 11, item 7): verification on construction now compares them."""
+    import dataclasses
+
+    from devicekit.ir.uop import KernelError
+    k = ir.KernelBuilder("sig")
+    x = k.param("x", dtypes.float32, 8)
+    out = k.param("out", dtypes.float32, 8, writable=True)
+    i = k.range(8, "global")
+    out[i] = x[i]
+    kern = k.build()
+    p0, p1 = kern.params
+    with pytest.raises(KernelError, match="size in the signature"):
+        dataclasses.replace(kern, params=(dataclasses.replace(p0, size=1 << 20), p1))
+    with pytest.raises(KernelError, match="writable in the signature"):
+        dataclasses.replace(kern, params=(p0, dataclasses.replace(p1, writable=False)))
+    with pytest.raises(KernelError, match="writable in the signature"):
+        dataclasses.replace(kern, params=(dataclasses.replace(p0, writable=True), p1))

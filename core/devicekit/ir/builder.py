@@ -82,7 +82,11 @@ class BufferRef:
         srcs: tuple[UOp, ...] = (ix,) if gate is None else (ix, as_uop(default, self.dtype))
         if self.uop.op is Ops.DEFINE_LOCAL and self._b._last_barrier is not None:
             srcs = (*srcs, self._b._last_barrier)
-        return UOp(Ops.LOAD, self.dtype, srcs)
+        arg = None
+        if self.uop.op is Ops.PARAM and self.uop.arg[2]:
+            # memory order (ir/order.py): read where it is built, after the param's last store so far
+            arg = ("after", self._b._last_store.get(self.uop, -1), len(self._b._stmts))
+        return UOp(Ops.LOAD, self.dtype, srcs, arg)
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         self.store(idx, value)
@@ -103,6 +107,7 @@ class KernelBuilder:
         self._stmts: list[UOp] = []
         self._names: set[str] = set()
         self._last_barrier: UOp | None = None
+        self._last_store: dict[UOp, int] = {}  # param -> statement index of its last store
         self._built = False
         self._range_ids = itertools.count()  # per kernel: the same kernel built twice is the same graph
 
@@ -115,6 +120,12 @@ class KernelBuilder:
 
     def var(self, name: str, lo: int = 0, hi: int = 2**31 - 1) -> UOp:
         """An int scalar argument with inclusive bounds [lo, hi] (checked at every launch)."""
+        for what, b in (("lo", lo), ("hi", hi)):
+            if isinstance(b, bool) or not isinstance(b, int):
+                raise KernelError(f"var {name}: {what} must be an int, got {b!r}")
+            if not dtypes.index.min() <= b <= dtypes.index.max():
+                raise KernelError(f"var {name}: {what}={b} is outside the var's dtype ({dtypes.index}: "
+                                  f"{dtypes.index.min()}..{dtypes.index.max()})")
         if lo > hi:
             raise ValueError(f"var {name}: lo={lo} > hi={hi}")
         self._claim(name)
@@ -177,6 +188,8 @@ class KernelBuilder:
         srcs: tuple[UOp, ...] = (index, v)
         if self._last_barrier is not None:
             srcs = (*srcs, self._last_barrier)
+        if buf.uop.op is Ops.PARAM:
+            self._last_store[buf.uop] = len(self._stmts)
         self._stmts.append(UOp(Ops.STORE, dtypes.void, srcs, len(self._stmts)))
 
     def build(self) -> Kernel:

@@ -18,6 +18,7 @@ from . import semantics
 from .builder import Kernel
 from .dtypes import dtypes
 from .ops import Ops
+from .order import is_ordered_load, stmt_index
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
 from .rewrite import graph_rewrite, substitute
 from .uop import KernelError, SymInt, UOp
@@ -195,6 +196,11 @@ class _Scheduler:
         self.opened: set[UOp] = set()
         self.nest_memo: dict[UOp, tuple] = {}
         self.acc_ids = itertools.count()
+        # loads of written params, read at their build point (ir/order.py): statement index -> loads
+        self.reads_at: dict[int, list[UOp]] = {}
+        for u in self.nodes:
+            if is_ordered_load(u):
+                self.reads_at.setdefault(u.arg[2], []).append(u)
 
     # free ranges (and the guard, for anything that depends on a GPU index when there is a guard)
     def _free(self, u: UOp) -> frozenset:
@@ -235,6 +241,12 @@ class _Scheduler:
             raise KernelError("range has no enclosing loop (internal scheduling error)", r)
         return self._nest(red) + (r,)
 
+    def _stmt_nest(self, st: UOp) -> tuple:
+        """The loops a statement runs in: its own ranges in canonical order (inside the guard when there is one),
+        never a loop it does not use (a statement inside another's loop would run once per iteration of it)."""
+        rs = {self._orig(r) for r in self._free(st)}
+        return tuple(r for r in self.order if r in rs or (r == _GUARD and rs))
+
     def _nest(self, u: UOp) -> tuple:
         if (n := self.nest_memo.get(u)) is not None:
             return n
@@ -264,7 +276,9 @@ class _Scheduler:
         for n, st in enumerate(stmts):
             if st.op is Ops.BARRIER:
                 self._read_before_barrier(st, stmts[n + 1:])
-                nxt = self._nest(stmts[n + 1]) if n + 1 < len(stmts) else ()
+                for key in [x for x in self.reads_at if x <= st.arg]:  # built right before a barrier: read at use
+                    del self.reads_at[key]
+                nxt = self._stmt_nest(stmts[n + 1]) if n + 1 < len(stmts) else ()
                 k = 0
                 while k < min(len(prev_nest), len(nxt)) and prev_nest[k] is nxt[k]:
                     k += 1
@@ -273,6 +287,7 @@ class _Scheduler:
                 prev_nest = prev_nest[:k]
                 continue
             st = self._enter_for(st)
+            self._read_ordered(stmt_index(st))
             idx = self._emit(st.src[0], self.stack)
             val = self._emit(st.src[1], self.stack)
             self.stack[-1].insert(UOp(Ops.STORE, dtypes.void, (idx, val), st.arg))
@@ -294,12 +309,23 @@ class _Scheduler:
 
     def _enter_for(self, st: UOp) -> UOp:
         """Open the statement's loops (reopened loops get fresh copies of their ranges) and return it rewritten."""
-        target = self._nest(st)
+        target = self._stmt_nest(st)
         self._enter(target)
         sub = {self._orig(b.orig): b.rng for b in self.stack[1:] if b.kind == "loop" and b.rng is not self._orig(b.orig)}
+        self.sub = sub
         if sub:
             st = substitute(st, sub)
         return st
+
+    def _read_ordered(self, k: int) -> None:
+        """Loads of written params built before statement k are read here, at their build point, inside all of the
+        statement's loops (ir/order.py); a load whose index needs a range the statement does not open (a reduce
+        range) is read where it is used."""
+        opened = {self._orig(b.orig) for b in self.stack[1:]}
+        due = [u for key in sorted(x for x in self.reads_at if x <= k) for u in self.reads_at.pop(key)]
+        for u in due:
+            if all(r in opened for r in self._free(u)):
+                self._emit(substitute(u, self.sub) if self.sub else u, self.stack)
 
     def _enter(self, target: tuple) -> None:
         k = 1
@@ -360,7 +386,7 @@ class _Scheduler:
             self.placed[nu] = (stack[depth], nu)
         return nu
 
-    def _siblings(self, red: UOp, depth: int) -> list[UOp]:
+    def _siblings(self, red: UOp, depth: int, stack: list[_Block]) -> list[UOp]:
         """Other reductions over the same ranges at the same depth, independent of this one: they share its loop
         (a register-tiled matmul keeps several accumulators in one k loop)."""
         if red not in self.node_set or self._pinned(red):
@@ -368,7 +394,8 @@ class _Scheduler:
         group, deps = [red], [set(red.toposort())]
         for u in self.nodes:
             if (u.op is not Ops.REDUCE or u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
-                    or len(self._nest(u)) != depth):
+                    or len(self._nest(u)) != depth
+                    or any(r != _GUARD and self._visible(r, stack) is None for r in self._free(u))):
                 continue
             ud = set(u.toposort())
             if any(g in ud for g in group) or any(u in d for d in deps):
@@ -379,7 +406,7 @@ class _Scheduler:
 
     def _emit_reduce(self, red: UOp, stack: list[_Block]) -> UOp:
         depth = len(stack) - 1 if self._pinned(red) else min(len(self._nest(red)), len(stack) - 1)
-        group = [red, *self._siblings(red, depth)]
+        group = [red, *self._siblings(red, depth, stack)]
         ranges = list(red.src[1:])
         # a reduce loop emitted before (in a closed block) gets fresh range copies
         sub = {}

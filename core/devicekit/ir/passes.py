@@ -12,6 +12,7 @@ import numpy as np
 from . import semantics
 from .dtypes import DType, dtypes, f32_to_bf16
 from .ops import ALU, COMPARE, Ops
+from .order import is_ordered_load, stmt_index
 from .rewrite import graph_rewrite, substitute
 from .transcendental import DECOMPOSITIONS, WIDE_DECOMPOSITIONS
 from .uop import KernelError, UOp, make_alu
@@ -339,6 +340,11 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
         return UOp(Ops.LOAD, u.dtype, (_index_at(buf, base, off),))
 
     sink = graph_rewrite(sink, loads)
+    # a load built between two stores it reads must see the first without the second: such stores stay apart
+    read_at: dict[UOp, set[int]] = {}
+    for u in sink.toposort():
+        if is_ordered_load(u):
+            read_at.setdefault(u.src[0].src[0], set()).add(u.arg[2])
     stmts, out, k = list(sink.src), [], 0
     while k < len(stmts):
         st = stmts[k]
@@ -352,6 +358,9 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
                 if hit is None:
                     continue
                 buf, base, off = hit
+                first, last = stmt_index(group[0]), stmt_index(group[-1])
+                if any(first < b <= last for b in read_at.get(buf, ())):
+                    continue
                 vals = [g.src[1] for g in group]
                 src0 = vals[0].src[0] if vals[0].op is Ops.GEP else None
                 if src0 is not None and src0.dtype.count == n and all(

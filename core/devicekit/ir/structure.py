@@ -56,6 +56,13 @@ def check_structure(k: Kernel, nodes: list[UOp]) -> None:
     for slot, (p, pu) in enumerate(zip(k.params, k.param_uops)):
         if pu.op is not Ops.PARAM or pu.arg[0] != slot or pu.arg[1] != p.name or pu.dtype != p.dtype:
             raise KernelError(f"kernel {k.name}: param {slot} ({p.name}) does not match its node {pu.short()}", pu)
+        if pu.arg[2] is not p.writable:
+            raise KernelError(f"kernel {k.name}: param {p.name} is {'' if p.writable else 'not '}writable in the "
+                              f"signature but {'' if pu.arg[2] else 'not '}in its node", pu)
+        size = pu.src[0] if len(pu.src) == 1 else None
+        if size is None or not (size is p.size or (size.op is Ops.CONST and size.arg == p.size)):
+            raise KernelError(f"kernel {k.name}: param {p.name}'s size in the signature ({p.size}) is not the size "
+                              f"of its node", pu)
     for v, vu in zip(k.vars, k.var_uops):
         if vu.op is not Ops.VAR or vu.arg != (v.name, v.lo, v.hi):
             raise KernelError(f"kernel {k.name}: var {v.name} does not match its node {vu.short()}", vu)
@@ -77,6 +84,8 @@ def check_structure(k: Kernel, nodes: list[UOp]) -> None:
         elif op is Ops.VAR:
             if n or not isinstance(u.arg, tuple) or len(u.arg) != 3 or u.dtype != dtypes.index:
                 _fail("needs arg (name, lo, hi), no operands, dtype index", u)
+            if not all(_const_ok(b, dtypes.index) for b in u.arg[1:]) or u.arg[1] > u.arg[2]:
+                _fail(f"bounds {u.arg[1]!r}..{u.arg[2]!r} must be ints of its dtype with lo <= hi", u)
         elif op is Ops.CONST:
             if n or not _const_ok(u.arg, u.dtype):
                 _fail(f"value {u.arg!r} is not a {u.dtype} constant", u)
@@ -106,6 +115,13 @@ def check_structure(k: Kernel, nodes: list[UOp]) -> None:
                 _fail("a gated load takes (index, default of the load's dtype), an ungated one (index)", u)
             if u.dtype != body[0].dtype:
                 _fail(f"dtype {u.dtype} differs from its buffer's {body[0].dtype}", u)
+            buf = body[0].src[0]
+            if buf.op is Ops.PARAM and isinstance(buf.arg, tuple) and len(buf.arg) == 3 and buf.arg[2]:
+                a = u.arg
+                if not (isinstance(a, tuple) and len(a) == 3 and a[0] == "after"
+                        and all(isinstance(x, int) and not isinstance(x, bool) for x in a[1:])):
+                    _fail("a load of a writable param needs its build point, arg ('after', last store, statement)"
+                          " (BufferRef.load sets it; docs/ir.md, Memory order)", u)
         elif op is Ops.STORE:
             body = src[:-1] if n and src[-1].op is Ops.BARRIER else src
             if len(body) != 2 or body[0].op is not Ops.INDEX:

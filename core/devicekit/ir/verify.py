@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from .dtypes import dtypes
 from .ops import ALU, Ops
+from .order import check_load_order, stmt_index
 from .typing import alu_dtype
 from .uop import KernelError, UOp, sym_eval
 
@@ -80,6 +81,8 @@ def verify(k: Kernel) -> None:
                 what = "is reduced elsewhere" if r in reduced_by else "is a reduce range that no reduction consumes"
                 raise KernelError(f"range {r.arg[0]} used outside its scope: it {what}", st)
     _check_bounds(k, nodes)
+    check_load_order(k.sink.src, nodes, free)
+    _check_races(k, nodes, free)
 
 
 # ---- out-of-bounds analysis -------------------------------------------------------------------------------------------
@@ -159,3 +162,71 @@ def _interval(u: UOp, env: dict[str, int], memo: dict) -> tuple | None:
         r = (-INF, INF, False, ranges)
     memo[u] = r
     return r
+
+
+# ---- races between lanes -----------------------------------------------------------------------------------------
+
+def affine(u: UOp, memo: dict) -> dict | None:
+    """An index as {term: coefficient} with terms RANGE/VAR nodes and 1 for the constant; None if not affine."""
+    if u in memo:
+        return memo[u]
+    r: dict | None = None
+    if u.op is Ops.CONST and isinstance(u.arg, int):
+        r = {1: u.arg}
+    elif u.op in (Ops.RANGE, Ops.VAR):
+        r = {u: 1}
+    elif u.op is Ops.CAST and u.src[0].dtype.is_int:
+        r = affine(u.src[0], memo)
+    elif u.op in (Ops.ADD, Ops.SUB):
+        a, b = affine(u.src[0], memo), affine(u.src[1], memo)
+        if a is not None and b is not None:
+            sign = 1 if u.op is Ops.ADD else -1
+            r = dict(a)
+            for t, c in b.items():
+                r[t] = r.get(t, 0) + sign * c
+    elif u.op is Ops.MUL:
+        a, b = affine(u.src[0], memo), affine(u.src[1], memo)
+        if a is not None and b is not None:
+            if set(a) == {1}:
+                a, b = b, a
+            if set(b) == {1}:
+                r = {t: c * b[1] for t, c in a.items()}
+    memo[u] = None if r is None else {t: c for t, c in r.items() if c}
+    return memo[u]
+
+
+def _check_races(k: Kernel, nodes: list[UOp], free: dict) -> None:
+    """Refuse a read of an element that another lane writes, where the indices prove it: the store's and the load's
+    index are affine with the same coefficients except one lane range's constant offset d, and that lane range has
+    lanes i and i + d (an ungated store and load; gated ones may be guarded)."""
+    stores = [st for st in k.sink.src if st.op is Ops.STORE and len(st.src[0].src) == 2
+              and st.src[0].src[0].op is Ops.PARAM]
+    if not stores:
+        return
+    memo: dict = {}
+    loads = [u for u in nodes if u.op is Ops.LOAD and len(u.src[0].src) == 2 and u.src[0].src[0].op is Ops.PARAM]
+    for st in stores:
+        buf, sidx = st.src[0].src[0], st.src[0].src[1]
+        sa = affine(sidx, memo)
+        if sa is None:
+            continue
+        for ld in loads:
+            if ld.src[0].src[0] is not buf or ld.src[0] is st.src[0]:
+                continue
+            la = affine(ld.src[0].src[1], memo)
+            if la is None or {t for t in sa if t != 1} != {t for t in la if t != 1}:
+                continue
+            diff = {t: sa.get(t, 0) - la.get(t, 0) for t in set(sa) | set(la)}
+            if any(c for t, c in diff.items() if t != 1) or not diff.get(1):
+                continue
+            d = diff[1]
+            for r, c in sa.items():
+                if r == 1 or r.op is not Ops.RANGE or r.arg[1] not in ("global", "local") or d % c:
+                    continue
+                step, end = abs(d // c), r.src[0]
+                if end.op is Ops.CONST and step >= end.arg:
+                    continue
+                bufname, off = buf.arg[1], -(d // c)
+                raise KernelError(f"race on {bufname}: lane i of {r.arg[1]} range {r.arg[0]} loads the element of "
+                                  f"{bufname} that lane i{off:+d} stores (statement {stmt_index(st)}); a lane may only "
+                                  "read what it writes itself, or share through local memory and a barrier", ld)

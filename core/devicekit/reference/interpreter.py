@@ -2,7 +2,8 @@
 
 Every range gets an axis; a value is an array broadcastable over the axes of the ranges it depends on plus one
 trailing lane axis (1 for scalars). Statements (stores, barriers) run in program order, each for all its lanes at
-once. A reduction evaluates its expression with the reduced ranges as extra axes, in chunks small enough to bound
+once, except in a `loop` body that reads what it writes: there the iterations run one after another (ir/order.py
+has the rules). A reduction evaluates its expression with the reduced ranges as extra axes, in chunks small enough to bound
 memory, and folds the chunks in order.
 """
 
@@ -16,8 +17,9 @@ from ..ir import semantics
 from ..ir.builder import Kernel
 from ..ir.dtypes import DType, bf16_to_f32, dtypes, f32_to_bf16
 from ..ir.ops import ALU, Ops
+from ..ir.order import block_paths, build_position, is_ordered_load, nest, read_depth
 from ..ir.uop import UOp, sym_eval
-from ..ir.verify import free_ranges
+from ..ir.verify import affine, free_ranges
 
 CHUNK_ELEMENTS = 1 << 22  # largest array a reduction chunk may create
 
@@ -51,15 +53,83 @@ class Interpreter:
 
     def run(self) -> None:
         stmts = self.k.sink.src
-        for n, st in enumerate(stmts):
-            if st.op is Ops.BARRIER:
-                self._read_before_barrier(st, stmts[n + 1:])
-                continue
-            if any(self.extent[r] == 0 for r in self.free[st]):
-                continue
-            self._store(st, {})
+        self.paths = block_paths(stmts, self.free)
+        self.nests = [nest(self.free[st]) for st in stmts]
+        self._affine_memo: dict = {}
+        # loads of written params, read at their build point (ir/order.py): statement -> [(depth, load)]
+        self.reads_at: dict[int, list[tuple[int, UOp]]] = {}
+        for u in self.nodes:
+            if is_ordered_load(u) and (k := build_position(stmts, u.arg[2])) < len(stmts) \
+                    and stmts[k].op is Ops.STORE:
+                rd = read_depth(u, self.nests[k], self.free[u])
+                if rd is not None:
+                    self.reads_at.setdefault(k, []).append((rd, u))
+        self.opins: dict[UOp, np.ndarray] = {}
+        self._exec(list(range(len(stmts))), 0, {})
 
-    def _read_before_barrier(self, barrier: UOp, later: tuple[UOp, ...]) -> None:
+    def _exec(self, idxs: list[int], depth: int, chunk: dict) -> None:
+        """Run statements as the loop tree of ir/order.py: a `loop` range whose body reads what it writes runs its
+        iterations in order; every other body runs each statement for all its lanes at once (the same result)."""
+        n = 0
+        while n < len(idxs):
+            i = idxs[n]
+            self._read_ordered(i, depth, chunk, deeper=len(self.paths[i]) <= depth)
+            if len(self.paths[i]) <= depth:
+                self._stmt(i, chunk)
+                n += 1
+                continue
+            bid, m = self.paths[i][depth], n + 1
+            while m < len(idxs) and len(self.paths[idxs[m]]) > depth and self.paths[idxs[m]][depth] == bid:
+                m += 1
+            group, r = idxs[n:m], self.nests[i][depth]
+            if r.arg[1] == "loop" and self._carried(group, r):
+                for j in range(self.extent[r]):
+                    self._exec(group, depth + 1, {**chunk, r: (j, j + 1)})
+            else:
+                self._exec(group, depth + 1, chunk)
+            n = m
+
+    def _read_ordered(self, i: int, depth: int, chunk: dict, deeper: bool) -> None:
+        """Read the loads built before statement i whose read depth is this one (all the rest, at the statement)."""
+        for rd, u in self.reads_at.get(i, ()):
+            if rd == depth or (deeper and rd > depth):
+                self.opins[u] = self._eval(u, {"chunk": chunk, "memo": {}})
+
+    def _carried(self, group: list[int], r: UOp) -> bool:
+        """Whether a loop body may depend on its earlier iterations: a param it stores is loaded in it (other than
+        an in-place update by a lone store of an element only this iteration touches) or stored twice."""
+        stores: dict[UOp, list[UOp]] = {}
+        for i in group:
+            st = self.k.sink.src[i]
+            if st.op is Ops.STORE and st.src[0].src[0].op is Ops.PARAM:
+                stores.setdefault(st.src[0].src[0], []).append(st)
+        for i in group:
+            st = self.k.sink.src[i]
+            if st.op is not Ops.STORE:
+                continue
+            for u in st.toposort():
+                sts = stores.get(u.src[0].src[0]) if u.op is Ops.LOAD else None
+                if sts and (len(sts) > 1 or sts[0].src[0] is not u.src[0] or not self._own_element(u.src[0].src[1], r)):
+                    return True
+        return any(len(v) > 1 for v in stores.values())
+
+    def _own_element(self, idx: UOp, r: UOp) -> bool:
+        """The index names a different element in every iteration of r (affine: r, lanes, vars, a constant)."""
+        a = affine(idx, self._affine_memo)
+        return a is not None and bool(a.get(r)) and all(
+            t == 1 or t is r or t.op is Ops.VAR or t.arg[1] in ("global", "local") for t in a)
+
+    def _stmt(self, n: int, chunk: dict) -> None:
+        stmts = self.k.sink.src
+        st = stmts[n]
+        if st.op is Ops.BARRIER:
+            self._read_before_barrier(st, stmts[n + 1:], chunk)
+            return
+        if any(self.extent[r] == 0 for r in self.free[st]):
+            return
+        self._store(st, {"chunk": chunk, "memo": dict(self.opins)})
+
+    def _read_before_barrier(self, barrier: UOp, later: tuple[UOp, ...], chunk: dict) -> None:
         """A local-memory load happens in the barrier epoch it was built in: read it now if a later statement uses it."""
         needed: set[UOp] = set()
         for st in later:
@@ -69,7 +139,7 @@ class Interpreter:
                 continue
             epoch = u.src[-1].arg if u.src[-1].op is Ops.BARRIER else -1
             if epoch < barrier.arg and u in needed and not any(r in self.reduced for r in self.free[u]):
-                self.pinned[u] = self._eval(u, {})
+                self.pinned[u] = self._eval(u, {"chunk": chunk})
 
     # ---- evaluation (memo per reduction context: values depending on a chunked range are recomputed per chunk)
     def _eval(self, u: UOp, ctx: dict) -> np.ndarray:

@@ -21,7 +21,7 @@ from ..ir.dtypes import DType
 from ..ir.uop import UOp
 from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, random_kernel
 
-PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats")
+PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory")
 SHAPES = ("elementwise", "unroll_store", "loop_store", "reduce", "unroll_reduce", "vector", "vector_reduce")
 
 
@@ -211,7 +211,10 @@ def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[s
 
 def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
     """The fuzz case of `seed`: `base` is random_kernels.random_kernel, `wide` this module's generator, `mixed`
-    alternates (odd seeds wide)."""
+    alternates (odd seeds wide, one seed in six a memory-order kernel of fuzz_memory), `memory` only those."""
+    if profile == "memory" or (profile == "mixed" and seed % 6 == 3):
+        from .fuzz_memory import memory_kernel
+        return memory_kernel(seed)
     if profile == "base" or (profile == "mixed" and seed % 2 == 0):
         return random_kernel(seed)
     if profile in ("wide", "mixed"):

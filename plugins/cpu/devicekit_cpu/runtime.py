@@ -79,7 +79,7 @@ class CPUProgram(Program):
 
     def execute(self, buffers, vals=(), global_size=None, local_size=None, wait=False):
         """The base class's checks with precomputed dtypes and compiled size expressions: buffer count, device,
-        dtype and size, var count and bounds. Anything unusual (buffers or vals not a list or tuple, another device,
+        dtype and size, var count and bounds; buffers sharing memory take the base check for aliasing. Anything unusual (buffers or vals not a list or tuple, another device,
         DEVICEKIT_DEBUG, a failed check) goes through the base `execute`, which raises the error naming it."""
         if (global_size is not None or local_size is not None or type(buffers) not in _SEQ or type(vals) not in _SEQ
                 or len(buffers) != len(self._pdtypes) or len(vals) != len(self._vbounds) or _debugging()):
@@ -95,6 +95,8 @@ class CPUProgram(Program):
                 return super().execute(buffers, vals, global_size, local_size, wait)
             h = b._handle
             handles.append(h if h is not None else b.handle)
+        if len({id(b._base if b._base is not None else b) for b in buffers}) != len(buffers):
+            return super().execute(buffers, vals, global_size, local_size, wait)  # shared memory: checked there
         vals = list(vals)
         if self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK) \
                 and interrupt.on_main_thread():
