@@ -34,7 +34,7 @@ def test_ci_fuzz_both_cpu_pairs_match_reference(record_property):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("profile", ["mixed", "ints", "floats"])
+@pytest.mark.parametrize("profile", ["mixed", "ints", "floats", "memory"])
 def test_long_fuzz(profile):
     from devicekit.testing.fuzz import fuzz
     n = settings.get("DEVICEKIT_FUZZ_LONG_N")

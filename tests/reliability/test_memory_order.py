@@ -190,3 +190,29 @@ def test_overlapping_views_are_refused_and_disjoint_views_run():
     np.testing.assert_array_equal(base.numpy()[16:], np.arange(16, dtype=np.float32) + 1)
     # two read-only uses of one buffer are fine, and a launch that needs fewer elements than overlap is too
     prog.execute([base.view(16, offset=0), base.view(16, offset=8)], [8], wait=True)
+
+
+def test_a_load_built_before_a_statement_without_its_loop_is_read_at_first_use_and_reused():
+    """Mixed-fuzz seed 711: y[i + j] (j a loop range) built before a statement without j, used by two statements
+    of j's body, the first storing y[i]: the compiled pairs read it once, the reference read it again."""
+    k = ir.KernelBuilder("first_use")
+    y = k.param("y", dtypes.float32, 3, writable=True)
+    z = k.param("z", dtypes.float32, 3, writable=True)
+    i, j = k.range(3, "global"), k.range(1, "loop")
+    v = y[i + j]
+    z[i] = 1.0
+    y[i] = v + 2.0 + 0.0 * j.cast(dtypes.float32)
+    y[i] = v + 1.0 + 0.0 * j.cast(dtypes.float32)
+    _on_every_device(k.build(), {"y": [11, 21, 31]}, y=np.array([10, 20, 30], np.float32), z=np.zeros(3, np.float32))
+
+
+def test_a_reduction_over_a_written_param_is_computed_once_where_first_used():
+    k = ir.KernelBuilder("reduce_reuse")
+    y = k.param("y", dtypes.int32, 4, writable=True)
+    z = k.param("z", dtypes.int32, 1, writable=True)
+    r = k.range(4, "reduce")
+    s = y[r].sum(r)
+    y[0] = s
+    z[0] = s  # the sum from before the store to y[0]
+    _on_every_device(k.build(), {"y": [10, 2, 3, 4], "z": [10]}, y=np.array([1, 2, 3, 4], np.int32),
+                     z=np.zeros(1, np.int32))

@@ -56,15 +56,30 @@ class Interpreter:
         self.paths = block_paths(stmts, self.free)
         self.nests = [nest(self.free[st]) for st in stmts]
         self._affine_memo: dict = {}
-        # loads of written params, read at their build point (ir/order.py): statement -> [(depth, load)]
+        # values that read written params, computed once where the compiled code computes them and reused by later
+        # statements of the same loop body (ir/order.py): statement -> [(depth, node)]
         self.reads_at: dict[int, list[tuple[int, UOp]]] = {}
+        first_use: dict[UOp, int] = {}
+        for n, st in enumerate(stmts):
+            for u in st.toposort() if st.op is Ops.STORE else ():
+                first_use.setdefault(u, n)
+        ordered = {u for u in self.nodes if is_ordered_load(u)}
         for u in self.nodes:
-            if is_ordered_load(u) and (k := build_position(stmts, u.arg[2])) < len(stmts) \
-                    and stmts[k].op is Ops.STORE:
-                rd = read_depth(u, self.nests[k], self.free[u])
+            if u not in first_use:
+                continue
+            f = first_use[u]
+            if u in ordered:
+                k = build_position(stmts, u.arg[2])
+                rd = read_depth(u, self.nests[k], self.free[u]) if k < len(stmts) and stmts[k].op is Ops.STORE \
+                    else None
                 if rd is not None:
                     self.reads_at.setdefault(k, []).append((rd, u))
-        self.opins: dict[UOp, np.ndarray] = {}
+                    continue
+            elif u.op is not Ops.REDUCE or not any(x in ordered for x in u.toposort()):
+                continue
+            if self.free[u] <= self.free[stmts[f]]:  # read at its first use (a reduction, or a load in one)
+                self.reads_at.setdefault(f, []).append((len(self.paths[f]), u))
+        self.opins: dict[UOp, tuple[tuple[int, ...], np.ndarray]] = {}  # node -> (loop body, value)
         self._exec(list(range(len(stmts))), 0, {})
 
     def _exec(self, idxs: list[int], depth: int, chunk: dict) -> None:
@@ -89,11 +104,17 @@ class Interpreter:
                 self._exec(group, depth + 1, chunk)
             n = m
 
+    def _visible(self, n: int) -> dict[UOp, np.ndarray]:
+        """The values read earlier that statement n sees: those of a loop body it is in."""
+        p = self.paths[n]
+        return {u: v for u, (body, v) in self.opins.items() if p[:len(body)] == body}
+
     def _read_ordered(self, i: int, depth: int, chunk: dict, deeper: bool) -> None:
-        """Read the loads built before statement i whose read depth is this one (all the rest, at the statement)."""
+        """Read the values due before statement i at this depth (all the rest, at the statement)."""
         for rd, u in self.reads_at.get(i, ()):
             if rd == depth or (deeper and rd > depth):
-                self.opins[u] = self._eval(u, {"chunk": chunk, "memo": {}})
+                self.opins.pop(u, None)
+                self.opins[u] = (self.paths[i][:rd], self._eval(u, {"chunk": chunk, "memo": self._visible(i)}))
 
     def _carried(self, group: list[int], r: UOp) -> bool:
         """Whether a loop body may depend on its earlier iterations: a param it stores is loaded in it (other than
@@ -127,7 +148,7 @@ class Interpreter:
             return
         if any(self.extent[r] == 0 for r in self.free[st]):
             return
-        self._store(st, {"chunk": chunk, "memo": dict(self.opins)})
+        self._store(st, {"chunk": chunk, "memo": self._visible(n)})
 
     def _read_before_barrier(self, barrier: UOp, later: tuple[UOp, ...], chunk: dict) -> None:
         """A local-memory load happens in the barrier epoch it was built in: read it now if a later statement uses it."""
