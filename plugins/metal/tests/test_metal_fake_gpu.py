@@ -80,7 +80,7 @@ def test_run_through_the_macos_path(fake_metal):
     want = dk.run(kern, device="PYTHON", x=x, y=y, n=700, s=-3)["out"]
     np.testing.assert_allclose(got, want, rtol=1e-6)
     name, grid, group, vals = fake_metal.log[-1]
-    assert name == "fake_axpy" and vals == [700, -3]
+    assert name == "dku_fake_axpy" and vals == [700, -3]
     assert grid == (3, 1, 1) and group == (256, 1, 1)
 
 
