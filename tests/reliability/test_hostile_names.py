@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 import re
 
-import pytest
-
 import devicekit as dk
+import pytest
 from devicekit import ir, kernels
 from devicekit.ir import names as irnames
 from devicekit.ir.dtypes import dtypes
@@ -101,7 +100,6 @@ def test_spec_keeps_the_users_names_and_run_passes_them(cpu):
 def test_handwritten_sources_keep_their_names(cpu):
     """program_from_source looks up the symbol the user wrote: no mangling of hand-written code."""
     import numpy as np
-
     from devicekit.memory import Buffer
     src = "void scale(const float *restrict x, float *restrict y, long long n) " \
           "{ for (long long i = 0; i < n; i++) y[i] = 2 * x[i]; }"

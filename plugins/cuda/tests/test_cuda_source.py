@@ -119,8 +119,8 @@ def test_cpp_linkage_scalars_first_and_dynamic_shared_on_fake_driver(monkeypatch
     """A C++-linkage kernel taking (int, float, buffers, ...) and extern __shared__ memory: the runtime loads the
     mangled name, packs each argument as its C type in declaration order, and passes shared_bytes per launch."""
     import devicekit as dk
-    from devicekit.targets import Device
     from devicekit.spec import DeviceSpec
+    from devicekit.targets import Device
     from devicekit_cuda import context, plugin
     src = """__global__ void shift_scale(int n, float a, const float *x, float *y, double bias) {
       extern __shared__ float stage[];

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import os
 
+import devicekit as dk
 import numpy as np
 import pytest
-
-import devicekit as dk
 from devicekit.ir.dtypes import from_numpy_values
 from devicekit.ir.names import mangle
 from devicekit.testing.names import hostile_kernel, name_sets
