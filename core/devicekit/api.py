@@ -22,8 +22,10 @@ def resolve_device(dev: Device | DeviceSpec | str | None) -> Device:
     return dev
 
 
-def run(kernel: Any, device: Any = None, *, global_size: tuple[int, ...] | None = None,
-        local_size: tuple[int, ...] | None = None, **named: Any) -> dict[str, Any]:
+_RUN_OPTIONS = ("device", "global_size", "local_size")
+
+
+def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     """Compile `kernel` for `device` (a Device, a spec string, or None for the default), run it once and return
     every writable param as a numpy array, by name.
 
@@ -33,11 +35,23 @@ def run(kernel: Any, device: Any = None, *, global_size: tuple[int, ...] | None 
     a number). `global_size`/`local_size` are the launch dims when the program does not compute them itself (a
     hand-written GPU kernel). Arrays passed in are never modified. A returned array has the shape of the array
     passed for it when the sizes agree, else it is flat.
+
+    A kernel's param or var may be named `device`, `global_size` or `local_size` (any identifier is a valid name):
+    then that keyword is the argument, and the device goes second, positionally: `run(k, "CPU", device=arr)`.
     """
     import numpy as np
 
     from .memory import Buffer, BufferOptions
     from .runtime import Program
+
+    own = getattr(kernel, "spec", kernel)  # a Program's spec, or the ir.Kernel: the names its arguments have
+    taken = {p.name for p in getattr(own, "params", ())} | {v.name for v in getattr(own, "vars", ())}
+    opts = {k: named.pop(k) for k in _RUN_OPTIONS if k in named and k not in taken}
+    if "device" in opts:
+        if device is not None:
+            raise TypeError("run() got the device twice (positionally and as device=)")
+        device = opts["device"]
+    global_size, local_size = opts.get("global_size"), opts.get("local_size")
 
     if isinstance(kernel, Program):
         program = kernel  # it runs where it was loaded: its buffers go to its device

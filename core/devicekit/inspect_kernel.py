@@ -93,7 +93,7 @@ def _asm_of(compiler: Any, spec: Any) -> str:
         if text.strip() and not text.startswith("("):
             return text
         if callable(to_ptx := getattr(compiler, "to_ptx", None)):  # CUDA without cuobjdump: the PTX it linked
-            ptx = to_ptx(spec.src, spec.name)
+            ptx = to_ptx(spec.src, spec.entry)
             return f"// {text.strip()}: showing the PTX that was linked into the cubin\n" + \
                 (ptx.decode(errors="replace") if isinstance(ptx, bytes) else str(ptx))
         raise NoDisassembly(f"compiler {compiler.name!r}: {text.strip() or 'its disassembler printed nothing'}")
@@ -102,7 +102,7 @@ def _asm_of(compiler: Any, spec: Any) -> str:
         with tempfile.TemporaryDirectory(prefix="devicekit_asm_") as d:
             f = os.path.join(d, "kernel.o")
             Path(f).write_bytes(lib)
-            for only in ([f"--disassemble={spec.name}"], ["-d"]):  # just the entry point, when objdump can
+            for only in ([f"--disassemble={spec.entry}"], ["-d"]):  # just the entry point, when objdump can
                 p = subprocess.run([objdump, *only, "--no-show-raw-insn", f], capture_output=True, text=True,
                                    timeout=60, check=False)
                 if p.returncode == 0 and re.search(r"^\s+[0-9a-f]+:", p.stdout, re.MULTILINE):

@@ -48,13 +48,14 @@ def _run(capsys, *argv):
 def test_source_cpu_llvm(capsys, kfile):
     rc, out, _ = _run(capsys, f"{kfile}:saxpy", "--device", "CPU", "--show", "source")
     assert rc == 0
-    assert 'define void @"saxpy"' in out and "fmul" in out
+    assert 'define void @"dku_saxpy"' in out and "fmul" in out
 
 
 def test_source_kernel_object_and_c_pair(capsys, kfile):
     rc, out, _ = _run(capsys, f"{kfile}:SOFTMAX", "--device", "CPU", "--pair", "c")
     assert rc == 0
-    assert "void softmax(const float *restrict x, float *restrict out, long long m, long long n" in out
+    assert "void dku_softmax(const float *restrict dku_x, float *restrict dku_out, long long dku_m, long long dku_n" \
+        in out  # user names are dku_<name> in generated source (docs/ir.md, Names)
 
 
 def test_ir_is_the_linear_form(capsys, kfile):
@@ -72,7 +73,7 @@ def test_ir_is_the_linear_form(capsys, kfile):
 def test_asm_llvm_pair_is_host_assembly(capsys, kfile):
     rc, out, _ = _run(capsys, f"{kfile}:saxpy", "--device", "CPU", "--show", "asm")
     assert rc == 0
-    assert "saxpy:" in out and "define void" not in out  # the assembly, not the IR before it
+    assert "dku_saxpy:" in out and "define void" not in out  # the assembly, not the IR before it
     assert "\tret" in out or "ret" in out.split()
 
 
@@ -80,7 +81,7 @@ def test_asm_c_pair_and_acme_through_objdump(capsys, kfile):
     for argv in (["--device", "CPU", "--pair", "c"], ["--device", "ACME"]):
         rc, out, err = _run(capsys, f"{kfile}:saxpy", "--show", "asm", *argv)
         assert rc == 0, err
-        assert "<saxpy>:" in out and "ret" in out
+        assert "<dku_saxpy>:" in out and "ret" in out
         assert "<_init>" not in out  # only the entry point
 
 
@@ -91,10 +92,10 @@ def test_cuda_compiles_here_without_a_gpu(capsys, kfile):
     except dk.DeviceKitError as e:
         pytest.skip(f"no CUDA compile path here: {e}")
     rc, out, _ = _run(capsys, f"{kfile}:saxpy", "--device", "CUDA")
-    assert rc == 0 and '__global__' in out and "saxpy(" in out
+    assert rc == 0 and '__global__' in out and "dku_saxpy(" in out
     rc, out, err = _run(capsys, f"{kfile}:saxpy", "--device", "CUDA", "--show", "asm")
     assert rc == 0, err
-    assert ".entry saxpy" in out or "Function : saxpy" in out  # PTX here (no cuobjdump), SASS where it exists
+    assert ".entry dku_saxpy" in out or "Function : dku_saxpy" in out  # PTX here (no cuobjdump), SASS where it exists
 
 
 def test_metal_renders_but_cannot_compile_here(capsys, kfile):
@@ -102,7 +103,7 @@ def test_metal_renders_but_cannot_compile_here(capsys, kfile):
     if sys.platform == "darwin":
         pytest.skip("on macOS Metal compiles")
     rc, out, _ = _run(capsys, f"{kfile}:saxpy", "--device", "METAL")
-    assert rc == 0 and "kernel void saxpy(" in out
+    assert rc == 0 and "kernel void dku_saxpy(" in out
     rc, _, err = _run(capsys, f"{kfile}:saxpy", "--device", "METAL", "--show", "asm")
     assert rc == 1 and "needs macOS" in err
 

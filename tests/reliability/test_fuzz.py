@@ -82,7 +82,7 @@ def test_shrinker_minimizes_and_prints_a_rebuildable_kernel():
 
     def fails(k, inputs):
         try:
-            out = dk.run(k, device=py, **inputs)
+            out = dk.run(k, py, **inputs)
         except Exception:  # noqa: BLE001
             return False
         return any(np.nan_to_num(np.asarray(v, dtype=np.float64)).any() for v in out.values())
@@ -96,7 +96,7 @@ def test_shrinker_minimizes_and_prints_a_rebuildable_kernel():
     exec(PRELUDE + to_python(k, inputs), ns)  # noqa: S102 - the printed regression source is ours
     k2, inputs2 = ns["build"]()
     assert k2.key == k.key or all(np.array_equal(a, b) for a, b in zip(
-        dk.run(k, device=py, **inputs).values(), dk.run(k2, device=py, **inputs2).values()))
+        dk.run(k, py, **inputs).values(), dk.run(k2, py, **inputs2).values()))
 
 
 def test_cli_reports_numbers_and_exit_status():

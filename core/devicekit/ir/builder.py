@@ -6,6 +6,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import names
 from .dtypes import DType, dtypes
 from .ops import RANGE_KINDS, Ops
 from .uop import KernelError, SymInt, UOp, as_uop
@@ -99,9 +100,7 @@ class KernelBuilder:
     """Builds one kernel. Params and vars keep their declaration order: that is the kernel's signature."""
 
     def __init__(self, name: str = "kernel"):
-        if not name.isidentifier():
-            raise ValueError(f"kernel name must be an identifier, got {name!r}")
-        self.name = name
+        self.name = names.check(name, "kernel name")
         self._params: list[UOp] = []
         self._vars: list[UOp] = []
         self._stmts: list[UOp] = []
@@ -111,15 +110,19 @@ class KernelBuilder:
         self._built = False
         self._range_ids = itertools.count()  # per kernel: the same kernel built twice is the same graph
 
-    def _claim(self, name: str) -> None:
-        if not name.isidentifier():
-            raise ValueError(f"parameter names must be identifiers, got {name!r}")
-        if name in self._names or name in ("core_start", "core_end"):
-            raise ValueError(f"name {name!r} is already used in kernel {self.name}")
+    def _claim(self, name: str, what: str) -> None:
+        """The one name check of params, vars and locals (ir/names.py): the rule, then uniqueness."""
+        names.check(name, f"{what} name")
+        if name in self._names:
+            raise ValueError(f"{what} name {name!r} is already used in kernel {self.name}")
+        if name in names.LOWERING_VARS:
+            raise ValueError(f"{what} name {name!r} is reserved: CPU lowering names the split range's bounds "
+                             f"{' and '.join(names.LOWERING_VARS)}")
         self._names.add(name)
 
     def var(self, name: str, lo: int = 0, hi: int = 2**31 - 1) -> UOp:
         """An int scalar argument with inclusive bounds [lo, hi] (checked at every launch)."""
+        self._claim(name, "var")
         for what, b in (("lo", lo), ("hi", hi)):
             if isinstance(b, bool) or not isinstance(b, int):
                 raise KernelError(f"var {name}: {what} must be an int, got {b!r}")
@@ -128,16 +131,15 @@ class KernelBuilder:
                                   f"{dtypes.index.min()}..{dtypes.index.max()})")
         if lo > hi:
             raise ValueError(f"var {name}: lo={lo} > hi={hi}")
-        self._claim(name)
         v = UOp(Ops.VAR, dtypes.index, (), (name, int(lo), int(hi)))
         self._vars.append(v)
         return v
 
     def param(self, name: str, dtype: DType, size: SymInt, writable: bool = False) -> BufferRef:
         """A global buffer of `size` elements (an int or an expression over vars)."""
+        self._claim(name, "param")
         if not isinstance(dtype, DType) or dtype.count != 1 or dtype == dtypes.void:
             raise TypeError(f"param {name}: dtype must be a scalar DType, got {dtype!r}")
-        self._claim(name)
         size_u = as_uop(size)
         if not size_u.dtype.is_int:
             raise KernelError(f"param {name}: size must be an integer expression", size_u)
@@ -150,7 +152,7 @@ class KernelBuilder:
 
     def local(self, name: str, dtype: DType, size: int) -> BufferRef:
         """Local (shared) memory, one array per workgroup; order accesses with `barrier()`."""
-        self._claim(name)
+        self._claim(name, "local")
         if not isinstance(size, int) or size <= 0:
             raise ValueError(f"local {name}: size must be a positive int, got {size!r}")
         return BufferRef(self, UOp(Ops.DEFINE_LOCAL, dtype, (), (name, size)))

@@ -5,8 +5,9 @@ Subclasses change the language through the hooks below (class attributes and sma
 re-implements lowering. The keys of `code_for_op` (plus `math_fns`) are the ALU ops rendered natively, and so
 decide what the core decomposes before rendering, as in tinygrad.
 
-Naming: params keep the user's name when it is a safe C identifier (else `data<slot>`), vars keep theirs,
-ranges are `ridx<n>` and accumulators `acc<n>` (numbered here in order, so equal kernels give equal source: the
+Naming: every user name (kernel, param, var, local array) is spelled `user_name(name)` = `ir.names.mangle(name)`
+(`dku_<name>`), a namespace no keyword, header macro, builtin or temporary of any renderer uses, so a user may name
+a var `int`, `INFINITY` or `alu0`; the kernel's entry symbol is `dku_<kernel>` (`entry_symbol`). Ranges are `ridx<n>` and accumulators `acc<n>` (numbered here in order, so equal kernels give equal source: the
 source is the compile cache key), GPU indices `gidx<axis>` / `lidx<axis>`, loads `val<n>`, other values `alu<n>` /
 `cast<n>`. A vector value is one scalar per lane (`acc3_0`, `acc3_1`, ...) unless `native_vector(dtype)` says the
 language has that vector type. Which of the two a value is depends on its dtype alone: an op that mixes them (a CAST
@@ -22,15 +23,10 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from ..ir.dtypes import DType, dtypes
+from ..ir.names import mangle
 from ..ir.ops import Ops
 from ..ir.uop import UOp
 from .renderer import Renderer
-
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_GENERATED = re.compile(r"^(alu|val|acc|cast|ridx|gidx|lidx|data|vec|gep|bc|smem)\d+(_\w*)?$")
-C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern float for goto if inline int
-long register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while _Bool
-bool half float2 float4 true false new delete this class template kernel device constant threadgroup thread""".split())  # noqa: SIM905
 
 # side-effecting ops: an expression is never inlined across one of these
 _ORDERED = frozenset({Ops.STORE, Ops.ASSIGN, Ops.RANGE, Ops.ENDRANGE, Ops.IF, Ops.ENDIF, Ops.BARRIER,
@@ -194,10 +190,13 @@ class CStyleRenderer(Renderer):
         sig = f"{self.kernel_prefix}{self.kernel_return} {name}({', '.join(params + list(self.extra_params))})"
         return (pre + "\n" if pre else "") + sig + " {\n" + "\n".join(body) + "\n}\n"
 
-    def safe_name(self, name: str, fallback: str) -> str:
-        """The user's name when it is a usable identifier here, else `fallback`."""
-        ok = _IDENT.match(name) and name not in C_KEYWORDS and not _GENERATED.match(name) and not name.startswith("__")
-        return name if ok else fallback
+    def user_name(self, name: str) -> str:
+        """How the source spells a user's param, var or local array name (never a keyword, macro or temporary)."""
+        return mangle(name)
+
+    def entry_symbol(self, name: str) -> str:
+        """The kernel's entry point: mangled like every user name, so `sqrtf` or `main` cannot clash either."""
+        return mangle(name)
 
     def promotes(self, dt: DType) -> bool:
         """Whether the language computes ALU results of scalar type dt in a wider type (C's integer promotion of
@@ -294,12 +293,13 @@ class CStyleRenderer(Renderer):
             lanes = [fn(k) for k in range(n)]
             return lanes if lanes_of(u.dtype) else self.render_vectorize(lanes, u.dtype)
 
-        param_names = {p.name: self.safe_name(p.name, f"data{i}") for i, p in enumerate(lk.params)}
+        param_names = {p.name: self.user_name(p.name) for p in lk.params}
+        var_names = {v.name: self.user_name(v.name) for v in lk.vars}  # not the lowering's core_start/core_end
         # the PARAM uops carry the storage dtype after lowering (bfloat16 emulated as uint16 bits)
         stored = {u.arg[0]: u.dtype for u in uops if u.op is Ops.PARAM}
         pdt = [stored.get(i, p.dtype) for i, p in enumerate(lk.params)]
         sig = [self.render_param(param_names[p.name], dt, p.writable) for p, dt in zip(lk.params, pdt)]
-        sig += [self.render_var(v.name) for v in lk.vars]
+        sig += [self.render_var(var_names[v.name]) for v in lk.vars]
         if lk.core_split is not None:
             sig += [self.render_var("core_start"), self.render_var("core_end")]
         used.update(pdt)
@@ -309,9 +309,9 @@ class CStyleRenderer(Renderer):
             if dt != dtypes.void and op not in (Ops.PARAM,):
                 used.add(dt.scalar() if lanes_of(dt) else dt)
             if op is Ops.PARAM:
-                r[u] = param_names.get(u.arg[1], u.arg[1])
+                r[u] = param_names[u.arg[1]]
             elif op is Ops.VAR:
-                r[u] = u.arg[0]
+                r[u] = var_names.get(u.arg[0], u.arg[0])
             elif op is Ops.CONST:
                 r[u] = self.render_const(u.arg, dt)
             elif op is Ops.SPECIAL:
@@ -358,7 +358,7 @@ class CStyleRenderer(Renderer):
                     emit(f"{r[src[0]]} = {r[src[1]]};")
                 r[u] = r[src[0]]
             elif op is Ops.DEFINE_LOCAL:
-                v = self.safe_name(u.arg[0], f"smem{counter}")
+                v = self.user_name(u.arg[0])
                 emit(self.render_local(v, dt, u.arg[1]))
                 r[u] = v
             elif op is Ops.INDEX:

@@ -44,7 +44,7 @@ class VarSpec:
 
 @dataclass(frozen=True)
 class ProgramSpec:
-    name: str  # the entry point's symbol
+    name: str  # the kernel's name as the user wrote it (messages); the symbol to look up is `entry`
     src: str  # source text in `lang`
     device: str  # the kind it was rendered for ("CPU", "CUDA", ...)
     lang: str  # "llvm-ir", "c", "cuda", "metal", "python", ...
@@ -57,6 +57,12 @@ class ProgramSpec:
     ins: tuple[int, ...] = ()  # param slots loaded from
     kernel: Any = field(default=None, compare=False, repr=False)  # the ir.Kernel it came from, when there is one
     meta: tuple[tuple[str, Any], ...] = ()  # renderer-specific facts (shared memory bytes, ...)
+    symbol: str = ""  # the entry point's symbol in `src` when it is not `name` (generated kernels: ir.names.mangle)
+
+    @property
+    def entry(self) -> str:
+        """The symbol a runtime looks up: `symbol` when set, else `name` (hand-written sources keep their names)."""
+        return self.symbol or self.name
 
     def var_dict(self, vals: list[int] | tuple[int, ...]) -> dict[str, int]:
         if len(vals) != len(self.vars):

@@ -53,14 +53,22 @@ class Renderer(ABC):
         from ..ir.linearize import lower
         lk = lower(kernel, self.capabilities)
         name = name or lk.name
-        src = self.render_linear(lk, name)
+        symbol = self.entry_symbol(name)
+        src = self.render_linear(lk, symbol)
         return ProgramSpec(name=name, src=src, device=self.device, lang=self.lang, params=lk.params, vars=lk.vars,
                            global_size=lk.global_size, local_size=lk.local_size, core_split=lk.core_split,
-                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk))
+                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk),
+                           symbol="" if symbol == name else symbol)
+
+    def entry_symbol(self, name: str) -> str:
+        """The entry point's symbol for kernel `name`, passed to `render_linear` and kept as ProgramSpec.symbol.
+        Renderers of generated source return `ir.names.mangle(name)` (the C-style base and LLVM do); default: the
+        name itself."""
+        return name
 
     @abstractmethod
     def render_linear(self, lk, name: str) -> str:
-        """Turn the linear op list of `lk` (an ir.LinearKernel) into source text."""
+        """Turn the linear op list of `lk` (an ir.LinearKernel) into source text; `name` is the entry symbol."""
 
     def meta(self, lk) -> tuple:
         return ()

@@ -53,10 +53,10 @@ def check_against_reference(kernel: Any, inputs: dict[str, Any], device: Any, wh
     Returns the device's outputs."""
     import devicekit as dk
 
-    want = dk.run(kernel, device=REFERENCE, **inputs)
+    want = dk.run(kernel, REFERENCE, **inputs)  # the device positionally: a param may be named `device`
     dev = dk.device(device) if isinstance(device, (str, DeviceSpec)) else device
     target = dev if pair is None else _PairView(dev, pair)
-    got = dk.run(kernel, device=target, **inputs)
+    got = dk.run(kernel, target, **inputs)
     assert set(got) == set(want), f"{what}: outputs {sorted(got)} != reference {sorted(want)}"
     for name, dt in writable_dtypes(kernel).items():
         assert_matches(got[name], want[name], dt, f"{what or kernel.name}: {name}")

@@ -89,7 +89,7 @@ class Runner:
 
     def reference(self, case) -> dict:
         import devicekit as dk
-        return dk.run(case.kernel, device=self.ref, **case.inputs)
+        return dk.run(case.kernel, self.ref, **case.inputs)  # positional: a param may be named `device`
 
     def check_one(self, label: str, kernel, inputs: dict, want: dict | None) -> tuple[str, str] | None:
         """(kind, message) when `kernel` misbehaves on target `label`, else None."""
@@ -105,7 +105,7 @@ class Runner:
                 if not self.render_only:
                     c.compile(spec)
                 return None
-            got = dk.run(kernel, device=target, **inputs)
+            got = dk.run(kernel, target, **inputs)
         except CompileError as e:
             return "compile-error", f"{e.message}: {str(e.log)[:400]}"
         except KernelError as e:

@@ -5,7 +5,8 @@ bounds or are gated.
 
 Shapes: elementwise, a store per lane of an unroll range, a store per step of a loop range, reductions (sum, max,
 prod; over a reduce range, an unroll range, or vector lanes), vectors of 2/4/8 lanes. Extras mixed in: a signed
-int var used as a value and as an index offset (gated loads), gated stores, every ALU op.
+int var used as a value and as an index offset (gated loads), gated stores, every ALU op; a quarter of the kernels
+name their kernel, params and vars from `names.HOSTILE_NAMES` (`int`, `INFINITY`, `alu0`, `entry`, ...).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .. import ir
 from ..ir import dtypes
 from ..ir.dtypes import DType
 from ..ir.uop import UOp
+from .names import HOSTILE_NAMES
 from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, random_kernel
 
 PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory")
@@ -107,6 +109,19 @@ class ExprGen:
         return x.cast(dt)
 
 
+HOSTILE_FRACTION = 0.25  # of fuzz_kernel's kernels take their kernel/param/var names from names.HOSTILE_NAMES
+_ROLES = ("kernel", "n", "m", "s", "in0", "in1", "in2", "out")
+
+
+def _names(seed: int) -> dict[str, str]:
+    """Role -> name: the plain names, or (HOSTILE_FRACTION of seeds) distinct hostile ones. Its own random stream,
+    so the kernel a seed gives is otherwise the same."""
+    rr = random.Random(seed * 104729 + 3)
+    if rr.random() >= HOSTILE_FRACTION:
+        return {"kernel": f"fz{seed}", **{x: x for x in _ROLES[1:]}}
+    return dict(zip(_ROLES, rr.sample(HOSTILE_NAMES, len(_ROLES))))
+
+
 def _vec(xs: list[UOp]) -> UOp:
     return xs[0] if len(xs) == 1 else ir.vectorize(*xs)
 
@@ -120,22 +135,23 @@ def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[s
     if lanes > 1:  # the core's bfloat16 emulation refuses vectors (a KernelError at render time): not generated
         pool = tuple(d for d in pool if d != dtypes.bfloat16) or (dtypes.float32,)
     unroll = r.choice([2, 3, 4]) if shape.startswith("unroll") else 1
-    k = ir.KernelBuilder(f"fz{seed}")
+    nm = _names(seed)
+    k = ir.KernelBuilder(nm["kernel"])
     n_val = r.choice([1, 2, 3, 5, 8, 17, 33, 64])
-    n = k.var("n", 1, 4096)
+    n = k.var(nm["n"], 1, 4096)
     m_val, m = 1, None
     if shape in ("reduce", "loop_store", "vector_reduce"):
-        m_val, m = r.choice([1, 2, 5, 7]), k.var("m", 1, 64)
+        m_val, m = r.choice([1, 2, 5, 7]), k.var(nm["m"], 1, 64)
     s_val, s = 0, None
     if r.random() < 0.4:
-        s_val, s = r.randint(-4, 4), k.var("s", -8, 8)
+        s_val, s = r.randint(-4, 4), k.var(nm["s"], -8, 8)
     rows = (m if m is not None else 1) * (unroll * lanes)
     size = n * rows if not isinstance(rows, int) or rows != 1 else n
     in_dts = [r.choice(pool) for _ in range(r.randint(1, 3))]
     out_dt = r.choice([d for d in pool if not (shape.endswith("reduce") and d.is_bool)])
-    params = [k.param(f"in{j}", d, size) for j, d in enumerate(in_dts)]
+    params = [k.param(nm[f"in{j}"], d, size) for j, d in enumerate(in_dts)]
     per_row = shape in ("unroll_store", "loop_store", "vector")
-    out = k.param("out", out_dt, size if per_row else n, writable=True)
+    out = k.param(nm["out"], out_dt, size if per_row else n, writable=True)
     i = k.range(n, "global")
     inner = None
     if shape in ("reduce", "vector_reduce"):
@@ -200,12 +216,12 @@ def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[s
 
     nrng = np.random.default_rng(seed)
     nrows = (m_val if m is not None else 1) * unroll * lanes
-    inputs: dict[str, Any] = {f"in{j}": _array(nrng, d, n_val * nrows) for j, d in enumerate(in_dts)}
-    inputs["n"] = n_val
+    inputs: dict[str, Any] = {nm[f"in{j}"]: _array(nrng, d, n_val * nrows) for j, d in enumerate(in_dts)}
+    inputs[nm["n"]] = n_val
     if m is not None:
-        inputs["m"] = m_val
+        inputs[nm["m"]] = m_val
     if s is not None:
-        inputs["s"] = s_val
+        inputs[nm["s"]] = s_val
     return RandomKernel(kern, inputs, seed)
 
 

@@ -43,7 +43,7 @@ class AcmeProgram(Program):
     def __init__(self, compiled, device=None):
         super().__init__(compiled, device)
         spec = compiled.spec
-        self._dll, addr = _load(compiled.lib, spec.name)
+        self._dll, addr = _load(compiled.lib, spec.entry)
         ints = len(spec.vars) + (2 if spec.core_split is not None else 0)
         self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(spec.params) + [ctypes.c_int64] * ints))(addr)
 

@@ -12,11 +12,11 @@ stay branch-free and vectorizable; gated stores branch.
 
 from __future__ import annotations
 
-import re
 import struct
 
 import numpy as np
 from devicekit.ir.dtypes import DType, dtypes
+from devicekit.ir.names import mangle
 from devicekit.ir.ops import ALU, Ops
 from devicekit.render.renderer import Renderer
 
@@ -27,7 +27,6 @@ _SCALAR = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": 
            "uint32": "i32", "uint64": "i64", "float16": "half", "bfloat16": "bfloat", "float32": "float",
            "float64": "double"}
 _SUFFIX = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def lty(dt: DType) -> str:
@@ -78,6 +77,11 @@ class LLVMRenderer(MemoRender, Renderer):
 
     def render_linear(self, lk, name: str) -> str:
         return _Emitter(lk, name).run()
+
+    def entry_symbol(self, name: str) -> str:
+        """`@dku_<kernel>`: user names share one namespace with the C-style renderers' (ir.names), so a kernel
+        named `sqrtf` or `memcpy` never defines a libm/libc symbol in the process's JIT."""
+        return mangle(name)
 
     def memo_salt(self) -> str:
         return str(settings.get("DEVICEKIT_CPU_SPLIT"))
@@ -532,14 +536,14 @@ class _Emitter:
         lk = self.lk
         args = []
         pnames = {}
-        for i, p in enumerate(lk.params):
-            nm = f"%{p.name}" if _IDENT.match(p.name) else f"%arg{i}"
+        for p in lk.params:
+            nm = f"%{mangle(p.name)}"  # `%t1`, `%entry`, `%loop0` are ours: user names are `%dku_*`
             pnames[p.name] = nm
             attrs = "noalias" + ("" if p.writable else " readonly")
             args.append(f"ptr {attrs} align {p.dtype.itemsize} {nm}")
         vnames = [v.name for v in lk.vars] + (["core_start", "core_end"] if lk.core_split is not None else [])
         for i, vn in enumerate(vnames):
-            args.append(f"i64 %{vn}" if _IDENT.match(vn) else f"i64 %var{i}")
+            args.append(f"i64 %{mangle(vn) if i < len(lk.vars) else vn}")
         self.pnames = pnames
         self.vmap = {vn: a.split(" ", 1)[1] for vn, a in zip(vnames, args[len(lk.params):])}
         for i, u in enumerate(self.uops):

@@ -51,12 +51,13 @@ def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
     return dll, ctypes.cast(fn, ctypes.c_void_p).value
 
 
-def load(lib: bytes, symbol: str, trusted: bool = False) -> tuple[object, int]:
+def load(lib: bytes, symbol: str, trusted: bool = False, program: str | None = None) -> tuple[object, int]:
     """(keepalive, address) of program `symbol` in `lib`, checked first unless `trusted` (bytes this process's
     compiler produced, or a cache entry whose MAC verified): MalformedObjectError (a CompileError and a RuntimeError)
-    names the program and the problem when the bytes would crash the JIT linker or dlopen."""
+    names the program (`program`, the kernel's name, else the symbol) and the problem when the bytes would crash the
+    JIT linker or dlopen."""
     shared = is_shared_object(lib)
     if not trusted and (lib[:4] == b"\x7fELF" or sys.platform != "darwin"):  # Mach-O (macOS): passed through
         from .elfcheck import check
-        check(lib, symbol, shared)
+        check(lib, program or symbol, shared)
     return load_shared(lib, symbol) if shared else load_object(lib, symbol)

@@ -49,7 +49,7 @@ class CPUProgram(Program):
         # bytes our compiler just made or a cache entry whose MAC verified skip the structural ELF check; foreign
         # bytes (a CompiledSpec built by hand, an unauthenticated file) are always checked. Only a real True counts.
         trusted = getattr(compiled, "trusted", False) is True
-        self._keep, addr = loaded(compiled.lib, spec.name, partial(load, trusted=trusted))
+        self._keep, addr = loaded(compiled.lib, spec.entry, partial(load, trusted=trusted, program=spec.name))
         order = spec.get_meta("args")  # hand-written C: buffers and scalars interleaved, scalars of their C type
         self._order = None if order is None or order == _plain_order(spec) else tuple(order)
         argtypes = [ctypes.c_void_p if kind == "buffer" else _ctype(spec.vars[j].dtype) for kind, j in spec.arg_order()]

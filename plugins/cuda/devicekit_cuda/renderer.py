@@ -12,7 +12,8 @@ Language choices (all in hooks of devicekit.render.cstyle.CStyleRenderer):
     `dk_float32x4 { float v[4]; }`, aligned to its size (so vector loads become ld.v2/ld.v4); lanes are `.v[i]`;
     vector ALU ops, math and casts apply the scalar code lane by lane through `dk_map<R>(lambda, operands...)`
     (operands evaluated once).
-  * user names that CUDA C++ reserves are replaced (params: data<slot>; vars: dkv_<name>, in the source only).
+  * user names (kernel, params, vars, shared arrays) are spelled `dku_<name>` by the base (devicekit.ir.names), so
+    no C++ keyword, CUDA built-in (threadIdx, __global__, ...), math function or helper of ours can be hit.
   * small ints (8/16 bit) are truncated after every arithmetic op so inlined expressions wrap like the
     reference; 8/16/32-bit add/sub/mul/neg/shl are done in unsigned arithmetic (defined wrap-around); int64
     arithmetic (which is also all index arithmetic) is left plain.
@@ -32,22 +33,6 @@ from devicekit.ir.ops import Ops
 from devicekit.render.cstyle import CStyleRenderer
 
 _LOW = ("float16", "bfloat16")
-# identifiers a user's param or var name must not take in CUDA C++: C++ keywords the C base does not know, CUDA
-# built-in variables and vector types, the math functions we call, our own helpers (dk_*) and lambda params (_lN)
-CUDA_RESERVED = frozenset("""alignas alignof and and_eq asm bitand bitor catch char8_t char16_t char32_t compl concept
-const_cast consteval constexpr constinit co_await co_return co_yield decltype dynamic_cast explicit export friend
-mutable namespace noexcept not not_eq nullptr operator or or_eq private protected public reinterpret_cast requires
-static_assert static_cast thread_local throw try typeid typename using virtual wchar_t xor xor_eq
-threadIdx blockIdx blockDim gridDim warpSize dim3 INFINITY NAN memcpy nv_bfloat16 half2 nv_bfloat162
-exp2 exp2f log2 log2f sin sinf sqrt sqrtf trunc truncf""".split()) | frozenset(  # noqa: SIM905
-    f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong",
-                        "float", "double") for n in (1, 2, 3, 4))
-
-
-def _reserved(name: str) -> bool:
-    return name in CUDA_RESERVED or name.startswith("dk_") or re.fullmatch(r"_l\d+", name) is not None
-
-
 _AXES = "xyz"
 
 
@@ -171,9 +156,6 @@ class CUDARenderer(CStyleRenderer):
     def __reduce__(self):
         return (type(self), (self.arch,))
 
-    def safe_name(self, name: str, fallback: str) -> str:
-        return fallback if _reserved(name) else super().safe_name(name, fallback)
-
     def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
                      shared_bytes=None):
         """A ProgramSpec for a hand-written CUDA kernel: its signature read with libclang (devicekit_cuda.source)."""
@@ -257,7 +239,7 @@ class CUDARenderer(CStyleRenderer):
         return "\n".join(out)
 
     def render_linear(self, lk, name: str) -> str:
-        src = super().render_linear(_rename_vars(lk), name)
+        src = super().render_linear(lk, name)
         threads = _const_prod(lk.local_size)
         if threads is not None:
             if threads > self.local_total_max:
@@ -272,27 +254,6 @@ class CUDARenderer(CStyleRenderer):
 
     def meta(self, lk) -> tuple:
         return (("shared_bytes", shared_bytes(lk)), ("arch", self.arch))
-
-
-def _rename_vars(lk):
-    """Int vars whose names CUDA reserves get `dkv_<name>` in the source (the ProgramSpec keeps the user's names;
-    vars are passed by position)."""
-    import dataclasses
-    bad = {v.name for v in lk.vars if _reserved(v.name) or v.name in CStyleRenderer.type_map.values()}
-    if not bad:
-        return lk
-    memo: dict = {}
-    uops = []
-    for u in lk.uops:
-        if u.op is Ops.VAR and u.arg[0] in bad:
-            nu = u.replace(arg=(f"dkv_{u.arg[0]}", *u.arg[1:]))
-        else:
-            src = tuple(memo.get(x, x) for x in u.src)
-            nu = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
-        memo[u] = nu
-        uops.append(nu)
-    vs = tuple(dataclasses.replace(v, name=f"dkv_{v.name}") if v.name in bad else v for v in lk.vars)
-    return dataclasses.replace(lk, uops=uops, vars=vs)
 
 
 def shared_bytes(lk) -> int:

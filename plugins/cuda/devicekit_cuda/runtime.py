@@ -31,7 +31,7 @@ class CUDAProgram(Program):
             except cuda.Error as e:
                 raise RuntimeError(f"CUDA:{index} ({self.ctx.name}, {self.ctx.arch}) cannot load {spec.name}: {e}; "
                                    f"it was compiled by {compiled.compiler_id}") from e
-            self.function = self.module.get_function(spec.get_meta("symbol") or spec.name)
+            self.function = self.module.get_function(spec.get_meta("symbol") or spec.entry)
             self.max_threads = self.function.get_attribute(cuda.function_attribute.MAX_THREADS_PER_BLOCK)
         # generated kernels take int64 vars; a hand-written one states its C types (devicekit_cuda.source)
         self.function.prepare(spec.get_meta("arg_format") or "P" * len(spec.params) + "q" * len(spec.vars))

@@ -16,7 +16,7 @@ import types
 
 import numpy as np
 
-KERNELS: dict = {}  # kernel name -> cuda_host_emu.HostKernel
+KERNELS: dict = {}  # kernel name -> cuda_host_emu.HostKernel (found by name or by entry symbol)
 calls: list[tuple] = []
 _live: dict[int, np.ndarray] = {}
 
@@ -187,7 +187,8 @@ class Function:
     def prepared_async_call(self, grid, block, stream, *args, shared_size=0):
         _need_ctx("launch")
         calls.append(("launch", self.name, tuple(grid), tuple(block), args, shared_size))
-        host = KERNELS[self.name]
+        # the function is looked up by its symbol (spec.entry: dku_<kernel> for generated kernels)
+        host = KERNELS.get(self.name) or next(h for h in KERNELS.values() if h.spec.entry == self.name)
         assert len(args) == len(self.fmt), (self.fmt, args)
         # args in declaration order (the format's P are pointers): buffers to bufs[], scalars to 64-bit slots, a
         # float/double/half as its bits (the emulation reads them back with the kernel's C type)

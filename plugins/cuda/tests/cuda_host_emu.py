@@ -134,7 +134,7 @@ def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
         parts.append(f"namespace dk_k{n} {{\n{src}\n}}\n"
                      f'extern "C" void dk_launch_{n}(void** bufs, const long long* vars, const long long* g, '
                      f"const long long* l, int threaded) {{\n"
-                     f"  dk_run([&]() {{ dk_k{n}::{spec.name}({', '.join(args)}); }}, g, l, threaded);\n}}\n")
+                     f"  dk_run([&]() {{ dk_k{n}::{spec.entry}({', '.join(args)}); }}, g, l, threaded);\n}}\n")
     src = "\n".join(parts)
     h = hashlib.sha256(src.encode()).hexdigest()[:16]
     cpp, so = os.path.join(_BUILD, f"{h}.cpp"), os.path.join(_BUILD, f"{h}.so")

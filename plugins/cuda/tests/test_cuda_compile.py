@@ -59,7 +59,7 @@ def _check_cubin(lib, arch, name):
 @pytest.mark.parametrize("name,kernel", KERNELS, ids=[n for n, _ in KERNELS])
 def test_kernel_compiles_to_cubin(name, kernel, arch):
     spec = CUDARenderer().render(kernel)
-    _check_cubin(compiler(arch).compile_src(spec.src), arch, spec.name)
+    _check_cubin(compiler(arch).compile_src(spec.src), arch, spec.entry)
 
 
 def test_library_kernels_present_or_pending():
@@ -84,7 +84,7 @@ def test_vector_kernel_compiles(arch):
 def test_ptxas_fallback_compiles(name, kernel, arch):
     spec = CUDARenderer().render(kernel)
     c = compiler(arch, "ptxas")
-    _check_cubin(c.compile_src(spec.src), arch, spec.name)
+    _check_cubin(c.compile_src(spec.src), arch, spec.entry)
     assert c.name == "nvrtc-ptxas" and "ptxas-" in c.identity()
 
 
@@ -133,7 +133,7 @@ def test_half_without_headers_says_what_is_missing(monkeypatch):
         c.compile_src(CUDARenderer().render(kern).src)
     # kernels without half/bfloat16 need no headers
     _, kern, _ = ck.elementwise(dtypes.float32, lambda a, b: a + b, "f32_add")
-    _check_cubin(c.compile_src(CUDARenderer().render(kern).src), "sm_90", "f32_add")
+    _check_cubin(c.compile_src(CUDARenderer().render(kern).src), "sm_90", "dku_f32_add")
 
 
 def test_unknown_arch_is_refused():
@@ -157,7 +157,7 @@ def test_target_compiles_ahead_of_time_and_shares_bytes_across_ids(tmp_path):
         b = c1.compile(s1)
         assert a.lib == b.lib
         assert cache.stats["misses"] == 1 and cache.stats["memory_hits"] == 1
-        _check_cubin(a.lib, c0.arch, "shared_bytes")
+        _check_cubin(a.lib, c0.arch, s0.entry)
     finally:
         c0.cache = c1.cache = None
 

@@ -35,9 +35,9 @@ def _saxpy():
 def test_signature_and_indices():
     spec = CUDARenderer().render(_saxpy())
     assert spec.device == "CUDA" and spec.lang == "cuda"
-    assert 'extern "C" __global__ void __launch_bounds__(256) saxpy(' in spec.src
-    assert "const float *__restrict__ x" in spec.src and "float *__restrict__ out" in spec.src
-    assert "long long n)" in spec.src
+    assert 'extern "C" __global__ void __launch_bounds__(256) dku_saxpy(' in spec.src  # user names: dku_<name>
+    assert "const float *__restrict__ dku_x" in spec.src and "float *__restrict__ dku_out" in spec.src
+    assert "long long dku_n)" in spec.src and spec.entry == "dku_saxpy" and spec.name == "saxpy"
     assert "blockIdx.x" in spec.src and "threadIdx.x" in spec.src
     assert "cuda_fp16.h" not in spec.src and "cuda_bf16.h" not in spec.src
 
@@ -59,7 +59,7 @@ def test_2d_grid_uses_y_axis():
 def test_shared_memory_and_barrier():
     _, kern, _ = ck.local_kernels()[0]
     spec = CUDARenderer().render(kern)
-    assert "__shared__ __align__(16) float smem[64];" in spec.src
+    assert "__shared__ __align__(16) float dku_smem[64];" in spec.src
     assert "__syncthreads();" in spec.src
     assert "__launch_bounds__(64)" in spec.src
     assert spec.get_meta("shared_bytes") == 256
@@ -162,7 +162,7 @@ def test_vector_source():
     src = CUDARenderer().render_linear(vector_linear_kernel(), "vecops")
     assert "struct __align__(16) dk_float32x4 { float v[4]; };" in src
     assert "struct __align__(8) dk_float16x4 { half v[4]; };" in src
-    assert "*((dk_float32x4*)(x+" in src
+    assert "*((dk_float32x4*)(dku_x+" in src
     assert "dk_map<dk_float32x4>" in src and "dk_bitcast<dk_uint32x4>" in src
 
 
@@ -214,7 +214,7 @@ def test_reserved_user_names_are_renamed():
     kern = k.build()
     spec = CUDARenderer().render(kern)
     assert [v.name for v in spec.vars] == ["sin", "threadIdx"]  # the signature keeps the user's names
-    assert "long long dkv_sin" in spec.src and "float *__restrict__ blockIdx" not in spec.src
+    assert "long long dku_sin" in spec.src and "float *__restrict__ dku_blockIdx" in spec.src
     if CXX is None:
         pytest.skip("no host C++ compiler")
     inp = {"blockIdx": np.arange(10, dtype=np.float32), "dk_map": np.ones(10, np.float32), "sin": 10, "threadIdx": 3}

@@ -67,7 +67,7 @@ def test_launch_packs_pointers_vars_and_geometry(cuda):
     launch = [c for c in fake.calls if c[0] == "launch"][-1]
     _, name, grid, block, args, shared = launch
     assert shared == 0  # generated kernels declare their shared memory statically
-    assert name == "transpose2d"
+    assert name == "dku_transpose2d"  # the entry symbol (spec.entry)
     assert grid == (1, 53, 1) and block == (256, 1, 1)
     assert args[2:] == (37, 53) and all(a > 0 for a in args[:2])
 

@@ -159,7 +159,7 @@ def harness_source(spec, renderer, threaded: bool = False) -> str:
         order = [(kind, k, (p.attr[0], p.type) if kind == "builtin" else None)
                  for (kind, k), p in zip(spec.arg_order(), params)]
         if any(kind == "local" for kind, _, _ in order):
-            src = _drop_param_address_spaces(src, spec.name)
+            src = _drop_param_address_spaces(src, spec.entry)
     args = []
     for kind, k, extra in order:
         if kind == "buffer":
@@ -172,7 +172,7 @@ def harness_source(spec, renderer, threaded: bool = False) -> str:
             args.append(f"dk_ptr{{tg[{k}].data()}}")
         else:
             args.append(_builtin_expr(*extra))
-    call = f"{spec.name}({', '.join(args)});"
+    call = f"{spec.entry}({', '.join(args)});"
     prelude = "struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };\n"  # any buffer
     # threadgroup args: the launch's bytes, then a canary; a kernel writing past its argument (shared_bytes too
     # small) makes dk_host_run return 1 + the argument's index instead of corrupting the host's heap

@@ -4,12 +4,14 @@ What it produces for a kernel `saxpy(x, y, out, n)`:
 
     #include <metal_stdlib>
     using namespace metal;
-    kernel void saxpy(device const float *x [[buffer(0)]], ..., constant long& n [[buffer(3)]],
+    kernel void dku_saxpy(device const float *dku_x [[buffer(0)]], ..., constant long& dku_n [[buffer(3)]],
                       uint3 gid [[threadgroup_position_in_grid]], uint3 lid [[thread_position_in_threadgroup]]) {
       long gidx0 = gid.x; ...
     }
 
 Choices (see docs/architecture.md, "Metal plugin"):
+- User names (kernel, buffers, vars, threadgroup arrays) are `dku_<name>` (devicekit.ir.names, applied by the base),
+  so no MSL keyword, type, address space or metal:: function can be hit; `gid`/`lid`/`dk_v` are ours.
 - Buffers are `device T*` with `[[buffer(i)]]` in slot order; int vars follow as `constant long&` (64-bit, set with
   setBytes by the runtime). Metal has 31 buffer slots, so params + vars <= 31 is checked at render time.
 - SPECIAL gidxN/lidxN read `threadgroup_position_in_grid` / `thread_position_in_threadgroup`; the runtime dispatches
@@ -40,20 +42,6 @@ _LANES = "xyzw"
 _F32_MATH = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT})
 _SCALARS = ("bool", "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "half", "bfloat", "float",
             "double", "size_t", "ptrdiff_t")
-# names a kernel argument may not take in MSL: the renderer's own (gid, lid, dk_*), MSL keywords, address spaces,
-# types (scalars, vectors, matrices), and the metal:: functions the emitted code calls
-METAL_RESERVED = frozenset({
-    "gid", "lid", "dk_v", "metal", "precise", "fast", "kernel", "vertex", "fragment", "device", "constant",
-    "threadgroup", "thread", "threadgroup_imageblock", "ray_data", "object_data", "visible", "stage_in", "sampler",
-    "texture", "select", "as_type", "exp2", "log2", "sin", "sqrt", "trunc", "max", "min", "abs", "isnan", "isinf",
-    "mem_flags", "threadgroup_barrier", "simdgroup_barrier", "INFINITY", "NAN", "MAXFLOAT", "HUGE_VALF", "vec",
-    "packed", "atomic", "using", "namespace", "template", "typename", "static_cast", "nullptr", "operator",
-    *_SCALARS, *(f"{t}{n}" for t in _SCALARS for n in (2, 3, 4, 8, 16)),
-    *(f"{t}{r}x{c}" for t in ("half", "float") for r in (2, 3, 4) for c in (2, 3, 4)),
-    *(f"packed_{t}{n}" for t in _SCALARS for n in (2, 3, 4)),
-})
-
-
 def _is_vec(dt: DType) -> bool:
     return dt.count > 1
 
@@ -189,11 +177,6 @@ class MetalRenderer(CStyleRenderer):
             raise KernelError(f"Metal has 3 grid axes; {name} asks for axis {axis}")
         return f"{'gid' if name.startswith('g') else 'lid'}.{_LANES[axis]}"
 
-    def safe_name(self, name: str, fallback: str) -> str:
-        if name in METAL_RESERVED or name.startswith("dk_"):
-            return fallback
-        return super().safe_name(name, fallback)
-
     def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
                      shared_bytes=None):
         """A ProgramSpec for a hand-written Metal kernel: its signature read with libclang (devicekit_metal.source)."""
@@ -206,9 +189,6 @@ class MetalRenderer(CStyleRenderer):
         return "#include <metal_stdlib>\nusing namespace metal;"
 
     def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
-        if name in METAL_RESERVED or name == "main":
-            raise KernelError(f"kernel name {name!r} is reserved in Metal Shading Language (the entry point keeps the "
-                              "kernel's name): rename the kernel, e.g. ir.KernelBuilder('my_" + name + "')")
         if len(params) > MAX_BUFFERS:
             raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params + int vars) but Metal has "
                               f"{MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")
@@ -224,12 +204,8 @@ class MetalRenderer(CStyleRenderer):
         if threads is not None and threads > MAX_THREADS_PER_GROUP:
             raise KernelError(f"kernel {name} launches {threads} threads per threadgroup; Metal allows "
                               f"{MAX_THREADS_PER_GROUP}")
-        uops = route_through_float32(_rename_reserved_vars(_locals_first(list(lk.uops))))
-        new = _with_uops(lk, uops)
-        if any(_reserved(v.name) for v in lk.vars):
-            vs = tuple(dataclasses.replace(v, name=_var_name(v.name)) for v in lk.vars)
-            new = dataclasses.replace(new, vars=vs) if dataclasses.is_dataclass(new) else new
-        return super().render_linear(new, name)
+        uops = route_through_float32(_locals_first(list(lk.uops)))
+        return super().render_linear(_with_uops(lk, uops), name)
 
     def meta(self, lk) -> tuple:
         shared = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
@@ -267,31 +243,6 @@ def _locals_first(uops: list[UOp]) -> list[UOp]:
     """MSL declares threadgroup arrays at kernel function scope: put every DEFINE_LOCAL (it has no sources) first."""
     locs = [u for u in uops if u.op is Ops.DEFINE_LOCAL]
     return uops if not locs else locs + [u for u in uops if u.op is not Ops.DEFINE_LOCAL]
-
-
-def _reserved(name: str) -> bool:
-    return name in METAL_RESERVED or name.startswith("dk_")
-
-
-def _var_name(name: str) -> str:
-    """Vars are passed by position, so one whose name MSL reserves is renamed in the source only."""
-    return f"var_{name}" if _reserved(name) else name
-
-
-def _rename_reserved_vars(uops: list[UOp]) -> list[UOp]:
-    if not any(u.op is Ops.VAR and _reserved(u.arg[0]) for u in uops):
-        return uops
-    m: dict[int, UOp] = {}
-    out = []
-    for u in uops:
-        src = tuple(m.get(id(s), s) for s in u.src)
-        if u.op is Ops.VAR and _reserved(u.arg[0]):
-            new = u.replace(arg=(_var_name(u.arg[0]), *u.arg[1:]))
-        else:
-            new = u if src == u.src else u.replace(src=src)
-        m[id(u)] = new
-        out.append(new)
-    return out
 
 
 def _needs_f32(u: UOp) -> bool:

@@ -42,7 +42,7 @@ class MetalProgram(Program):
         from .mtl import load_library, pipeline_for
         self.ctx = ctx
         self.library = load_library(ctx.device, compiled.lib)
-        self.pipeline = pipeline_for(ctx.device, self.library, compiled.spec.name)
+        self.pipeline = pipeline_for(ctx.device, self.library, compiled.spec.entry)
         self.max_threads = min(int(self.pipeline.maxTotalThreadsPerThreadgroup()), MAX_THREADS_PER_GROUP)
         shared = int(compiled.spec.get_meta("shared_bytes", 0) or 0)
         if shared > ctx.max_threadgroup_memory:

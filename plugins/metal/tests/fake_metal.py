@@ -16,7 +16,7 @@ import numpy as np
 from devicekit_metal.hostcheck import HostKernel
 from devicekit_metal.renderer import MetalRenderer
 
-SPECS: dict[str, object] = {}  # kernel name -> ProgramSpec (else the signature is read from the source)
+SPECS: dict[str, object] = {}  # entry symbol -> ProgramSpec (else the signature is read from the source)
 _HOST_KERNELS: dict[str, HostKernel] = {}
 
 

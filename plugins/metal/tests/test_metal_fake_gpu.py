@@ -72,7 +72,7 @@ def _kernel():
 def test_run_through_the_macos_path(fake_metal):
     import devicekit as dk
     kern = _kernel()
-    SPECS["fake_axpy"] = MetalRenderer().render(kern)
+    SPECS["dku_fake_axpy"] = MetalRenderer().render(kern)  # by entry symbol
     dev = _device()
     x = np.linspace(-1, 1, 700).astype(np.float32)
     y = np.arange(700, dtype=np.int32)
@@ -80,14 +80,14 @@ def test_run_through_the_macos_path(fake_metal):
     want = dk.run(kern, device="PYTHON", x=x, y=y, n=700, s=-3)["out"]
     np.testing.assert_allclose(got, want, rtol=1e-6)
     name, grid, group, vals = fake_metal.log[-1]
-    assert name == "fake_axpy" and vals == [700, -3]
+    assert name == "dku_fake_axpy" and vals == [700, -3]
     assert grid == (3, 1, 1) and group == (256, 1, 1)
 
 
 def test_views_offsets_and_timing(fake_metal):
     import devicekit as dk
     kern = _kernel()
-    SPECS["fake_axpy"] = MetalRenderer().render(kern)
+    SPECS["dku_fake_axpy"] = MetalRenderer().render(kern)  # by entry symbol
     dev = _device()
     prog = dev.compile(kern)
     from devicekit_metal.compiler import MAGIC_SOURCE
@@ -134,7 +134,7 @@ def test_compile_options_safe_math_and_bf16_version(fake_metal):
 def test_too_many_threads_is_refused(fake_metal):
     import devicekit as dk
     kern = _kernel()
-    SPECS["fake_axpy"] = MetalRenderer().render(kern)
+    SPECS["dku_fake_axpy"] = MetalRenderer().render(kern)  # by entry symbol
     dev = _device()
     prog = dev.compile(kern)
     bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
@@ -242,7 +242,7 @@ def test_xcrun_compiler_and_metallib_loading(fake_xcode, fake_metal, monkeypatch
     monkeypatch.setitem(sys.modules, "libdispatch", None)  # import fails
     fake_metal.newLibraryWithURL_error_ = lambda url, err: (FakeLibrary(spec.src), None)
     library = load_library(fake_metal, lib)
-    assert urls == [lib] and library.newFunctionWithName_("fake_axpy") is not None
+    assert urls == [lib] and library.newFunctionWithName_("dku_fake_axpy") is not None
 
 
 def test_xcrun_compile_error_has_log(fake_xcode, fake_metal):
