@@ -114,7 +114,7 @@ def _buffers(dev: Any, program: Any, inputs: dict[str, Any], extra: dict[str, An
     spec = program.spec
     vals = [int(inputs[v.name]) for v in spec.vars]
     bufs = []
-    for p, size in zip(spec.params, spec.buffer_sizes(spec.check_vars(vals))):
+    for p, size in zip(spec.user_params, spec.buffer_sizes(spec.check_vars(vals))):
         if extra and p.name in extra:
             bufs.append(extra[p.name])
             continue
@@ -131,7 +131,7 @@ def prepare(case: BenchCase, dev: Any, inputs: dict[str, Any]) -> Prepared:
         return case.setup(dev, inputs)
     program = dev.compile(case.kernel())
     bufs, vals = _buffers(dev, program, inputs)
-    out = bufs[[p.name for p in program.spec.params].index(case.output)]
+    out = bufs[[p.name for p in program.spec.user_params].index(case.output)]
     return Prepared(lambda: program.execute(bufs, vals, wait=True), out.numpy)
 
 

@@ -85,7 +85,11 @@ def verify(k: Kernel) -> None:
 # ---- out-of-bounds analysis -------------------------------------------------------------------------------------------
 
 def _var_samples(k: Kernel) -> list[dict[str, int]]:
-    vs = list(k.vars)
+    return _samples_of(k.vars)
+
+
+def _samples_of(vars_) -> list[dict[str, int]]:
+    vs = list(vars_)
     if not vs:
         return [{}]
     choices = [sorted({v.lo, v.hi, min(v.hi, v.lo + 1)}) for v in vs]
@@ -113,6 +117,55 @@ def _check_bounds(k: Kernel, nodes: list[UOp]) -> None:
                 raise KernelError(f"index into {name} can be negative (min {lo}){where}", ix)
             if (exact and hi >= size) or lo >= size:
                 raise KernelError(f"index into {name} out of bounds: reaches {hi}, size is {size}{where}", ix)
+
+
+# ---- in-bounds proof (which accesses need a run-time check, ir/bounds.py) ------------------------------------------
+
+_AFFINE = {Ops.CONST, Ops.VAR, Ops.RANGE, Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CAST}
+
+
+def _vertex_safe(u: UOp, memo: dict) -> frozenset[str] | None:
+    """The vars `u` depends on (through range ends too) when its interval bounds are extremal at the vertices of the
+    var box, else None: sums, products of operands over disjoint vars, and division, modulo and max only of var-free
+    values. Sampling the vertices is then a proof over every var value in bounds."""
+    if u in memo:
+        return memo[u]
+    r: frozenset[str] | None = None
+    deps = [_vertex_safe(s, memo) for s in u.src]
+    if u.op in _AFFINE and all(d is not None for d in deps) and (u.op is not Ops.CAST or u.src[0].dtype.is_int):
+        ds: list[frozenset[str]] = deps  # type: ignore[assignment]
+        allv = frozenset().union(*ds) if ds else frozenset()
+        if u.op is Ops.VAR:
+            r = frozenset({u.arg[0]})
+        elif u.op in (Ops.CONST, Ops.RANGE, Ops.ADD, Ops.SUB, Ops.CAST):
+            r = allv
+        elif u.op is Ops.MUL:
+            r = allv if not (ds[0] & ds[1]) else None
+        else:
+            r = allv if not allv else None
+    memo[u] = r
+    return r
+
+
+def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
+    """INDEX nodes into params that the bounds proof cannot keep inside [0, size) for every launch: a data-dependent
+    index (it reads a LOAD), an index or size outside the affine fragment of `_vertex_safe`, more than 4 vars, or an
+    interval that reaches past the buffer at some sampled vertex without exactly doing so (the verifier refused the
+    exact ones). A gate does not count as a proof (the reference checks gated lanes too)."""
+    samples = _samples_of(vars_) if len(vars_) <= 4 else None
+    safe: dict = {}
+    out: list[UOp] = []
+    for ix in (u for u in nodes if u.op is Ops.INDEX and u.src[0].op is Ops.PARAM):
+        d_idx, d_size = _vertex_safe(ix.src[1], safe), _vertex_safe(ix.src[0].src[0], safe)
+        if d_idx is None or d_size is None or (samples is None and (d_idx or d_size)):
+            out.append(ix)
+            continue
+        for env in samples or [{}]:
+            iv = _interval(ix.src[1], env, {})
+            if iv is not None and (iv[0] < 0 or iv[1] >= sym_eval(ix.src[0].src[0], env)):
+                out.append(ix)
+                break
+    return out
 
 
 def _interval(u: UOp, env: dict[str, int], memo: dict) -> tuple | None:

@@ -56,7 +56,7 @@ class Renderer(ABC):
         src = self.render_linear(lk, name)
         return ProgramSpec(name=name, src=src, device=self.device, lang=self.lang, params=lk.params, vars=lk.vars,
                            global_size=lk.global_size, local_size=lk.local_size, core_split=lk.core_split,
-                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk))
+                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk), checks=lk.checks)
 
     @abstractmethod
     def render_linear(self, lk, name: str) -> str:
