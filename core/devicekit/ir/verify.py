@@ -253,14 +253,15 @@ def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
     samples = _proof_samples(vars_, periods) if ok else []
     lows, sym = {v.name: int(v.lo) for v in vars_}, {}
     out: list[UOp] = []
+    memos: list[dict] = [{} for _ in samples or ()]
     for ix in indexes:
         if _proven_symbolically(ix, lows, sym):
             continue
         if ix not in ok or samples is None:
             out.append(ix)
             continue
-        for env in samples:
-            iv = _interval(ix.src[1], env, {})
+        for env, memo in zip(samples, memos):
+            iv = _interval(ix.src[1], env, memo)
             if iv is not None and (iv[0] < 0 or iv[1] >= sym_eval(ix.src[0].src[0], env)):
                 out.append(ix)
                 break
