@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from devicekit import ir
 from devicekit.ir.dtypes import dtypes
 from devicekit_metal.hostcheck import HostKernel, cxx, libclang_available, syntax_check
