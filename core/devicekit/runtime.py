@@ -81,7 +81,7 @@ class Program(ABC):
         local_size = loc if local_size is None else tuple(local_size)
         checks = self.spec.checks
         if checks is not None:  # the hidden bounds-check record (ir/bounds.py), zeroed, after the user's buffers
-            buffers = [*buffers, self._error_buffer(checks.size)]
+            buffers = [*buffers, self._record(checks.size)]
         handles = [b.handle for b in buffers]
         if debug_level() >= 4:
             dprint(4, f"launch {self.name} vars={var_vals} global={global_size} local={local_size}")
@@ -91,19 +91,27 @@ class Program(ABC):
         else:
             t = self._launch(*args)
         if checks is not None:  # reading the record waits for the kernel: a checked launch is synchronous
-            err = checks.error(buffers[-1].numpy(), self.spec.buffer_sizes(var_vals), var_vals)
-            if err is not None:
-                raise err
+            record = buffers[-1].numpy()
+            if record[0::2].any():
+                err = checks.error(record, self.spec.buffer_sizes(var_vals), var_vals)
+                if err is not None:
+                    raise err
+            self._records.append(buffers[-1])  # untouched, so still zero: the next launch reuses it
         if wait and t is not None:
             dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")
         return t
 
-    def _error_buffer(self, size: int) -> Any:
-        """A zeroed int64 buffer on this program's device for one launch's bounds-check record."""
-        from .ir.dtypes import dtypes
-        from .memory import Buffer, BufferOptions
-        return Buffer(self.device if self.device is not None else self.spec.device, size, dtypes.int64,
-                      BufferOptions(zero=True))
+    def _record(self, size: int) -> Any:
+        """A zeroed int64 buffer on this program's device for one launch's bounds-check record: a clean one left by
+        an earlier launch (list pop/append are atomic, so concurrent launches each get their own), else a new one."""
+        records = self.__dict__.setdefault("_records", [])
+        try:
+            return records.pop()
+        except IndexError:
+            from .ir.dtypes import dtypes
+            from .memory import Buffer, BufferOptions
+            return Buffer(self.device if self.device is not None else self.spec.device, size, dtypes.int64,
+                          BufferOptions(zero=True))
 
     __call__ = execute
 
