@@ -89,7 +89,8 @@ def tg_time(tg, fn, args, reps):
 
 
 # ------------------------------------------------------------------ benchmarks
-ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "softmax": "softmax"}  # --only name -> case name
+ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "softmax": "softmax", "gather": "gather",
+        "gather-unchecked": "gather-unchecked"}  # --only name -> case name
 
 
 def bench_case(dk, tg, case, reps, compare: bool = True):

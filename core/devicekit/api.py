@@ -60,7 +60,7 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         dev = resolve_device(device)
         program = dev.compile(kernel)
     spec = program.spec
-    pnames, vnames = [p.name for p in spec.params], [v.name for v in spec.vars]
+    pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
     if extra := sorted(set(named) - set(pnames) - set(vnames)):
         raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
                         f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
@@ -85,7 +85,7 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     var_vals = spec.check_vars(vals)
     sizes = spec.buffer_sizes(var_vals)
     buffers, shapes = [], {}
-    for p, n in zip(spec.params, sizes):
+    for p, n in zip(spec.user_params, sizes):
         if p.name in named:
             arr = np.asarray(named[p.name])
             lanes = p.dtype.count
@@ -107,7 +107,7 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         buffers.append(buf)
     program.execute(buffers, vals, global_size=global_size, local_size=local_size, wait=True)
     out = {}
-    for p, buf in zip(spec.params, buffers):
+    for p, buf in zip(spec.user_params, buffers):
         if p.writable:
             a = buf.numpy()
             shape = shapes.get(p.name)

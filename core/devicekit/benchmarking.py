@@ -114,7 +114,7 @@ def _buffers(dev: Any, program: Any, inputs: dict[str, Any], extra: dict[str, An
     spec = program.spec
     vals = [int(inputs[v.name]) for v in spec.vars]
     bufs = []
-    for p, size in zip(spec.params, spec.buffer_sizes(spec.check_vars(vals))):
+    for p, size in zip(spec.user_params, spec.buffer_sizes(spec.check_vars(vals))):
         if extra and p.name in extra:
             bufs.append(extra[p.name])
             continue
@@ -131,7 +131,7 @@ def prepare(case: BenchCase, dev: Any, inputs: dict[str, Any]) -> Prepared:
         return case.setup(dev, inputs)
     program = dev.compile(case.kernel())
     bufs, vals = _buffers(dev, program, inputs)
-    out = bufs[[p.name for p in program.spec.params].index(case.output)]
+    out = bufs[[p.name for p in program.spec.user_params].index(case.output)]
     return Prepared(lambda: program.execute(bufs, vals, wait=True), out.numpy)
 
 
@@ -195,6 +195,29 @@ def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     return setup
 
 
+def gather_kernel(checked: bool = True):
+    """out[i] = x[idx[i]]: a data-dependent index, guarded at run time unless `checked` is False (docs/ir.md)."""
+    from . import ir
+    from .ir import dtypes
+    k = ir.KernelBuilder("bench_gather" if checked else "bench_gather_unchecked")
+    n, m = k.var("n", 1), k.var("m", 1)
+    x, idx = k.param("x", dtypes.float32, m), k.param("idx", dtypes.int64, n)
+    out = k.param("out", dtypes.float32, n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[idx[i]]
+    return k.build(checked=checked)
+
+
+def _wall_clock_setup(make: Callable[[], Any]) -> Callable[[Any, dict[str, Any]], Prepared]:
+    """One launch timed on the wall clock: the checked gather's cost includes the hidden record's allocation and
+    read-back, which happen in Program.execute, outside the time a runtime reports."""
+    def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
+        program = dev.compile(make())
+        bufs, vals = _buffers(dev, program, inputs)
+        return Prepared(lambda: (program.execute(bufs, vals, wait=True), None)[1], bufs[2].numpy)
+    return setup
+
+
 _SIZES = {  # profile -> fma n, sum n, softmax (rows, cols), matmul s
     "quick": (1 << 14, 1 << 14, (32, 256), 32),
     "standard": (1 << 21, 1 << 21, (512, 1024), 256),
@@ -234,6 +257,13 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
                   lambda d: (d["a"].reshape(s, s) @ d["b"].reshape(s, s)).reshape(-1), 2.0 * s ** 3, "GFLOP/s",
                   tinygrad=lambda d: (lambda x, y: x @ y, (d["a"].reshape(s, s), d["b"].reshape(s, s)))),
     ]
+    gather_in = lambda: {"x": _normal(7, n), "idx": np.random.default_rng(8).integers(0, n, n), "n": n, "m": n}
+    for checked in (True, False):
+        out.append(BenchCase("gather" if checked else "gather-unchecked", f"n={n}",
+                             f"gather x[idx[i]] {_count(n)} f32{'' if checked else ', unchecked'}",
+                             lambda c=checked: gather_kernel(c), gather_in, "out", lambda d: d["x"][d["idx"]],
+                             16.0 * n, "GB/s", rtol=0.0, atol=0.0, setup=_wall_clock_setup(lambda c=checked: gather_kernel(c)),
+                             tinygrad=None))
     if proposals:
         out.append(BenchCase("matmul-packed", f"{s}x{s}x{s}", f"matmul {s} f32, packed B, 2x(2x8) tiles (proposal)",
                              lambda: packed_matmul(s, s, s)[1], out[3].inputs, "c", out[3].reference, 2.0 * s ** 3,

@@ -48,17 +48,18 @@ class Program(ABC):
         from .memory import Buffer
 
         spec = self.spec
+        params = spec.user_params
         if not isinstance(buffers, (list, tuple)):
             raise TypeError(f"{spec.name}: buffers must be a list of Buffers in param order, got "
                             f"{type(buffers).__name__}")
         _check_int_vals(spec, vals)
-        if len(buffers) != len(spec.params):
-            names = ", ".join(p.name for p in spec.params) or "none"
-            raise TypeError(f"{spec.name}: expected {len(spec.params)} buffers ({names}), got {len(buffers)}")
+        if len(buffers) != len(params):
+            names = ", ".join(p.name for p in params) or "none"
+            raise TypeError(f"{spec.name}: expected {len(params)} buffers ({names}), got {len(buffers)}")
         var_vals = spec.check_vars(tuple(vals))
         needed = spec.buffer_sizes(var_vals)
         kind = self._kind()
-        for p, buf, n in zip(spec.params, buffers, needed):
+        for p, buf, n in zip(params, buffers, needed):
             if not isinstance(buf, Buffer):
                 raise TypeError(f"{spec.name}: param {p.name!r} must be a devicekit Buffer, got {type(buf).__name__}")
             if kind and buf.device.spec.kind != kind:
@@ -79,6 +80,9 @@ class Program(ABC):
         g, loc = self.spec.launch_dims(var_vals)
         global_size = g if global_size is None else tuple(global_size)
         local_size = loc if local_size is None else tuple(local_size)
+        checks = self.spec.checks
+        if checks is not None:  # the hidden bounds-check record (ir/bounds.py), zeroed, after the user's buffers
+            buffers = [*buffers, self._record(checks.size)]
         handles = [b.handle for b in buffers]
         if debug_level() >= 4:
             dprint(4, f"launch {self.name} vars={var_vals} global={global_size} local={local_size}")
@@ -87,9 +91,28 @@ class Program(ABC):
             t = interrupt.call(self._launch, args, keep=buffers)  # Ctrl-C returns; the buffers outlive the kernel
         else:
             t = self._launch(*args)
+        if checks is not None:  # reading the record waits for the kernel: a checked launch is synchronous
+            record = buffers[-1].numpy()
+            if record[0::2].any():
+                err = checks.error(record, self.spec.buffer_sizes(var_vals), var_vals)
+                if err is not None:
+                    raise err
+            self._records.append(buffers[-1])  # untouched, so still zero: the next launch reuses it
         if wait and t is not None:
             dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")
         return t
+
+    def _record(self, size: int) -> Any:
+        """A zeroed int64 buffer on this program's device for one launch's bounds-check record: a clean one left by
+        an earlier launch (list pop/append are atomic, so concurrent launches each get their own), else a new one."""
+        records = self.__dict__.setdefault("_records", [])
+        try:
+            return records.pop()
+        except IndexError:
+            from .ir.dtypes import dtypes
+            from .memory import Buffer, BufferOptions
+            return Buffer(self.device if self.device is not None else self.spec.device, size, dtypes.int64,
+                          BufferOptions(zero=True))
 
     __call__ = execute
 

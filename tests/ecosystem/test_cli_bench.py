@@ -20,10 +20,10 @@ def test_bench_python_quick_table(run_py):
     lines = p.stdout.splitlines()
     assert lines[0].split() == ["kernel", "size", "device", "time", "rate", "vs", "numpy", "check"]
     rows = [ln for ln in lines[2:] if ln and not ln.startswith("vs numpy")]
-    assert [r.split()[0] for r in rows] == ["fma", "sum", "softmax", "matmul"]
+    assert [r.split()[0] for r in rows] == ["fma", "sum", "softmax", "matmul", "gather", "gather-unchecked"]
     for r in rows:
         assert re.search(r"PYTHON\s+[\d.]+ m?s\s+[\d.]+ (GB/s|GFLOP/s)\s+[\d.]+x\s+ok$", r), r
-    assert "[4/4] matmul 32x32x32 on PYTHON" in p.stderr  # plain progress: stderr is not a terminal
+    assert "[4/6] matmul 32x32x32 on PYTHON" in p.stderr  # plain progress: stderr is not a terminal
 
 
 def test_bench_json_and_every_device(run_py):
@@ -40,7 +40,7 @@ def test_bench_json_and_every_device(run_py):
 def test_bench_without_rich_falls_back_to_plain(run_py):
     p = run_py("-c", BLOCK.format(mod="rich", argv=["bench", "--device", "CPU", "--quick"]))
     assert p.returncode == 0, p.stderr
-    assert "[1/4] fma n=16384 on CPU" in p.stderr
+    assert "[1/6] fma n=16384 on CPU" in p.stderr
     assert "matmul" in p.stdout
 
 
@@ -84,7 +84,7 @@ def test_a_failing_device_is_an_error_row_not_a_crash(monkeypatch):
 
     monkeypatch.setattr(benchmarking, "_device_time", broken)
     rows = benchmarking.run_bench(["PYTHON"], quick=True)
-    assert len(rows) == 4 and not any(r.ok for r in rows)
+    assert len(rows) == 6 and not any(r.ok for r in rows)
     assert all(r.error == "RuntimeError: device fell over" for r in rows)
 
 
@@ -102,7 +102,7 @@ def test_wrong_results_show_as_mismatch(run_py):
             "from devicekit.cli import main; sys.exit(main(['bench', '--device', 'BUGGY', '--quick']))")
     p = run_py("-c", code, env={"PYTHONPATH": str(FIXTURES)})
     assert p.returncode == 1, p.stdout + p.stderr
-    assert p.stdout.count("MISMATCH max abs error") == 4, p.stdout
+    assert p.stdout.count("MISMATCH max abs error") == 6, p.stdout
 
 
 def test_bench_script_rows_come_from_the_shared_definition():
@@ -120,7 +120,7 @@ def test_bench_script_rows_come_from_the_shared_definition():
     assert set(run.ROWS.values()) <= set(large)
     assert set(run.BARS) <= {c.title for c in large.values()}
     assert large["fma"].title == "fused a*b+c 16M f32" and large["matmul-packed"].title.startswith("matmul 1024 f32")
-    assert [c.name for c in cases(quick=True)] == ["fma", "sum", "softmax", "matmul"]
+    assert [c.name for c in cases(quick=True)] == ["fma", "sum", "softmax", "matmul", "gather", "gather-unchecked"]
 
 
 def test_every_case_is_right_on_cpu_and_a_wrong_answer_is_caught():

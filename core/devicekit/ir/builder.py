@@ -25,6 +25,7 @@ class Kernel:
     vars: tuple[VarSpec, ...]
     param_uops: tuple[UOp, ...] = field(repr=False)
     var_uops: tuple[UOp, ...] = field(repr=False)
+    checked: bool = True  # False: no run-time bounds checks (ir/bounds.py); `build(checked=False)`
 
     @property
     def key(self) -> bytes:
@@ -32,6 +33,8 @@ class Kernel:
         h = hashlib.sha256(self.sink.key)
         h.update(repr((self.name, [(p.name, p.dtype.name, p.writable) for p in self.params],
                        [(v.name, v.lo, v.hi) for v in self.vars])).encode())
+        if not self.checked:
+            h.update(b"unchecked")
         for p in self.param_uops:
             h.update(p.key)
         return h.digest()
@@ -62,24 +65,26 @@ class BufferRef:
     def __repr__(self) -> str:
         return f"<{'param' if self.uop.op is Ops.PARAM else 'local'} {self.name}: {self.dtype}>"
 
-    def _index(self, idx: Any, gate: UOp | None = None) -> UOp:
+    def _index(self, idx: Any, gate: UOp | None = None, unchecked: bool = False) -> UOp:
         idx = as_uop(idx, dtypes.index if not isinstance(idx, UOp) else None)
         if not idx.dtype.scalar().is_int or idx.dtype.count != 1:
             raise KernelError(f"index into {self.name} must be a scalar integer, got {idx.dtype}", idx)
         if idx.dtype != dtypes.index:
             idx = idx.cast(dtypes.index)
+        arg = "unchecked" if unchecked else None  # ir/bounds.py: no run-time bounds check for this access
         if gate is None:
-            return UOp(Ops.INDEX, self.dtype, (self.uop, idx))
+            return UOp(Ops.INDEX, self.dtype, (self.uop, idx), arg)
         if not isinstance(gate, UOp) or gate.dtype != dtypes.bool:
             raise KernelError(f"the gate of a load/store on {self.name} must be a bool value", idx)
-        return UOp(Ops.INDEX, self.dtype, (self.uop, idx, gate))
+        return UOp(Ops.INDEX, self.dtype, (self.uop, idx, gate), arg)
 
     def __getitem__(self, idx: Any) -> UOp:
         return self.load(idx)
 
-    def load(self, idx: Any, gate: UOp | None = None, default: Any = 0) -> UOp:
-        """Load one element; with a gate, lanes where the gate is false read `default` and touch no memory."""
-        ix = self._index(idx, gate)
+    def load(self, idx: Any, gate: UOp | None = None, default: Any = 0, unchecked: bool = False) -> UOp:
+        """Load one element; with a gate, lanes where the gate is false read `default` and touch no memory.
+        `unchecked=True`: no run-time bounds check even when the index cannot be proven in bounds (docs/ir.md)."""
+        ix = self._index(idx, gate, unchecked)
         srcs: tuple[UOp, ...] = (ix,) if gate is None else (ix, as_uop(default, self.dtype))
         if self.uop.op is Ops.DEFINE_LOCAL and self._b._last_barrier is not None:
             srcs = (*srcs, self._b._last_barrier)
@@ -92,8 +97,8 @@ class BufferRef:
     def __setitem__(self, idx: Any, value: Any) -> None:
         self.store(idx, value)
 
-    def store(self, idx: Any, value: Any, gate: UOp | None = None) -> None:
-        self._b._store(self, self._index(idx, gate), value)
+    def store(self, idx: Any, value: Any, gate: UOp | None = None, unchecked: bool = False) -> None:
+        self._b._store(self, self._index(idx, gate, unchecked), value)
 
 
 class KernelBuilder:
@@ -118,6 +123,8 @@ class KernelBuilder:
         if name in names.LOWERING_VARS:
             raise ValueError(f"{what} name {name!r} is reserved: CPU lowering names the split range's bounds "
                              f"{' and '.join(names.LOWERING_VARS)}")
+        if name == names.BOUNDS_PARAM:
+            raise ValueError(f"{what} name {name!r} is reserved: it is the hidden bounds-check param (docs/ir.md)")
         self._names.add(name)
 
     def var(self, name: str, lo: int = 0, hi: int = 2**31 - 1) -> UOp:
@@ -194,15 +201,16 @@ class KernelBuilder:
             self._last_store[buf.uop] = len(self._stmts)
         self._stmts.append(UOp(Ops.STORE, dtypes.void, srcs, len(self._stmts)))
 
-    def build(self) -> Kernel:
-        """Verify and freeze the kernel (a KernelError names the bad node and where it was built)."""
+    def build(self, checked: bool = True) -> Kernel:
+        """Verify and freeze the kernel (a KernelError names the bad node and where it was built). `checked=False`
+        drops the run-time bounds checks of accesses the verifier cannot prove in bounds (docs/ir.md)."""
         from ..render.program_spec import ParamSpec, VarSpec  # the render package imports the IR: import late
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
         sink = UOp(Ops.SINK, dtypes.void, tuple(self._stmts), self.name)
         params = tuple(ParamSpec(p.arg[1], p.dtype, _sym(p.src[0]), p.arg[2]) for p in self._params)
         vars_ = tuple(VarSpec(*v.arg) for v in self._vars)
-        k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars))  # verifies
+        k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars), bool(checked))  # verifies
         self._built = True
         return k
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import semantics
+from .bounds import ERROR_PARAM, BoundsChecks, guard_accesses
 from .builder import Kernel
 from .dtypes import dtypes
 from .ops import Ops
@@ -37,6 +38,7 @@ class LinearKernel:
     core_split: SymInt | None
     outs: tuple[int, ...]
     ins: tuple[int, ...]
+    checks: BoundsChecks | None = None  # run-time bounds checks: the last param is then the hidden error buffer
 
     def __str__(self) -> str:
         return format_linear(self.uops)
@@ -44,6 +46,8 @@ class LinearKernel:
 
 def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink = graph_rewrite(kernel.sink, _strip_orderings)
+    sink, err, checks = guard_accesses(kernel, sink)  # before anything else: proofs hold on the user's graph
+    param_uops = kernel.param_uops if err is None else (*kernel.param_uops, err)
     sink = promote_half(sink)
     sink = expand_unroll(sink)
     sink = simplify(sink)
@@ -57,8 +61,8 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
         sink = group_vectors(sink, getattr(caps, "unaligned_vectors", False))
     _check_dtypes(sink, caps)
     params = tuple(p.replace(src=()) if p.dtype != dtypes.bfloat16 or dtypes.bfloat16 in caps.dtypes
-                   else p.replace(src=(), dtype=dtypes.uint16) for p in kernel.param_uops)
-    sink = substitute(sink, {p: q for p, q in zip(kernel.param_uops, params) if p is not q})
+                   else p.replace(src=(), dtype=dtypes.uint16) for p in param_uops)
+    sink = substitute(sink, {p: q for p, q in zip(param_uops, params) if p is not q})
     sink = graph_rewrite(sink, lambda u: u.replace(src=()) if u.op is Ops.PARAM and u.src else None)
     core_vars = ()
     if split is not None:
@@ -68,7 +72,11 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     uops = _Scheduler(sink, caps, head, guard).run()
     outs = tuple(sorted({u.src[0].src[0].arg[0] for u in uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}))
     ins = tuple(sorted({u.src[0].src[0].arg[0] for u in uops if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM}))
-    return LinearKernel(kernel.name, kernel.params, kernel.vars, uops, gsize, lsize, split, outs, ins)
+    pspecs = kernel.params
+    if checks is not None:
+        from ..render.program_spec import ParamSpec  # the render package imports the IR: import late
+        pspecs = (*pspecs, ParamSpec(ERROR_PARAM, dtypes.int64, checks.size, True))
+    return LinearKernel(kernel.name, pspecs, kernel.vars, uops, gsize, lsize, split, outs, ins, checks)
 
 
 def _strip_orderings(u: UOp) -> UOp | None:

@@ -20,6 +20,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RULE = f"an ASCII identifier ([A-Za-z_][A-Za-z0-9_]*, at most {MAX_LEN} characters)"
 # names the lowering itself gives VARs of a CPU kernel (the split range's bounds): a user var may not take them
 LOWERING_VARS = ("core_start", "core_end")
+BOUNDS_PARAM = "dk_bounds"  # the hidden param of run-time bounds checks (ir/bounds.py)
 
 
 def check(name: object, what: str) -> str:

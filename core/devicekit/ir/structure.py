@@ -106,6 +106,8 @@ def check_structure(k: Kernel, nodes: list[UOp]) -> None:
                 _fail(f"dtype {u.dtype} differs from its buffer's {src[0].dtype}", u)
             if n == 3 and src[2].dtype != dtypes.bool:
                 _fail(f"the gate must be a bool value, got {src[2].dtype}", u)
+            if u.arg not in (None, "unchecked"):
+                _fail(f"arg must be None or 'unchecked', got {u.arg!r}", u)
         elif op is Ops.LOAD:
             body = src[:-1] if n and src[-1].op is Ops.BARRIER else src
             if not body or body[0].op is not Ops.INDEX:

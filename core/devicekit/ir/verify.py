@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from typing import TYPE_CHECKING
 
 from .dtypes import dtypes
@@ -88,7 +89,11 @@ def verify(k: Kernel) -> None:
 # ---- out-of-bounds analysis -------------------------------------------------------------------------------------------
 
 def _var_samples(k: Kernel) -> list[dict[str, int]]:
-    vs = list(k.vars)
+    return _samples_of(k.vars)
+
+
+def _samples_of(vars_) -> list[dict[str, int]]:
+    vs = list(vars_)
     if not vs:
         return [{}]
     choices = [sorted({v.lo, v.hi, min(v.hi, v.lo + 1)}) for v in vs]
@@ -116,6 +121,154 @@ def _check_bounds(k: Kernel, nodes: list[UOp]) -> None:
                 raise KernelError(f"index into {name} can be negative (min {lo}){where}", ix)
             if (exact and hi >= size) or lo >= size:
                 raise KernelError(f"index into {name} out of bounds: reaches {hi}, size is {size}{where}", ix)
+
+
+# ---- in-bounds proof (which accesses need a run-time check, ir/bounds.py) ------------------------------------------
+
+_AFFINE = {Ops.CONST, Ops.VAR, Ops.RANGE, Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CAST}
+_MAX_PERIOD, _MAX_SAMPLES = 64, 4096
+
+
+def _vertex_safe(u: UOp, memo: dict, periods: dict[str, int]) -> frozenset[str] | None:
+    """The vars `u` depends on (through range ends too) when its interval bounds are extremal at the vertices of the
+    var box, else None: sums, products of operands over disjoint vars, max only of var-free values, and division or
+    modulo by a positive constant d of a value over at most one var v. The last is affine in q for v = d*q + s, so
+    `periods[v]` collects d: the samples then take both ends of every residue class of v."""
+    if u in memo:
+        return memo[u]
+    r: frozenset[str] | None = None
+    deps = [_vertex_safe(s, memo, periods) for s in u.src]
+    if u.op in _AFFINE and all(d is not None for d in deps) and (u.op is not Ops.CAST or u.src[0].dtype.is_int):
+        ds: list[frozenset[str]] = deps  # type: ignore[assignment]
+        allv = frozenset().union(*ds) if ds else frozenset()
+        if u.op is Ops.VAR:
+            r = frozenset({u.arg[0]})
+        elif u.op in (Ops.CONST, Ops.RANGE, Ops.ADD, Ops.SUB, Ops.CAST):
+            r = allv
+        elif u.op is Ops.MUL:
+            r = allv if not (ds[0] & ds[1]) else None
+        elif u.op is Ops.MAX:
+            r = allv if not allv else None
+        elif u.src[1].op is Ops.CONST and 0 < u.src[1].arg <= _MAX_PERIOD and not ds[1] and len(ds[0]) <= 1:
+            for v in ds[0]:
+                periods[v] = math.lcm(periods.get(v, 1), u.src[1].arg)
+            r = allv if all(p <= _MAX_PERIOD for p in periods.values()) else None
+    memo[u] = r
+    return r
+
+
+# symbolic intervals: polynomials over the vars, {monomial: coefficient}, a monomial a sorted tuple of var names
+Poly = dict[tuple[str, ...], int]
+
+
+def _padd(a: Poly, b: Poly, sign: int = 1) -> Poly:
+    out = dict(a)
+    for m, c in b.items():
+        out[m] = out.get(m, 0) + sign * c
+    return {m: c for m, c in out.items() if c}
+
+
+def _pmul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ma, ca in a.items():
+        for mb, cb in b.items():
+            m = tuple(sorted(ma + mb))
+            out[m] = out.get(m, 0) + ca * cb
+    return {m: c for m, c in out.items() if c}
+
+
+def _nonneg(p: Poly, lows: dict[str, int]) -> bool:
+    """p >= 0 for every var >= its lower bound: with v = lo + t (t >= 0) every coefficient is >= 0."""
+    shifted: Poly = {}
+    for m, c in p.items():
+        term: Poly = {(): c}
+        for v in m:
+            term = _pmul(term, {(): lows[v], (v,): 1} if lows[v] else {(v,): 1})
+        shifted = _padd(shifted, term)
+    return all(c >= 0 for c in shifted.values())
+
+
+def _sym_interval(u: UOp, lows: dict[str, int], memo: dict) -> tuple[Poly, Poly] | None:
+    """[lo, hi] of an index as polynomials of the vars valid for every var value (ranges r in [0, end - 1]), or
+    None outside sums, differences and products whose signs are known."""
+    if u in memo:
+        return memo[u]
+    r: tuple[Poly, Poly] | None = None
+    src = [] if u.op is Ops.RANGE else [_sym_interval(s, lows, memo) for s in u.src]
+    if any(x is None for x in src):
+        src = None  # type: ignore[assignment]
+    elif u.op is Ops.CONST:
+        r = ({(): u.arg} if u.arg else {}, {(): u.arg} if u.arg else {})
+    elif u.op is Ops.VAR:
+        r = ({(u.arg[0],): 1}, {(u.arg[0],): 1})
+    elif u.op is Ops.RANGE:
+        end = _sym_interval(u.src[-1], lows, memo)
+        if end is not None and end[0] == end[1]:
+            r = ({}, _padd(end[1], {(): -1}))
+    elif u.op is Ops.CAST and u.src[0].dtype.is_int:
+        r = src[0]
+    elif u.op is Ops.ADD:
+        r = (_padd(src[0][0], src[1][0]), _padd(src[0][1], src[1][1]))
+    elif u.op is Ops.SUB:
+        r = (_padd(src[0][0], src[1][1], -1), _padd(src[0][1], src[1][0], -1))
+    elif u.op is Ops.MUL:
+        (a0, a1), (b0, b1) = src
+        if _nonneg(a0, lows) and _nonneg(b0, lows):
+            r = (_pmul(a0, b0), _pmul(a1, b1))
+    memo[u] = r
+    return r
+
+
+def _proven_symbolically(ix: UOp, lows: dict[str, int], memo: dict) -> bool:
+    iv, size = _sym_interval(ix.src[1], lows, memo), _sym_interval(ix.src[0].src[0], lows, memo)
+    if iv is None or size is None or size[0] != size[1]:
+        return False
+    return _nonneg(iv[0], lows) and _nonneg(_padd(_padd(size[1], {(): -1}), iv[1], -1), lows)
+
+
+def _proof_samples(vars_, periods: dict[str, int]) -> list[dict[str, int]] | None:
+    """Every vertex of the var box, each var also at both ends of each residue class of its period."""
+    choices = []
+    for v in vars_:
+        c = {v.lo, v.hi, min(v.hi, v.lo + 1)}
+        p = periods.get(v.name, 1)
+        if p > 1:
+            for s in range(p):
+                lo = v.lo + (s - v.lo) % p
+                hi = v.hi - (v.hi - s) % p
+                c.update(x for x in (lo, hi) if v.lo <= x <= v.hi)
+        choices.append(sorted(c))
+    if math.prod(len(c) for c in choices) > _MAX_SAMPLES:
+        return None
+    return [dict(zip([v.name for v in vars_], c)) for c in itertools.product(*choices)]
+
+
+def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
+    """INDEX nodes into params that the bounds proof cannot keep inside [0, size) for every launch: a data-dependent
+    index (it reads a LOAD), an index or size outside the fragment of `_vertex_safe`, too many samples, or an
+    interval that reaches past the buffer at some sample without exactly doing so (the verifier refused the exact
+    ones). A gate does not count as a proof (the reference checks gated lanes too)."""
+    safe: dict = {}
+    periods: dict[str, int] = {}
+    indexes = [u for u in nodes if u.op is Ops.INDEX and u.src[0].op is Ops.PARAM]
+    ok = {ix for ix in indexes if _vertex_safe(ix.src[1], safe, periods) is not None
+          and _vertex_safe(ix.src[0].src[0], safe, periods) is not None}
+    samples = _proof_samples(vars_, periods) if ok else []
+    lows, sym = {v.name: int(v.lo) for v in vars_}, {}
+    out: list[UOp] = []
+    memos: list[dict] = [{} for _ in samples or ()]
+    for ix in indexes:
+        if _proven_symbolically(ix, lows, sym):
+            continue
+        if ix not in ok or samples is None:
+            out.append(ix)
+            continue
+        for env, memo in zip(samples, memos):
+            iv = _interval(ix.src[1], env, memo)
+            if iv is not None and (iv[0] < 0 or iv[1] >= sym_eval(ix.src[0].src[0], env)):
+                out.append(ix)
+                break
+    return out
 
 
 def _interval(u: UOp, env: dict[str, int], memo: dict) -> tuple | None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import semantics
+from ..ir.bounds import bounds_error
 from ..ir.builder import Kernel
 from ..ir.dtypes import DType, bf16_to_f32, dtypes, f32_to_bf16
 from ..ir.ops import ALU, Ops
@@ -224,6 +225,8 @@ class Interpreter:
             idx = idx + np.arange(lanes, dtype=np.int64)
         mem = self._target(buf)
         size = mem.shape[-1]
+        if buf.op is Ops.PARAM:  # the declared size is the contract (the compiled devices check it too)
+            size = min(size, sym_eval(buf.src[0], self.vars))
         name = buf.arg[1] if buf.op is Ops.PARAM else buf.arg[0]
         if gate is not None:
             idx, gate = np.broadcast_arrays(idx, gate)
@@ -234,8 +237,7 @@ class Interpreter:
             safe = idx
         if bad.any():
             first = int(np.asarray(idx)[bad].flat[0])
-            raise IndexError(f"kernel {self.k.name}: access to {name}[{first}] is out of bounds (size {size})"
-                             f"{' for ' + str(self.vars) if self.vars else ''}")
+            raise bounds_error(self.k.name, name, first, size, self.vars)
         return buf, mem, safe, gate
 
     def _load(self, u: UOp, ctx: dict) -> np.ndarray:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..ir.bounds import BoundsChecks
 from ..ir.dtypes import DType
 from ..ir.symfn import compile_sym
 from ..ir.uop import SymInt
@@ -58,11 +59,19 @@ class ProgramSpec:
     kernel: Any = field(default=None, compare=False, repr=False)  # the ir.Kernel it came from, when there is one
     meta: tuple[tuple[str, Any], ...] = ()  # renderer-specific facts (shared memory bytes, ...)
     symbol: str = ""  # the entry point's symbol in `src` when it is not `name` (generated kernels: ir.names.mangle)
+    # run-time bounds checks (ir/bounds.py): when set, params[checks.slot] (the last) is the hidden error buffer
+    # that Program.execute allocates and passes; users pass and see `user_params` only
+    checks: BoundsChecks | None = None
 
     @property
     def entry(self) -> str:
         """The symbol a runtime looks up: `symbol` when set, else `name` (hand-written sources keep their names)."""
         return self.symbol or self.name
+
+    @property
+    def user_params(self) -> tuple[ParamSpec, ...]:
+        """The params a caller passes: every param but the hidden bounds-check buffer."""
+        return self.params if self.checks is None else self.params[: self.checks.slot]
 
     def var_dict(self, vals: list[int] | tuple[int, ...]) -> dict[str, int]:
         if len(vals) != len(self.vars):

@@ -57,7 +57,7 @@ class Renderer(ABC):
         src = self.render_linear(lk, symbol)
         return ProgramSpec(name=name, src=src, device=self.device, lang=self.lang, params=lk.params, vars=lk.vars,
                            global_size=lk.global_size, local_size=lk.local_size, core_split=lk.core_split,
-                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk),
+                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk), checks=lk.checks,
                            symbol="" if symbol == name else symbol)
 
     def entry_symbol(self, name: str) -> str:

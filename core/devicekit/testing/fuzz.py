@@ -105,7 +105,12 @@ class Runner:
                 if not self.render_only:
                     c.compile(spec)
                 return None
-            got = dk.run(kernel, target, **inputs)
+            got = dk.run(kernel, device=target, **inputs)
+        except IndexError as e:  # a run-time bounds check (ir/bounds.py): right when the reference raised it too
+            if isinstance(want, IndexError) and _oob_access(e) == _oob_access(want):
+                return None
+            return "error", f"IndexError: {str(e)[:400]}" + (f" (reference: {want})" if isinstance(want, IndexError)
+                                                            else "")
         except CompileError as e:
             return "compile-error", f"{e.message}: {str(e.log)[:400]}"
         except KernelError as e:
@@ -114,6 +119,8 @@ class Runner:
             return "error", f"KernelError: {str(e)[:400]}"
         except Exception as e:  # noqa: BLE001 - the fuzzer reports every failure
             return "error", f"{type(e).__name__}: {str(e)[:400]}"
+        if isinstance(want, IndexError):
+            return "mismatch", f"the reference raised IndexError ({want}); the target returned results"
         loose = _loosest_float(kernel)
         for p in kernel.params:
             if p.writable:
@@ -128,6 +135,8 @@ class Runner:
     def check(self, case) -> list[Finding]:
         try:
             want = self.reference(case)
+        except IndexError as e:  # an index out of bounds (fuzzgen's gather shape): every target must raise it too
+            want = e
         except Exception as e:  # noqa: BLE001 - a generator bug: the kernel should have been defined
             return [Finding(case.seed, "PYTHON", "reference-error", f"{type(e).__name__}: {str(e)[:400]}")]
         out = []
@@ -142,6 +151,13 @@ class Runner:
             self.targets = {lb: type(d).from_pairs(d.spec, d.allocator, d.compilers, d.pair_names, d.runtime)
                             for lb, d in self.targets.items()}
         return out
+
+
+def _oob_access(e: IndexError) -> str:
+    """'kernel K: access to P[' of a bounds-check message: the kernel and param (which lane's index is reported
+    differs between devices when several are out of bounds)."""
+    msg = str(e)
+    return msg[: msg.find("[") + 1]
 
 
 def _loosest_float(kernel) -> Any:

@@ -4,9 +4,11 @@ are clamped first, bitcasts only start from integers (NaN payloads are not part 
 bounds or are gated.
 
 Shapes: elementwise, a store per lane of an unroll range, a store per step of a loop range, reductions (sum, max,
-prod; over a reduce range, an unroll range, or vector lanes), vectors of 2/4/8 lanes. Extras mixed in: a signed
-int var used as a value and as an index offset (gated loads), gated stores, every ALU op; a quarter of the kernels
-name their kernel, params and vars from `names.HOSTILE_NAMES` (`int`, `INFINITY`, `alu0`, `entry`, ...).
+prod; over a reduce range, an unroll range, or vector lanes), vectors of 2/4/8 lanes, gathers (`gather_kernel`:
+data-dependent indices, sometimes out of bounds, where every device must raise the reference's IndexError). Extras
+mixed in: a signed int var used as a value and as an index offset (gated loads), gated stores, every ALU op; a
+quarter of the kernels name their kernel, params and vars from `names.HOSTILE_NAMES` (`int`, `INFINITY`, `alu0`,
+`entry`, ...).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, rand
 
 PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory")
 SHAPES = ("elementwise", "unroll_store", "loop_store", "reduce", "unroll_reduce", "vector", "vector_reduce")
+# drawn apart from SHAPES (1 seed in 8), so adding one leaves every other seed's kernel as it was
+EXTRA_SHAPES = ("gather",)
 
 
 def _bool(dt: DType) -> DType:
@@ -126,11 +130,14 @@ def _vec(xs: list[UOp]) -> UOp:
     return xs[0] if len(xs) == 1 else ir.vectorize(*xs)
 
 
-def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[str, ...] = SHAPES,
+def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[str, ...] = SHAPES + EXTRA_SHAPES,
                 max_depth: int = 4) -> RandomKernel:
     """One random kernel of the fuzzer's wider generator (see the module docstring)."""
     r = random.Random(seed * 7919 + 17)
-    shape = r.choice(shapes)
+    base = tuple(s for s in shapes if s not in EXTRA_SHAPES)
+    if "gather" in shapes and (not base or random.Random(seed * 104729 + 3).random() < 0.125):
+        return gather_kernel(seed, random.Random(seed * 31 + 7), pool, max_depth)
+    shape = r.choice(base)
     lanes = r.choice([2, 4, 8]) if shape.startswith("vector") else 1
     if lanes > 1:  # the core's bfloat16 emulation refuses vectors (a KernelError at render time): not generated
         pool = tuple(d for d in pool if d != dtypes.bfloat16) or (dtypes.float32,)
@@ -242,3 +249,57 @@ def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
     if profile == "floats":
         return fuzz_kernel(seed, pool=FLOATS)
     raise ValueError(f"unknown fuzz profile {profile!r}: {', '.join(PROFILES)}")
+
+
+# ---- gather: data-dependent indices (run-time bounds checks, ir/bounds.py) -------------------------------------------
+
+_OOB = ("m", "m+1", "-1", "huge", "-huge")
+
+
+def gather_kernel(seed: int, r: random.Random, pool: tuple[DType, ...], max_depth: int = 4) -> RandomKernel:
+    """`out[i] = f(src[idx[i]])` (or summed over a reduce range of 1-4 indices per lane, or a scatter through a
+    permutation) with indices read from a buffer. In bounds mostly; one case in four has a single index out of
+    bounds (m, m + 1, -1, or far outside), and then every device must raise the reference's IndexError."""
+    pool = tuple(d for d in pool if d.count == 1) or (dtypes.float32,)
+    kind = r.choice(["gather", "gather", "reduce", "scatter"])
+    k = ir.KernelBuilder(f"fz{seed}")
+    n, m = k.var("n", 1, 4096), k.var("m", 1, 4096)
+    n_val, m_val = r.choice([1, 2, 5, 17, 64, 300]), r.choice([1, 3, 8, 33, 100])
+    per = r.choice([1, 2, 4]) if kind == "reduce" else 1
+    idx_dt = r.choice([dtypes.int32, dtypes.int64, dtypes.uint32]) if kind != "scatter" else dtypes.int64
+    src_dt = r.choice(pool)
+    out_dt = r.choice([d for d in pool if not (kind == "reduce" and d.is_bool)])
+    size = m if kind != "scatter" else n
+    src = k.param("src", src_dt, size if kind != "scatter" else n)
+    idx = k.param("idx", idx_dt, n * per if per > 1 else n)
+    out = k.param("out", out_dt, n if kind != "scatter" else m, writable=True)
+    i = k.range(n, "global")
+    g = ExprGen(r, pool)
+    if kind == "scatter":
+        j = idx[i]
+        val = g.expr(out_dt, {src_dt: [src[i]]}, r.randint(0, max_depth))
+        out[j] = val
+    else:
+        red = k.range(per, "reduce") if kind == "reduce" else None
+        j = idx[i * per + red] if red is not None else idx[i]
+        if r.random() < 0.3:  # arithmetic on the loaded index
+            j = j + 1 - 1 if idx_dt == dtypes.uint32 else (j * 1 + 0)
+        val = g.expr(out_dt, {src_dt: [src[j]]}, r.randint(0, max_depth))
+        out[i] = val.sum(red) if red is not None else val
+    kern = k.build()
+
+    nrng = np.random.default_rng(seed)
+    if kind == "scatter":
+        m_val = max(m_val, n_val)
+        ids = nrng.permutation(m_val)[:n_val].astype(np.int64)  # distinct targets: no two lanes store one element
+    else:
+        ids = nrng.integers(0, m_val, n_val * per).astype(idx_dt.np)
+    target = m_val
+    if r.random() < 0.25:
+        how = r.choice(_OOB if idx_dt != dtypes.uint32 else ("m", "m+1", "huge"))
+        big = {dtypes.int32: 2**31 - 1, dtypes.uint32: 2**32 - 1}.get(idx_dt, 10**12)
+        bad = {"m": target, "m+1": target + 1, "-1": -1, "huge": big, "-huge": -big}[how]
+        ids[r.randrange(len(ids))] = bad
+    inputs: dict[str, Any] = {"src": _array(nrng, src_dt, n_val if kind == "scatter" else m_val), "idx": ids,
+                              "n": n_val, "m": m_val}
+    return RandomKernel(kern, inputs, seed)

@@ -145,3 +145,27 @@ def test_pathological_source_is_stopped_in_time(dk_target, monkeypatch):
     assert time.monotonic() - t0 < 60, "the reader was not stopped"
     if "took longer" in str(e.value):
         assert "DEVICEKIT_PARSE_TIMEOUT" in str(e.value)
+
+
+def _gather_kernel():
+    from devicekit import ir
+    k = ir.KernelBuilder("dk_conf_gather")
+    n, m = k.var("n", 1, 1 << 20), k.var("m", 1, 1 << 20)
+    x, idx = k.param("x", dtypes.float32, m), k.param("idx", dtypes.int64, n)
+    out = k.param("out", dtypes.float32, n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[idx[i]]
+    return k.build()
+
+
+@pytest.mark.parametrize("bad", [10**9, -1, 16])
+def test_out_of_bounds_gather_raises_index_error(dk_device, bad):
+    """A data-dependent index cannot be proven in bounds: the core guards it (docs/ir.md) and the launch raises
+    IndexError naming the kernel, the param and the index, on every device; nothing outside x is read."""
+    import devicekit as dk
+    x = np.arange(16, dtype=np.float32)
+    idx = np.array([3, 1, bad, 15, 0], dtype=np.int64)
+    with pytest.raises(IndexError, match=rf"kernel dk_conf_gather: access to x\[{bad}\] is out of bounds"):
+        dk.run(_gather_kernel(), dk_device, x=x, idx=idx, n=5, m=16)
+    idx[2] = 2
+    np.testing.assert_array_equal(dk.run(_gather_kernel(), dk_device, x=x, idx=idx, n=5, m=16)["out"], x[idx])

@@ -25,7 +25,7 @@ def test_render(dk_target, dk_spec, name):
         spec = renderer.render(kernel)
         assert spec.device == dk_spec.kind, f"pair {pair}: ProgramSpec.device {spec.device!r}"
         assert spec.src.strip(), f"pair {pair}: empty source"
-        assert [p.name for p in spec.params] == [p.name for p in kernel.params], f"pair {pair}: params reordered"
+        assert [p.name for p in spec.user_params] == [p.name for p in kernel.params], f"pair {pair}: params reordered"
         assert [v.name for v in spec.vars] == [v.name for v in kernel.vars], f"pair {pair}: vars reordered"
         assert renderer.render(kernel).src == spec.src, f"pair {pair}: rendering is not deterministic"
 

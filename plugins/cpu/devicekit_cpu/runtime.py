@@ -60,10 +60,11 @@ class CPUProgram(Program):
         names = tuple(v.name for v in spec.vars)
         self._split = None if spec.core_split is None else compile_sym(spec.core_split, names)
         self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
-        self._sizes = tuple(compile_sym(p.size, names) for p in spec.params)
+        self._sizes = tuple(compile_sym(p.size, names) for p in spec.user_params)
         from devicekit.memory import Buffer
         self._buffer_type = Buffer
-        self._pdtypes = tuple(p.dtype for p in spec.params)
+        self._pdtypes = tuple(p.dtype for p in spec.user_params)
+        self._checked = spec.checks is not None  # the base execute adds the hidden bounds-check buffer
         self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
         # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
         self._from_source = bool(spec.get_meta("from_source", False))
@@ -82,7 +83,8 @@ class CPUProgram(Program):
         dtype and size, var count and bounds; buffers sharing memory take the base check for aliasing. Anything unusual (buffers or vals not a list or tuple, another device,
         DEVICEKIT_DEBUG, a failed check) goes through the base `execute`, which raises the error naming it."""
         if (global_size is not None or local_size is not None or type(buffers) not in _SEQ or type(vals) not in _SEQ
-                or len(buffers) != len(self._pdtypes) or len(vals) != len(self._vbounds) or _debugging()):
+                or len(buffers) != len(self._pdtypes) or len(vals) != len(self._vbounds) or _debugging()
+                or self._checked):
             return super().execute(buffers, vals, global_size, local_size, wait)
         for v, (lo, hi) in zip(vals, self._vbounds):
             if type(v) is not int or not lo <= v <= hi:
