@@ -401,3 +401,36 @@ def test_every_fuzz_profile_generates_defined_kernels(profile):
     from devicekit.testing.fuzzgen import make_case
     found = {s: b for s in range(300) if (b := _undefined_uses(make_case(s, profile).kernel))}
     assert not found, dict(list(found.items())[:5])
+
+
+# ---------------------------------------------------------------- CPU c pair: gcc 12's SLP vectorizer
+def _max_of_quotients(dt, lanes, shape):
+    """fz2293 (wide profile), shrunk: max over 4 lanes of x // x, int8, x = 1. gcc 12.2 -O2 -fwrapv with AVX2 or
+    AVX-512 gave -1 (uint8: 255) for 4 and 8 lanes of 8/16-bit ints; the C is right (gcc -O1, -march=x86-64 and
+    -fno-tree-slp-vectorize give 1). Fixed by the c pair's table of known-bad compilers (cc_compiler.KNOWN_BAD)."""
+    k = ir.KernelBuilder(f"max_of_quotients_{shape}")
+    n = k.var("n", 1, 4096)
+    x = k.param("x", dt, n * lanes)
+    o = k.param("out", dt, n, writable=True)
+    i = k.range(n, "global")
+    if shape == "unroll":
+        u = k.range(lanes, "unroll")
+        v = x[i * lanes + u]
+        o[i] = (v // v).max(u)
+    else:  # the same chain of maxima written out lane by lane
+        q = [x[i * lanes + j] // x[i * lanes + j] for j in range(lanes)]
+        acc = q[0]
+        for v in q[1:]:
+            acc = ir.maximum(acc, v)
+        o[i] = acc
+    return k.build()
+
+
+@pytest.mark.parametrize("shape", ["unroll", "chain"])
+@pytest.mark.parametrize("lanes", [4, 8])
+@pytest.mark.parametrize("dt", [dtypes.int8, dtypes.int16, dtypes.uint8])
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_integer_max_of_lanes_on_every_accepted_compiler(dt, lanes, shape, pair):
+    x = np.arange(1, 8 * lanes + 1).astype(dt.np)
+    x[3] = 0  # x // 0 == 0 in one lane
+    _check_on(_cpu_pair(pair), _max_of_quotients(dt, lanes, shape), {"x": x, "n": 8})
