@@ -434,3 +434,37 @@ def test_integer_max_of_lanes_on_every_accepted_compiler(dt, lanes, shape, pair)
     x = np.arange(1, 8 * lanes + 1).astype(dt.np)
     x[3] = 0  # x // 0 == 0 in one lane
     _check_on(_cpu_pair(pair), _max_of_quotients(dt, lanes, shape), {"x": x, "n": 8})
+
+
+# ---------------------------------------------------------------- CPU llvm pair: fast-math flags of a sum's terms
+def _sum_of_products(dt, term):
+    """Sums whose term is a product of computed values: (x * 1e30) * 0.0 must be NaN where x * 1e30 overflows
+    (inf * 0), (x * z) * x must be 0 where z = 0 and x * x would overflow, -(x * 1e30) * 0.0 as the first."""
+    k = ir.KernelBuilder(f"sum_{term}")
+    n, m = k.var("n", 1, 64), k.var("m", 1, 64)
+    a, c = k.param("a", dt, n * m), k.param("c", dt, n * m)
+    o = k.param("out", dt, n, writable=True)
+    i, r = k.range(n, "global"), k.range(m, "reduce")
+    x, z = a[i * m + r], c[i * m + r]
+    v = {"overflow_times_zero": (x * 1e30) * 0.0, "zero_times_big": (x * z) * x,
+         "neg_overflow_times_zero": -(x * 1e30) * 0.0}[term]
+    o[i] = v.sum(r)
+    return k.build()
+
+
+@pytest.mark.parametrize("term", ["overflow_times_zero", "zero_times_big", "neg_overflow_times_zero"])
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64])
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_sum_of_products_keeps_inf_times_zero(dt, term, pair):
+    """The llvm pair (opt level >= 1) returned 0 for the first and NaN for the second: the product feeding the
+    accumulator carried `reassoc contract`, so LLVM regrouped the term (x * (1e30 * 0.0)), and once contracted to an
+    fma the code generator did the same with the add's flags. Now the product carries `contract` only, and only a
+    product of loads, constants and casts contracts."""
+    import devicekit as dk
+    kern = _sum_of_products(dt, term)
+    big = 1e30 if dt == dtypes.float32 else 1e300
+    for m in (1, 3, 9):  # one term; the remainder loop; the split main loop
+        inputs = {"a": np.full(3 * m, big, dt.np), "c": np.zeros(3 * m, dt.np), "n": 3, "m": m}
+        want = dk.run(kern, device="PYTHON", **inputs)["out"]
+        assert np.isnan(want).all() if term != "zero_times_big" else (want == 0).all()
+        _check_on(_cpu_pair(pair), kern, inputs)
