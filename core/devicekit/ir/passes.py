@@ -139,9 +139,12 @@ def _bf16_pass(sink: UOp, bits_to_f32, f32_to_bits) -> UOp:
 # ---- decomposition of ops a renderer lacks ---------------------------------------------------------------------------
 
 def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer", wide: bool = False) -> UOp:
-    """Rewrite the ALU ops a renderer lacks (`wide`: it has float64, which the sin decomposition then uses)."""
+    """Rewrite the ALU ops a renderer lacks (`wide`: it has float64, which the sin decomposition then uses).
+    A float16 MULACC is always split into MUL + ADD: the reference rounds the product to float16 before the add, and
+    C's excess precision (`_Float16` computed in float), CUDA's half-via-float and hardware fma would each round once
+    instead (docs/ir.md, mulacc)."""
     def fn(u: UOp) -> UOp | None:
-        if u.op not in ALU or u.op in ops:
+        if u.op not in ALU or (u.op in ops and not (u.op is Ops.MULACC and u.dtype.scalar() == dtypes.float16)):
             return None
         s, d = u.src, u.dtype
         if u.op is Ops.MULACC:

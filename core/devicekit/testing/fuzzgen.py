@@ -93,8 +93,9 @@ class ExprGen:
         b = sub()
         if op == "where":
             return ir.where(sub(_bool(dt)), a, b)
-        if op == "mulacc":
-            return ir.mulacc(a, b, sub())
+        if op == "mulacc":  # sometimes minus the product: shows whether the product was rounded first
+            v = ir.mulacc(a, b, sub())
+            return v - a * b if s.is_float and r.random() < 0.3 else v
         return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "max": lambda: ir.maximum(a, b),
                 "min": lambda: ir.minimum(a, b), "fdiv": lambda: a / b, "idiv": lambda: a // b,
                 "mod": lambda: a % b, "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b,
@@ -199,6 +200,9 @@ def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[s
         if inner not in _ranges_of(val):
             val = val + g.convert(_vec([params[0][base + lane if lanes > 1 else base] for lane in range(lanes)]), want)
         op = r.choice(["sum", "max", "prod"] if out_dt.is_int else ["sum", "max"])
+        if op == "sum" and out_dt.is_float and r.random() < 0.5:  # a term that overflows (|x| >= 2), times 0: NaN
+            top = 2.0 ** (np.finfo(np.float32 if out_dt == dtypes.bfloat16 else out_dt.np).maxexp - 1)
+            val = (val * (r.choice([1.0, -1.0]) * top)) * 0.0
         val = getattr(val, op)(inner)
         if lanes > 1:  # combine the lanes of the reduced vector
             acc = val.gep(0)
@@ -229,7 +233,19 @@ def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[s
         inputs[nm["m"]] = m_val
     if s is not None:
         inputs[nm["s"]] = s_val
+    _add_specials(inputs, seed)
     return RandomKernel(kern, inputs, seed)
+
+
+def _add_specials(inputs: dict[str, Any], seed: int) -> None:
+    """Put infinities, zeros and values whose product overflows into some float inputs (inf * 0 inside a sum must
+    give NaN), from a stream of their own, so the kernel and the other values of a seed stay what they were."""
+    rng = np.random.default_rng(seed + 2**32)
+    for arr in inputs.values():
+        if isinstance(arr, np.ndarray) and arr.dtype.kind == "f" and rng.random() < 0.5:
+            big = float(np.finfo(arr.dtype).max) / 2
+            hit = rng.random(arr.size) < 0.25
+            arr[hit] = rng.choice(np.array([np.inf, -np.inf, 0.0, -0.0, big, -big], arr.dtype), int(hit.sum()))
 
 
 def make_case(seed: int, profile: str = "mixed") -> RandomKernel:

@@ -1,17 +1,26 @@
-"""CCompiler: C -> a shared object, with `clang` when it is on PATH, else `cc` (CC overrides both)."""
+"""CCompiler: C -> a shared object, with clang when one is on PATH, else `cc` (CC overrides both).
+
+Every compiler the pair accepts must give right answers, so known-bad compiler/flag combinations are kept out
+(`KNOWN_BAD`): the compiler's family and version are read from its predefined macros, and a combination that
+miscompiles gets the flag that avoids it. Compiler, version and final flags are in the identity, so cached bytes
+follow a change of any of them.
+"""
 
 from __future__ import annotations
 
 import functools
+import glob
 import os
+import re
 import shutil
 import subprocess
+from typing import NamedTuple
 
 from devicekit.compile import Compiler
 from devicekit.errors import CompileError
 from devicekit.forksafe import private_tmpdir
 
-from .hostinfo import cpu_fingerprint
+from .hostinfo import cpu_fingerprint, cpu_flags
 
 # IEEE semantics: no -ffast-math, no fp contraction (MULACC is two roundings); errno never set by libm calls;
 # -fwrapv: signed int arithmetic wraps (two's complement) as in the IR, instead of being UB the optimizer exploits
@@ -19,9 +28,49 @@ FLAGS = ("-shared", "-fPIC", "-O2", "-march=native", "-fno-math-errno", "-ffp-co
          "-fno-plt", "-Wno-unused-variable", "-Wno-unused-function")
 
 
+class CCInfo(NamedTuple):
+    """What the compiler says it is: family ("clang", "gcc" or "unknown") and version (major, minor, patch)."""
+    family: str
+    version: tuple[int, ...]
+
+    def __str__(self) -> str:
+        return f"{self.family}-{'.'.join(map(str, self.version))}"
+
+
+class KnownBad(NamedTuple):
+    """A compiler/flag combination that gives wrong answers, and the flag that avoids it."""
+    family: str
+    versions: range  # major versions affected
+    when: tuple[str, ...]  # any of these flags makes the combination (e.g. the -O levels that enable a pass)
+    host_isa: str  # a /proc/cpuinfo flag the host must have for it to bite ("" for any host)
+    fix: str
+    why: str
+
+
+KNOWN_BAD = (
+    # gcc 12.2 at -O2 (which enables the SLP vectorizer from gcc 12 on) with -fwrapv and AVX2 or AVX-512: the SLP
+    # vectorizer miscompiles an integer max over the lanes of an unroll range or a scalarized vector (fz2293:
+    # max of x // x over 4 int8 lanes gave -1 instead of 1; the issue's case gave 0 instead of 2). The C is right:
+    # gcc -O0/-O1, -march=x86-64 (SSE2) and -fno-tree-slp-vectorize give the right answer. Not seen with clang.
+    KnownBad("gcc", range(12, 13), ("-O2", "-O3", "-Ofast"), "", "-fno-tree-slp-vectorize",
+             "gcc 12's SLP vectorizer miscompiles integer max reductions"),
+)
+
+
+def _clangs_on_path() -> list[str]:
+    """`clang`, then versioned `clang-N` on PATH, newest first."""
+    found = {}
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        for f in glob.glob(os.path.join(d or ".", "clang-[0-9]*")):
+            m = re.fullmatch(r"clang-(\d+)", os.path.basename(f))
+            if m and os.access(f, os.X_OK) and int(m.group(1)) not in found:
+                found[int(m.group(1))] = f
+    return ["clang"] + [found[v] for v in sorted(found, reverse=True)]
+
+
 def find_cc() -> str | None:
-    """$CC, else clang, else cc, else gcc: the first found on PATH (a path is returned), or None."""
-    for cand in (os.environ.get("CC"), "clang", "cc", "gcc"):
+    """$CC, else clang (or the newest clang-N), else cc, else gcc: the first found on PATH (a path), or None."""
+    for cand in (os.environ.get("CC"), *_clangs_on_path(), "cc", "gcc"):
         if cand and (path := shutil.which(cand)):
             return path
     return None
@@ -34,6 +83,36 @@ def cc_version(cc: str) -> str:
     except (OSError, subprocess.SubprocessError) as e:
         return f"unknown ({e})"
     return out.splitlines()[0].strip() if out else "unknown"
+
+
+@functools.cache
+def cc_info(cc: str) -> CCInfo:
+    """Family and version from the predefined macros (`cc -dM -E`): `cc --version` does not always say `gcc`."""
+    try:
+        out = subprocess.run([cc, "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True, timeout=30,
+                             check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return CCInfo("unknown", ())
+    macros = dict(m.groups() for m in re.finditer(r"^#define (\w+) (.*)$", out, re.MULTILINE))
+    if "__clang__" in macros:
+        keys, family = ("__clang_major__", "__clang_minor__", "__clang_patchlevel__"), "clang"
+    elif "__GNUC__" in macros:
+        keys, family = ("__GNUC__", "__GNUC_MINOR__", "__GNUC_PATCHLEVEL__"), "gcc"
+    else:
+        return CCInfo("unknown", ())
+    return CCInfo(family, tuple(int(macros[k]) for k in keys if macros.get(k, "").isdigit()))
+
+
+def safe_flags(info: CCInfo, flags: tuple[str, ...], host_isa: frozenset[str]) -> tuple[tuple[str, ...], list[str]]:
+    """`flags` plus the fix of every KNOWN_BAD combination they hit on this host; and why each was added."""
+    out, why = list(flags), []
+    for bad in KNOWN_BAD:
+        hit = (info.family == bad.family and info.version[:1] and info.version[0] in bad.versions
+               and any(f in flags for f in bad.when) and (not bad.host_isa or bad.host_isa in host_isa))
+        if hit and bad.fix not in out:
+            out.append(bad.fix)
+            why.append(f"{bad.fix}: {bad.why}")
+    return tuple(out), why
 
 
 @functools.cache
@@ -75,9 +154,13 @@ class CCompiler(Compiler):
         if cc is None and not os.environ.get("CC") and os.path.basename(self.cc) != "clang":
             from devicekit.debug import dprint
             dprint(1, f"CPU pair 'c': clang is not on PATH, using {self.cc} ({cc_version(self.cc)})")
-        self.flags = tuple(flags)
-        self._id = f"{self.name} {os.path.basename(self.cc)}: {cc_version(self.cc)} [{' '.join(self.flags)}] " \
-                   f"host={cpu_fingerprint()}"
+        self.info = cc_info(self.cc)
+        self.flags, self.notes = safe_flags(self.info, tuple(flags), cpu_flags())
+        if self.notes:
+            from devicekit.debug import dprint
+            dprint(1, f"CPU pair 'c': {self.info} with {' '.join(flags)}: added " + "; ".join(self.notes))
+        self._id = f"{self.name} {os.path.basename(self.cc)} {self.info}: {cc_version(self.cc)} " \
+                   f"[{' '.join(self.flags)}] host={cpu_fingerprint()}"
 
     def identity(self) -> str:
         return self._id

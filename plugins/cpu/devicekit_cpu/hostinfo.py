@@ -11,8 +11,20 @@ from . import settings
 
 
 @functools.cache
+def cpu_flags() -> frozenset[str]:
+    """The host's ISA flags from /proc/cpuinfo (empty where there is none): known compiler bugs depend on them."""
+    return frozenset(_cpuinfo()[1].split())
+
+
 def cpu_fingerprint() -> str:
     """Model name + a hash of the ISA flags, from /proc/cpuinfo where there is one: what -march=native depends on."""
+    model, flags = _cpuinfo()
+    return f"{platform.machine()} {model} flags={hashlib.sha256(flags.encode()).hexdigest()[:12]}"
+
+
+@functools.cache
+def _cpuinfo() -> tuple[str, str]:
+    """(model name, sorted ISA flags) of the first CPU."""
     model, flags = platform.processor() or platform.machine(), ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -27,7 +39,7 @@ def cpu_fingerprint() -> str:
                     break
     except OSError:
         pass
-    return f"{platform.machine()} {model} flags={hashlib.sha256(flags.encode()).hexdigest()[:12]}"
+    return model, flags
 
 
 def num_threads() -> int:

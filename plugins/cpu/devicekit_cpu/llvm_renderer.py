@@ -3,7 +3,9 @@
 Semantics follow devicekit.ir.semantics: MAX is (a<b)?b:a, shifts take the amount modulo the width, integer
 division by zero gives 0 (instead of a SIGFPE that would kill the process). Floats keep IEEE semantics, with
 one licence: the update of a reduction accumulator carries `reassoc contract`, because the order of a
-reduction is not part of the contract (threads split it anyway), and without it LLVM cannot vectorize sums.
+reduction is not part of the contract (threads split it anyway), and without it LLVM cannot vectorize sums. The
+product in `acc + a*b` carries `contract` alone (it may fuse into an fma with the update): `reassoc` there would let
+LLVM regroup the term's own multiplications. No other fast-math flag (nnan, ninf, nsz, arcp, afn) is ever emitted.
 
 Accumulators live in allocas (promoted to registers by the optimizer); ranges are loops with a phi.
 Gated loads clamp the index to 0 when the gate is off (buffers are never empty on the CPU allocator), so they
@@ -112,11 +114,19 @@ class _Emitter:
             if u.op in (Ops.LOAD, Ops.DEFINE_ACC, Ops.ASSIGN) or any(s in self.data for s in u.src):
                 self.data.add(u)
         self.acc_update: set = set()  # ALU uops whose value is stored straight back into an accumulator they read
+        feeders: set = set()  # the a*b of acc + a*b: `contract` only (fma), never `reassoc`
         for u in self.uops:
             if u.op is Ops.ASSIGN and u.src[1].op in (Ops.ADD, Ops.MUL, Ops.MAX, Ops.MULACC) and u.src[0] in u.src[1].src:
                 self.acc_update.add(u.src[1])
-                if u.src[1].op is Ops.ADD:  # acc + a*b: let it contract to fma
-                    self.acc_update.update(s for s in u.src[1].src if s.op is Ops.MUL)
+                if u.src[1].op is Ops.ADD:  # acc + a*b, a and b not computed by float ALU ops: may become an fma
+                    feeders.update(s for s in u.src[1].src if s.op is Ops.MUL
+                                   and not any(x.op in ALU and x.dtype.scalar().is_float for x in s.src))
+        # `reassoc` on the product let LLVM regroup the term itself: (x * 1e30) * 0.0 became x * (1e30 * 0.0) = 0
+        # where inf * 0 must give NaN, and (x * 0) * x became (x * x) * 0 = NaN where 0 is right. A contracted
+        # product becomes an fma carrying the add's `reassoc`, and the code generator then folds a multiplicand's
+        # own multiply by a constant into it the same way: only products of loads, constants and casts contract.
+        self.fma_only = feeders - self.acc_update
+        self.acc_update |= feeders
 
     # ---- helpers
     def tmp(self) -> str:
@@ -165,7 +175,7 @@ class _Emitter:
         t = lty(dt)
         fl = sdt.is_float
         sig = sdt.is_int and not sdt.is_unsigned
-        fm = "reassoc contract " if u in self.acc_update and fl else ""
+        fm = ("contract " if u in self.fma_only else "reassoc contract ") if u in self.acc_update and fl else ""
         nsw = "nsw " if sdt == dtypes.index and u not in self.data else ""
         if op is Ops.NEG:
             if fl:
