@@ -26,8 +26,12 @@ _KIND_RANK = {"global": 0, "local": 1, "loop": 2}
 
 
 def stmt_index(st: UOp) -> int:
-    """The builder's statement number (unroll expansion keeps it as the first item of a tuple arg)."""
-    return st.arg[0] if isinstance(st.arg, tuple) else st.arg
+    """The builder's statement number: unroll expansion keeps it as the first item of a tuple arg, a bounds-check
+    record (ir/bounds.py) as the second, after "bounds"."""
+    a = st.arg
+    while isinstance(a, tuple):
+        a = a[1] if a[0] == "bounds" else a[0]
+    return a
 
 
 def is_ordered_load(u: UOp) -> bool:
