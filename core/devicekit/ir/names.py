@@ -23,7 +23,8 @@ LOWERING_VARS = ("core_start", "core_end")
 
 
 def check(name: object, what: str) -> str:
-    """`name` if it is a valid user name, else ValueError (TypeError for a non-str) saying what `what` (e.g. "param name") must be."""
+    """`name` if it is a valid user name, else ValueError (TypeError for a non-str) saying what `what` (e.g.
+    "param name") must be."""
     if not isinstance(name, str):
         raise TypeError(f"{what} must be a str, {RULE}; got {type(name).__name__} {name!r}")
     if len(name) > MAX_LEN or _IDENT.fullmatch(name) is None:
