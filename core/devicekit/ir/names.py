@@ -24,7 +24,8 @@ BOUNDS_PARAM = "dk_bounds"  # the hidden param of run-time bounds checks (ir/bou
 
 
 def check(name: object, what: str) -> str:
-    """`name` if it is a valid user name, else ValueError (TypeError for a non-str) saying what `what` (e.g. "param name") must be."""
+    """`name` if it is a valid user name, else ValueError (TypeError for a non-str) saying what `what` (e.g.
+    "param name") must be."""
     if not isinstance(name, str):
         raise TypeError(f"{what} must be a str, {RULE}; got {type(name).__name__} {name!r}")
     if len(name) > MAX_LEN or _IDENT.fullmatch(name) is None:

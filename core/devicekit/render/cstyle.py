@@ -7,7 +7,8 @@ decide what the core decomposes before rendering, as in tinygrad.
 
 Naming: every user name (kernel, param, var, local array) is spelled `user_name(name)` = `ir.names.mangle(name)`
 (`dku_<name>`), a namespace no keyword, header macro, builtin or temporary of any renderer uses, so a user may name
-a var `int`, `INFINITY` or `alu0`; the kernel's entry symbol is `dku_<kernel>` (`entry_symbol`). Ranges are `ridx<n>` and accumulators `acc<n>` (numbered here in order, so equal kernels give equal source: the
+a var `int`, `INFINITY` or `alu0`; the kernel's entry symbol is `dku_<kernel>` (`entry_symbol`). Ranges are
+`ridx<n>` and accumulators `acc<n>` (numbered here in order, so equal kernels give equal source: the
 source is the compile cache key), GPU indices `gidx<axis>` / `lidx<axis>`, loads `val<n>`, other values `alu<n>` /
 `cast<n>`. A vector value is one scalar per lane (`acc3_0`, `acc3_1`, ...) unless `native_vector(dtype)` says the
 language has that vector type. Which of the two a value is depends on its dtype alone: an op that mixes them (a CAST
@@ -309,7 +310,7 @@ class CStyleRenderer(Renderer):
             if dt != dtypes.void and op not in (Ops.PARAM,):
                 used.add(dt.scalar() if lanes_of(dt) else dt)
             if op is Ops.PARAM:
-                r[u] = param_names[u.arg[1]]
+                r[u] = param_names.get(u.arg[1]) or self.user_name(u.arg[1])
             elif op is Ops.VAR:
                 r[u] = var_names.get(u.arg[0], u.arg[0])
             elif op is Ops.CONST:

@@ -382,7 +382,7 @@ def test_renders_and_parses(name):
     spec = MetalRenderer().render(kern)
     assert spec.lang == "metal" and spec.device == "METAL"
     assert spec.src.startswith("#include <metal_stdlib>")
-    assert f"kernel void {spec.name}(" in spec.src
+    assert f"kernel void {spec.entry}(" in spec.src
     errs = syntax_check(spec.src)
     assert not errs, "\n".join(errs) + "\n" + spec.src
 
