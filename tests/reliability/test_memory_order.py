@@ -144,7 +144,7 @@ def test_a_value_that_would_outlive_its_loop_body_after_a_store_is_refused():
         k.build()
 
 
-@pytest.mark.parametrize("seed", [62, 210, 225, 875, 920, 957, 994])
+@pytest.mark.parametrize("seed", [62, 210, 225, 875, 920, 957, 994, 3158, 3536])
 def test_memory_fuzz_findings_agree(seed):
     """The first memory-fuzzer campaign's findings (all on both CPU pairs), each a fixed class above."""
     import devicekit as dk
@@ -216,3 +216,14 @@ def test_a_reduction_over_a_written_param_is_computed_once_where_first_used():
     z[0] = s  # the sum from before the store to y[0]
     _on_every_device(k.build(), {"y": [10, 2, 3, 4], "z": [10]}, y=np.array([1, 2, 3, 4], np.int32),
                      z=np.zeros(1, np.int32))
+
+
+def test_stores_of_different_loop_bodies_are_not_merged_into_one_vector_store():
+    """Memory-fuzz seed 3536: z[r] (in a loop over j, reading z[r + j]) and z[r + 1] (no loop) became one vector
+    store inside the loop, so iteration 1 read the value the second statement was to write only after the loop."""
+    k = ir.KernelBuilder("no_merge_across_loops")
+    z = k.param("z", dtypes.float32, 4, writable=True)
+    i, j = k.range(2, "global"), k.range(2, "loop")
+    z[i * 2] = z[i * 2 + j] + 0.0 * j.cast(dtypes.float32)
+    z[i * 2 + 1] = 7.0
+    _on_every_device(k.build(), {"z": [2, 7, 4, 7]}, z=np.array([1, 2, 3, 4], np.float32))

@@ -348,6 +348,8 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
     for u in sink.toposort():
         if is_ordered_load(u):
             read_at.setdefault(u.src[0].src[0], set()).add(u.arg[2])
+    # and only stores of one loop body merge: a store moved into another statement's loops runs at other times
+    free = free_ranges(sink.toposort())
     stmts, out, k = list(sink.src), [], 0
     while k < len(stmts):
         st = stmts[k]
@@ -355,7 +357,8 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
         if st.op is Ops.STORE and st.src[1].dtype.count == 1:
             for n in reversed(_VEC_WIDTHS):
                 group = stmts[k:k + n]
-                if len(group) < n or any(g.op is not Ops.STORE or g.src[1].dtype.count != 1 for g in group):
+                if len(group) < n or any(g.op is not Ops.STORE or g.src[1].dtype.count != 1 or free[g] != free[st]
+                                         for g in group):
                     continue
                 hit = _lanes_contiguous([g.src[0] for g in group], unaligned, memo)
                 if hit is None:
