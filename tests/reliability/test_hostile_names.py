@@ -5,18 +5,17 @@ every role and argument position."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import devicekit as dk
 import pytest
-from devicekit import ir, kernels
+from devicekit import ir, kernels, settings
 from devicekit.ir import names as irnames
 from devicekit.ir.dtypes import dtypes
 from devicekit.testing.conformance import check_against_reference
 from devicekit.testing.names import HOSTILE_NAMES, INVALID_NAMES, hostile_kernel, name_sets
 
-SLOW = bool(os.environ.get("DEVICEKIT_SLOW"))
+SLOW = settings.get("DEVICEKIT_SLOW")
 CASES = name_sets(4, rotations=None if SLOW else (0, 1, 2))
 
 
