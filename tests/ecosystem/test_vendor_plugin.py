@@ -41,7 +41,7 @@ def test_acme_uses_its_own_parts():
     assert isinstance(dev.allocator, AcmeAllocator)
     program = dev.compile(elementwise("a + b", name="acme_add"))
     assert isinstance(program, AcmeProgram)
-    assert "ACME_KERNEL void acme_add(" in program.spec.src and "/* ACME C dialect v1 */" in program.spec.src
+    assert "ACME_KERNEL void dku_acme_add(" in program.spec.src and "/* ACME C dialect v1 */" in program.spec.src
     assert "-DACME_TARGET=1" in dev.compiler.identity() and "-O3" in dev.compiler.identity()
     assert dev.compiler.identity() != dk.device("CPU").compiler.identity()
 

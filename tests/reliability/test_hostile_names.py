@@ -5,18 +5,17 @@ every role and argument position."""
 
 from __future__ import annotations
 
-import os
 import re
 
 import devicekit as dk
 import pytest
-from devicekit import ir, kernels
+from devicekit import ir, kernels, settings
 from devicekit.ir import names as irnames
 from devicekit.ir.dtypes import dtypes
 from devicekit.testing.conformance import check_against_reference
 from devicekit.testing.names import HOSTILE_NAMES, INVALID_NAMES, hostile_kernel, name_sets
 
-SLOW = bool(os.environ.get("DEVICEKIT_SLOW"))
+SLOW = settings.get("DEVICEKIT_SLOW")
 CASES = name_sets(4, rotations=None if SLOW else (0, 1, 2))
 
 
@@ -74,16 +73,29 @@ def _user_identifiers(src: str) -> set[str]:
     return set(re.findall(rf"(?<![A-Za-z0-9_.]){re.escape(irnames.USER_PREFIX)}\w*", src))
 
 
+def _renderers():
+    out = []
+    for kind in ("CPU", "CUDA", "METAL"):  # every renderer of generated source that renders here
+        try:
+            t = dk.target(kind)
+        except dk.DeviceKitError:
+            continue
+        out += [(f"{kind}/{pair}", r) for (r, _), pair in zip(t.compilers, t.pair_names)]
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(kernels.all_kernels()))
 def test_no_renderer_emits_the_user_prefix_for_its_own_names(name):
     """The by-construction half: every `dku_` identifier in any rendered source is a mangled user name."""
     kernel = kernels.all_kernels()[name]()
     users = {irnames.mangle(n) for n in [kernel.name, *(p.name for p in kernel.params),
                                          *(v.name for v in kernel.vars)]}
-    for (renderer, _), pair in zip(dk.target("CPU").compilers, dk.target("CPU").pair_names):
+    rs = _renderers()
+    assert any(p.startswith("CPU/") for p, _ in rs)
+    for pair, renderer in rs:
         spec = renderer.render(kernel)
         assert _user_identifiers(spec.src) <= users, (pair, _user_identifiers(spec.src) - users)
-        assert spec.entry == irnames.mangle(kernel.name) and spec.name == kernel.name
+        assert spec.entry == irnames.mangle(kernel.name) and spec.name == kernel.name, pair
 
 
 def test_spec_keeps_the_users_names_and_run_passes_them(cpu):

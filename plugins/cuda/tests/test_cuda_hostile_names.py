@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import devicekit as dk
 from cuda_host_emu import CXX, host_compile_many
+from devicekit import settings
 from devicekit.ir.names import mangle
 from devicekit.testing.names import hostile_kernel, name_sets
 from devicekit.testing.random_kernels import assert_matches
@@ -23,7 +24,7 @@ from devicekit_cuda import toolchain
 from devicekit_cuda.cubin import inspect
 from devicekit_cuda.renderer import CUDARenderer
 
-SLOW = bool(os.environ.get("DEVICEKIT_SLOW"))
+SLOW = settings.get("DEVICEKIT_SLOW")
 CASES = [(kname, args, i % 2 == 1) for i, (kname, args) in enumerate(name_sets(5, None if SLOW else (0, 1, 2)))]
 _have_nvrtc = toolchain.nvrtc()[0] is not None
 

@@ -5,11 +5,10 @@ CI: a sample of devicekit.testing.names.name_sets(); DEVICEKIT_SLOW=1: every cas
 
 from __future__ import annotations
 
-import os
-
 import devicekit as dk
 import numpy as np
 import pytest
+from devicekit import settings
 from devicekit.ir.dtypes import from_numpy_values
 from devicekit.ir.names import mangle
 from devicekit.testing.names import hostile_kernel, name_sets
@@ -17,7 +16,7 @@ from devicekit.testing.random_kernels import assert_matches
 from devicekit_metal.hostcheck import HostKernel, cxx, libclang_available, syntax_check
 from devicekit_metal.renderer import MetalRenderer
 
-SLOW = bool(os.environ.get("DEVICEKIT_SLOW"))
+SLOW = settings.get("DEVICEKIT_SLOW")
 CASES = [(kname, args, i % 2 == 1) for i, (kname, args) in enumerate(name_sets(5, None if SLOW else (0, 1, 2)))]
 
 
