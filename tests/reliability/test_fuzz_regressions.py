@@ -468,3 +468,12 @@ def test_sum_of_products_keeps_inf_times_zero(dt, term, pair):
         want = dk.run(kern, device="PYTHON", **inputs)["out"]
         assert np.isnan(want).all() if term != "zero_times_big" else (want == 0).all()
         _check_on(_cpu_pair(pair), kern, inputs)
+
+
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_truncating_a_transcendental_result_is_not_generated_at_an_integer_edge(pair):
+    """Wide seed 2000193 was trunc(exp2(log2(double(uint8 208)))): 207.99999999999997 in numpy, 208 on both pairs,
+    a 1-ulp difference truncation makes a whole unit. The generator moves such values half a unit first."""
+    from devicekit.testing.fuzzgen import make_case
+    rk = make_case(2000193, "wide")
+    _check_on(_cpu_pair(pair), rk.kernel, rk.inputs)
