@@ -74,3 +74,16 @@ class _PairView:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._dev, name)
+
+
+def gather_kernel(name: str = "dk_conf_gather", index_dtype: Any = None, **build: Any) -> Any:
+    """out[i] = x[idx[i]]: the data-dependent access every run-time bounds check starts from (docs/ir.md, Bounds);
+    `build` goes to `KernelBuilder.build` (checked=False turns the check off)."""
+    from devicekit import ir
+    k = ir.KernelBuilder(name)
+    n, m = k.var("n", 1, 1 << 20), k.var("m", 1, 1 << 20)
+    x, idx = k.param("x", dtypes.float32, m), k.param("idx", index_dtype or dtypes.int64, n)
+    out = k.param("out", dtypes.float32, n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[idx[i]]
+    return k.build(**build)

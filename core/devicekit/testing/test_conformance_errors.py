@@ -9,6 +9,8 @@ import pytest
 from devicekit import kernels
 from devicekit.ir.dtypes import dtypes
 
+from .conformance import gather_kernel
+
 pytestmark = pytest.mark.devicekit_conformance
 
 N = 100
@@ -148,14 +150,7 @@ def test_pathological_source_is_stopped_in_time(dk_target, monkeypatch):
 
 
 def _gather_kernel():
-    from devicekit import ir
-    k = ir.KernelBuilder("dk_conf_gather")
-    n, m = k.var("n", 1, 1 << 20), k.var("m", 1, 1 << 20)
-    x, idx = k.param("x", dtypes.float32, m), k.param("idx", dtypes.int64, n)
-    out = k.param("out", dtypes.float32, n, writable=True)
-    i = k.range(n, "global")
-    out[i] = x[idx[i]]
-    return k.build()
+    return gather_kernel()
 
 
 @pytest.mark.parametrize("bad", [10**9, -1, 16])

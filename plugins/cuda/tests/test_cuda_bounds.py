@@ -13,18 +13,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from devicekit import ir
 from devicekit.ir.dtypes import dtypes
+from devicekit.testing.conformance import gather_kernel
 from devicekit_cuda import toolchain
 from devicekit_cuda.renderer import CUDARenderer
 
 
 def _gather(**build) -> ir.Kernel:
-    k = ir.KernelBuilder("gather")
-    n, m = k.var("n", 1, 1 << 20), k.var("m", 1, 1 << 20)
-    x, idx = k.param("x", dtypes.float32, m), k.param("idx", dtypes.int64, n)
-    out = k.param("out", dtypes.float32, n, writable=True)
-    i = k.range(n, "global")
-    out[i] = x[idx[i]]
-    return k.build(**build)
+    return gather_kernel("gather", dtypes.int64, **build)
 
 
 def test_checked_gather_renders_the_hidden_buffer():

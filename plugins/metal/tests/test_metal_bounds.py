@@ -7,18 +7,13 @@ import numpy as np
 import pytest
 from devicekit import ir
 from devicekit.ir.dtypes import dtypes
+from devicekit.testing.conformance import gather_kernel
 from devicekit_metal.hostcheck import HostKernel, cxx, libclang_available, syntax_check
 from devicekit_metal.renderer import MetalRenderer
 
 
 def _gather(**build) -> ir.Kernel:
-    k = ir.KernelBuilder("gather")
-    n, m = k.var("n", 1, 1 << 20), k.var("m", 1, 1 << 20)
-    x, idx = k.param("x", dtypes.float32, m), k.param("idx", dtypes.int32, n)
-    out = k.param("out", dtypes.float32, n, writable=True)
-    i = k.range(n, "global")
-    out[i] = x[idx[i]]
-    return k.build(**build)
+    return gather_kernel("gather", dtypes.int32, **build)
 
 
 def test_checked_gather_renders():
