@@ -105,7 +105,7 @@ class Runner:
                 if not self.render_only:
                     c.compile(spec)
                 return None
-            got = dk.run(kernel, device=target, **inputs)
+            got = dk.run(kernel, target, **inputs)  # positional: a param may be named `device`
         except IndexError as e:  # a run-time bounds check (ir/bounds.py): right when the reference raised it too
             if isinstance(want, IndexError) and _oob_access(e) == _oob_access(want):
                 return None
