@@ -15,7 +15,7 @@ from .fuzz_memory import memory_kernel
 
 pytestmark = pytest.mark.devicekit_conformance
 
-SEEDS = range(24)
+SEEDS = range(8)  # tests/reliability and the fuzzer run thousands; the kit checks the class on any device
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -21,7 +21,7 @@ CASES = [(kname, args, i % 2 == 1) for i, (kname, args) in enumerate(name_sets(5
 
 
 def test_hostile_names_render_to_valid_msl():
-    for kname, args, local in CASES:
+    for kname, args, local in CASES if SLOW else CASES[::3]:  # libclang takes ~0.2 s a source: a third in CI
         kernel, _ = hostile_kernel(args, kname, local=local)
         spec = MetalRenderer().render(kernel)
         assert spec.entry == mangle(kname) and f"kernel void {spec.entry}(" in spec.src
