@@ -121,3 +121,31 @@ def test_a_native_crash_is_bisected_to_its_seed(monkeypatch):
     rep = fz.fuzz(40, seed=0, jobs=2, chunk=16, worker=dkrel_crash_worker.crash_on_13)
     crashes = [f for f in rep.findings if f.kind == "crash"]
     assert [f.seed for f in crashes] == [13] and rep.tried == 40
+
+
+@pytest.mark.parametrize("profile", ["mixed", "memory", "wide"])
+def test_printed_source_rebuilds_the_same_kernel(profile):
+    """`to_python` is the regression a finding becomes, so it must rebuild the very kernel: range numbering (the
+    loop order) and each load of a written param at its build point (memory order) included. Before, memory
+    kernels came back with their loops swapped or a load moved past a store (8 of 60 seeds)."""
+    from devicekit.testing.fuzzgen import make_case
+    from devicekit.testing.shrink import PRELUDE, to_python
+    for seed in range(25):
+        case = make_case(seed, profile)
+        ns: dict = {}
+        exec(PRELUDE + to_python(case.kernel, case.inputs), ns)  # noqa: S102 - the printed source is ours
+        assert ns["build"]()[0].key == case.kernel.key, (profile, seed)
+
+
+def test_the_shrinker_keeps_the_indexes_of_written_params():
+    """Shrinking `y[row + j]` to `y[j]` lets two lanes share an element (a race the verifier cannot always prove):
+    candidates keep every index and gate into a param the kernel writes."""
+    from devicekit.testing.fuzzgen import make_case
+    from devicekit.testing.shrink import _expr_candidates, _written_indexing
+    case = make_case(9019, "memory")
+    kept = _written_indexing(case.kernel.sink.toposort())
+    idx = {u.src[1] for u in kept if u.op.name == "INDEX"}
+    assert idx
+    for cand in _expr_candidates(case.kernel):
+        cand_idx = {u.src[1] for u in cand.sink.toposort() if u.op.name == "INDEX" and u.src[0].arg[2]}
+        assert cand_idx <= idx

@@ -477,3 +477,61 @@ def test_truncating_a_transcendental_result_is_not_generated_at_an_integer_edge(
     from devicekit.testing.fuzzgen import make_case
     rk = make_case(2000193, "wide")
     _check_on(_cpu_pair(pair), rk.kernel, rk.inputs)
+
+
+def _record_between_loops_9133():
+    """memory seed 9133, shrunk: a gated store whose index leaves out the outer loop `j` gets a bounds-check record
+    over (i, j2) only; the scheduler closed loop `j` for it and reopened it for the next statement, which read y[j]
+    again after the first statement's stores (both CPU pairs: y = [1, 1, 1], want [0, 0, 1])."""
+    from devicekit.ir.uop import make_alu
+    k = ir.KernelBuilder('mo9133')
+    n = k.var('n', 1, 64)
+    k.param('x', dtypes.int32, (n * 3))
+    p_y = k.param('y', dtypes.int32, (n * 3), writable=True)
+    k.param('z', dtypes.int32, (n * 3), writable=True)
+    v1 = k.range(n, 'global')
+    v2 = k.range(3, 'loop')
+    v3 = k.range(3, 'loop')
+    v4 = make_alu(Ops.MUL, (v1, UOp.const(dtypes.int64, 3),))
+    v6 = make_alu(Ops.ADD, (v4, v2,))
+    v8 = p_y[v6]
+    v9 = make_alu(Ops.ADD, (v3, UOp.const(dtypes.int64, -1),))
+    v10 = make_alu(Ops.ADD, (v4, v9,))
+    v14 = make_alu(Ops.AND, ((v9 >= 0), (v9 < 3)))
+    p_y.store(v10, v8, gate=v14)
+    p_y.store(v6, UOp.const(dtypes.int32, 1))
+    return k.build()
+
+
+def _record_between_loops_9019():
+    """memory seed 9019, shrunk: the same split with the record over (i, j) between two statements of loop j2; the
+    second statement's z[j2] was read again after the first one's store to z."""
+    from devicekit.ir.uop import make_alu
+    k = ir.KernelBuilder('mo9019')
+    n = k.var('n', 1, 64)
+    k.param('x', dtypes.float32, (n * 3))
+    p_y = k.param('y', dtypes.float32, (n * 3), writable=True)
+    p_z = k.param('z', dtypes.float32, (n * 3), writable=True)
+    v1 = k.range(n, 'global')
+    v2 = k.range(3, 'loop')
+    v3 = k.range(3, 'loop')
+    v4 = make_alu(Ops.MUL, (v1, UOp.const(dtypes.int64, 3),))
+    v5 = v2 + 2
+    v12 = p_y.load(v4 + v5, gate=(v5 >= 0) & (v5 < 3), default=0.0)
+    v16 = p_z[v4 + v3]
+    p_z.store(v4 + 2, v12 + v16 + 1.0)
+    p_y.store(v4, v16 - p_y[v4 + v2])
+    return k.build()
+
+
+@pytest.mark.parametrize("build", [_record_between_loops_9133, _record_between_loops_9019])
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_a_bounds_record_does_not_split_the_loop_it_checks(build, pair):
+    kern = build()
+    assert kern.checked and any(p for p in kern.params if p.writable)
+    rng = np.random.default_rng(0)
+    for n in (1, 3):
+        inputs = {"n": n, **{p.name: rng.integers(-20, 20, 3 * n).astype(p.dtype.np) for p in kern.params}}
+        zeros = {"n": n, **{p.name: np.zeros(3 * n, p.dtype.np) for p in kern.params}}
+        for case in (inputs, zeros):
+            _check_on(_cpu_pair(pair), kern, case)

@@ -316,8 +316,11 @@ class _Scheduler:
                 self._emit(u, self.stack)
 
     def _enter_for(self, st: UOp) -> UOp:
-        """Open the statement's loops (reopened loops get fresh copies of their ranges) and return it rewritten."""
-        target = self._stmt_nest(st)
+        """Open the statement's loops (reopened loops get fresh copies of their ranges) and return it rewritten. A
+        bounds-check record (ir/bounds.py) stays in the loops of the statement it checks: closing one of them for it
+        would split that statement's loop body from the next statement's (a load read in it would be read again)."""
+        is_record = isinstance(st.arg, tuple) and st.arg[0] == "bounds"
+        target = tuple(self._orig(b.orig) for b in self.stack[1:]) if is_record else self._stmt_nest(st)
         self._enter(target)
         sub = {self._orig(b.orig): b.rng for b in self.stack[1:] if b.kind == "loop" and b.rng is not self._orig(b.orig)}
         self.sub = sub

@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import Kernel, KernelError
 from ..ir.dtypes import DType
 from ..ir.ops import ALU, Ops
+from ..ir.order import build_position, is_ordered_load
 from ..ir.rewrite import substitute
 from ..ir.uop import UOp, sym_eval
 
@@ -42,6 +43,20 @@ def _const(dt: DType, v: Any) -> UOp:
     return c if dt.count == 1 else UOp(Ops.VECTORIZE, dt, (c,) * dt.count)
 
 
+def _written_indexing(nodes: list[UOp]) -> set[UOp]:
+    """The indexes (index and gate expressions) of accesses to params the kernel writes, which the shrinker keeps:
+    simplified, they can let two lanes touch one element (`row + j` shrunk to `j`), a race the verifier cannot
+    always prove, and the 'finding' would be undefined behaviour."""
+    written = {u.src[0].src[0] for u in nodes if u.op is Ops.STORE}
+    kept: set[UOp] = set()
+    for u in nodes:
+        if u.op is Ops.INDEX and u.src[0] in written:
+            kept.add(u)
+            for s in u.src[1:]:
+                kept.update(s.toposort())
+    return kept
+
+
 def _expr_candidates(k: Kernel) -> list[Kernel]:
     """Kernels with one value node replaced by something smaller, biggest subtrees first."""
     out = []
@@ -50,10 +65,11 @@ def _expr_candidates(k: Kernel) -> list[Kernel]:
         for j in range(len(sink.src)):
             out.append(sink.replace(src=sink.src[:j] + sink.src[j + 1:]))
     order = list(reversed(sink.toposort()))
+    kept = _written_indexing(order)
     for u in order:  # drop a load's gate (and its default)
-        if u.op is Ops.LOAD and len(u.src[0].src) == 3:
+        if u.op is Ops.LOAD and len(u.src[0].src) == 3 and u.src[0] not in kept:
             out.append(substitute(sink, {u: u.replace(src=(u.src[0].replace(src=u.src[0].src[:2]),))}))
-    nodes = [u for u in order if u.op not in _STRUCTURAL and u.dtype.name != "void"]
+    nodes = [u for u in order if u.op not in _STRUCTURAL and u.dtype.name != "void" and u not in kept]
     for u in nodes:
         reps: list[UOp] = [s for s in u.src if s.dtype == u.dtype and s.op not in _STRUCTURAL]
         if u.op in _VALUE_OPS or (u.op is Ops.CONST and u.arg not in _simple_const(u.dtype)):
@@ -171,23 +187,29 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
         lines.append(f"    p_{name} = k.param({name!r}, {_dt(p.dtype)}, {size_src(p.src[0])}"
                      + (", writable=True)" if w else ")"))
     count = 0
-    for u in kernel.sink.toposort():
-        if u in names or u.op is Ops.CONST or u.op is Ops.SINK:
-            continue
+    done: set[UOp] = set(names)
+
+    def emit(u: UOp) -> None:  # post-order: operands first; each node once
+        nonlocal count
+        if u in done or u.op is Ops.CONST or u.op is Ops.SINK:
+            return
+        done.add(u)
+        for x in u.src:
+            emit(x)
         count += 1
         nm, s = f"v{count}", u.src
         if u.op is Ops.RANGE:
             expr = f"k.range({ref(s[0]) if s[0].op is not Ops.CONST else s[0].arg}, {u.arg[1]!r})"
         elif u.op is Ops.INDEX:
             index[u] = (ref(s[0]), ref(s[1]), ref(s[2]) if len(s) == 3 else None)
-            continue
+            return
         elif u.op is Ops.LOAD:
             buf, idx, gate = index[s[0]]
             expr = f"{buf}[{idx}]" if gate is None else f"{buf}.load({idx}, gate={gate}, default={ref(s[1])})"
         elif u.op is Ops.STORE:
             buf, idx, gate = index[s[0]]
             lines.append(f"    {buf}.store({idx}, {ref(s[1])}" + (")" if gate is None else f", gate={gate})"))
-            continue
+            return
         elif u.op is Ops.REDUCE:
             op = {Ops.ADD: "sum", Ops.MAX: "max", Ops.MUL: "prod"}[u.arg]
             expr = f"{ref(s[0])}.{op}({', '.join(ref(x) for x in s[1:])})"
@@ -203,6 +225,22 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
             raise NotImplementedError(f"to_python: {u.op.name} is not printed (local memory, barriers)")
         names[u] = nm
         lines.append(f"    {nm} = {expr}")
+
+    # the builder numbers ranges in creation order (their loop order) and reads a load of a written param where it
+    # is built: ranges go first, in their order, and each such load right before the statement it was built before
+    nodes = kernel.sink.toposort()
+    next_id = 0
+    for r in sorted((u for u in nodes if u.op is Ops.RANGE), key=lambda r: r.arg[0]):
+        lines += [f"    k.range(1)  # range {i} is unused: keeps the numbering" for i in range(next_id, r.arg[0])]
+        next_id = r.arg[0] + 1
+        emit(r)
+    stmts = kernel.sink.src
+    ordered = sorted((u for u in nodes if is_ordered_load(u)), key=lambda u: u.arg[2])
+    for n, st in enumerate(stmts):
+        for u in ordered:
+            if build_position(stmts, u.arg[2]) == n:
+                emit(u)
+        emit(st)
     lines.append("    inputs = {")
     for key, val in inputs.items():
         lines.append(f"        {key!r}: {_array_src(np.asarray(val)) if not isinstance(val, int) else val},")
