@@ -181,3 +181,48 @@ def test_gated_data_dependent_load_with_a_gate_that_does_not_guard(dev):
     idx[3] = 12
     with pytest.raises(IndexError, match=r"kernel gated: access to x\[12\]"):
         dk.run(kern, dev, x=X, idx=idx, n=7, m=10)
+
+
+@pytest.mark.parametrize("make", [gather, scatter, gather_sum])
+def test_the_record_is_kept_in_registers_and_stored_after_every_loop(make):
+    """A conditional store to the record in every iteration kept LLVM from vectorizing (a masked scatter per vector):
+    the scheduler keeps a running maximum in an accumulator and stores it once, outside every loop."""
+    from devicekit.ir.linearize import lower
+    from devicekit.ir.ops import Ops
+    lin = lower(make(), dk.device("CPU").renderer.capabilities)
+    depth, record_stores = 0, []
+    for u in lin.uops:
+        depth += u.op is Ops.RANGE
+        depth -= u.op is Ops.ENDRANGE
+        if u.op is Ops.STORE and u.src[0].src[0].arg[1] == "dk_bounds":
+            record_stores.append(depth)
+    assert record_stores == [0, 0]
+
+
+def test_resident_launches_after_a_failed_one_and_from_threads():
+    """The CPU fast path keeps its zeroed records for reuse: a failed launch's record is not reused (the next good
+    launch raises nothing), and concurrent launches each get their own."""
+    from concurrent.futures import ThreadPoolExecutor
+    cpu = dk.device("CPU")
+    prog = cpu.compile(gather())
+    bx = Buffer(cpu, 10, dtypes.float32)
+    bx.copyin(X)
+
+    def launch(bad: int | None):
+        idx = IDX.copy()
+        if bad is not None:
+            idx[2] = bad
+        bi, bo = Buffer(cpu, 7, dtypes.int64), Buffer(cpu, 7, dtypes.float32)
+        bi.copyin(idx)
+        try:
+            prog.execute([bx, bi, bo], [7, 10])
+        except IndexError as e:
+            return str(e)
+        return bo.numpy().tolist()
+
+    good = (X[IDX] * 2).tolist()
+    assert "x[10]" in launch(10) and launch(None) == good
+    with ThreadPoolExecutor(4) as ex:
+        outs = list(ex.map(launch, [None, 12, None, -3] * 25))
+    for bad, out in zip([None, 12, None, -3] * 25, outs):
+        assert out == good if bad is None else f"x[{bad}]" in out

@@ -7,9 +7,10 @@ last param: for check site k, element 2k is set to 1 and element 2k+1 to the off
 allocates that buffer (zeroed), passes it after the user's buffers and raises `bounds_error` after the launch.
 Every renderer gets this through `linearize.lower`: it is ordinary gated loads and stores of an ordinary param.
 
-Which index is reported when several lanes fail: the stores are plain (no atomics), so it is whichever failing lane
-stored last (on the CPU the highest failing lane of the last chunk to finish; on a GPU any failing thread). Inside a
-reduction the pass reduces the failures first and records the largest failing index of the reduced lanes. Only
+The scheduler (`linearize`) keeps each record in a register, a running maximum over the loops, and stores it once at
+the end of the kernel when it saw a failure: a conditional store to one address in every iteration would keep loops
+from vectorizing. Which index is reported when several lanes fail: the largest failing index of each CPU chunk or
+GPU thread; the final stores are plain (no atomics), so across chunks or threads whichever stored last. Only
 global params are checked; local (shared) arrays are not.
 """
 

@@ -22,7 +22,7 @@ from .ops import Ops
 from .order import is_ordered_load, stmt_index
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
 from .rewrite import graph_rewrite, substitute
-from .uop import KernelError, SymInt, UOp
+from .uop import KernelError, SymInt, UOp, make_alu
 
 _KIND_RANK = {"global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
 
@@ -178,6 +178,7 @@ class _Block:
 
 
 _GUARD = "guard"
+_INT64_MIN = -(2**63)
 
 
 class _Scheduler:
@@ -204,6 +205,7 @@ class _Scheduler:
         self.opened: set[UOp] = set()
         self.nest_memo: dict[UOp, tuple] = {}
         self.acc_ids = itertools.count()
+        self.records: dict[int, tuple] = {}  # bounds-check slot -> (its register, the error param, slot, arg)
         # loads of written params, read at their build point (ir/order.py): statement index -> loads
         self.reads_at: dict[int, list[UOp]] = {}
         for u in self.nodes:
@@ -295,14 +297,46 @@ class _Scheduler:
                 prev_nest = prev_nest[:k]
                 continue
             st = self._enter_for(st)
+            if isinstance(st.arg, tuple) and st.arg[0] == "bounds":
+                self._record(st)
+                continue
             self._read_ordered(stmt_index(st))
             idx = self._emit(st.src[0], self.stack)
             val = self._emit(st.src[1], self.stack)
             self.stack[-1].insert(UOp(Ops.STORE, dtypes.void, (idx, val), st.arg))
             prev_nest = tuple(self._orig(b.orig) for b in self.stack[1:])
+        self._store_records(root)
         out: list[UOp] = []
         _flatten(root, out)
         return out
+
+    def _record(self, st: UOp) -> None:
+        """A bounds-check record (ir/bounds.py: `err[slot] = value` where `fail`) becomes a running maximum in a
+        register, `acc = max(acc, fail ? value : INT64_MIN)`, stored once at the end of the kernel: a conditional
+        store to one address in every iteration kept loops from vectorizing (a masked scatter per vector)."""
+        ix, val = st.src
+        slot = ix.src[1]
+        if slot.arg not in self.records:
+            init = self._emit(UOp.const(dtypes.int64, _INT64_MIN), self.stack[:1])
+            acc = UOp(Ops.DEFINE_ACC, dtypes.int64, (init,), next(self.acc_ids))
+            self.stack[0].insert(acc)
+            self.records[slot.arg] = (acc, ix.src[0], slot, st.arg)
+        acc = self.records[slot.arg][0]
+        upd = make_alu(Ops.MAX, (acc, make_alu(Ops.WHERE, (ix.src[2], val, UOp.const(dtypes.int64, _INT64_MIN)))))
+        self.placed[acc] = (self.stack[-1], acc)  # the update reads the register here, inside the loops
+        new = self._emit(upd, self.stack)
+        self.placed[acc] = (self.stack[0], acc)
+        self.stack[-1].insert(UOp(Ops.ASSIGN, dtypes.int64, (acc, new)))
+
+    def _store_records(self, root: _Block) -> None:
+        """After every statement, outside every loop: each record that saw a failure is stored."""
+        if not self.records:
+            return
+        self._enter(())
+        for acc, err, slot, arg in self.records.values():
+            hit = make_alu(Ops.CMPLT, (UOp.const(dtypes.int64, _INT64_MIN), acc))
+            at = UOp(Ops.INDEX, dtypes.int64, (err, slot, self._emit(hit, self.stack)))
+            root.insert(UOp(Ops.STORE, dtypes.void, (self._emit(at, self.stack), acc), arg))
 
     def _read_before_barrier(self, barrier: UOp, later: tuple[UOp, ...]) -> None:
         """Local-memory loads built before this barrier but used after it are emitted now: after the barrier other

@@ -7,6 +7,7 @@ import os
 import time
 from functools import partial
 
+import numpy as np
 from devicekit import interrupt
 from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
@@ -64,7 +65,8 @@ class CPUProgram(Program):
         from devicekit.memory import Buffer
         self._buffer_type = Buffer
         self._pdtypes = tuple(p.dtype for p in spec.user_params)
-        self._checked = spec.checks is not None  # the base execute adds the hidden bounds-check buffer
+        self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
+        self._clean: list[tuple] = []  # zeroed records for the next launches (fast path)
         self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
         # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
         self._from_source = bool(spec.get_meta("from_source", False))
@@ -83,8 +85,7 @@ class CPUProgram(Program):
         dtype and size, var count and bounds; buffers sharing memory take the base check for aliasing. Anything unusual (buffers or vals not a list or tuple, another device,
         DEVICEKIT_DEBUG, a failed check) goes through the base `execute`, which raises the error naming it."""
         if (global_size is not None or local_size is not None or type(buffers) not in _SEQ or type(vals) not in _SEQ
-                or len(buffers) != len(self._pdtypes) or len(vals) != len(self._vbounds) or _debugging()
-                or self._checked):
+                or len(buffers) != len(self._pdtypes) or len(vals) != len(self._vbounds) or _debugging()):
             return super().execute(buffers, vals, global_size, local_size, wait)
         for v, (lo, hi) in zip(vals, self._vbounds):
             if type(v) is not int or not lo <= v <= hi:
@@ -100,10 +101,37 @@ class CPUProgram(Program):
         if len({id(b._base if b._base is not None else b) for b in buffers}) != len(buffers):
             return super().execute(buffers, vals, global_size, local_size, wait)  # shared memory: checked there
         vals = list(vals)
+        rec = None
+        if self._checked:  # the hidden bounds-check record: host memory, no Buffer (ir/bounds.py)
+            rec = self._take_record()
+            handles.append(rec[1])
         if self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK) \
                 and interrupt.on_main_thread():
-            return interrupt.call(self._launch, (handles, vals, None, None, None, wait), buffers)
-        return self._launch(handles, vals, None, None, None, wait)
+            t = interrupt.call(self._launch, (handles, vals, None, None, None, wait), [*buffers, rec])
+        else:
+            t = self._launch(handles, vals, None, None, None, wait)
+        if rec is not None:
+            self._give_back(rec, vals)
+        return t
+
+    def _take_record(self) -> tuple:
+        """A zeroed record and its handle: a clean one left by an earlier launch (list pop/append are atomic, so
+        concurrent launches each get their own), else a new one."""
+        try:
+            return self._clean.pop()
+        except IndexError:
+            arr = np.zeros(self.spec.checks.size, np.int64)
+            return arr, _Raw(arr.ctypes.data)
+
+    def _give_back(self, rec: tuple, vals: list) -> None:
+        """Raise the launch's IndexError if a check failed (the record is then dropped), else keep it for reuse."""
+        arr = rec[0]
+        if arr[0::2].any():
+            var_vals = {v.name: x for v, x in zip(self.spec.vars, vals)}
+            err = self.spec.checks.error(arr, self.spec.buffer_sizes(var_vals), var_vals)
+            if err is not None:
+                raise err
+        self._clean.append(rec)
 
     def chunks(self, extent: int, vals) -> int:
         """How many threads a launch with this extent (and these var values, in declaration order) uses."""
@@ -130,6 +158,15 @@ class CPUProgram(Program):
                 bounds = [extent * i // n for i in range(n + 1)]
                 pool().run(self._fn, [(*args, bounds[i], bounds[i + 1]) for i in range(n)])
         return time.perf_counter() - t0 if wait else None
+
+
+class _Raw:
+    """A host pointer where `_launch` expects a buffer handle (the bounds-check record of the fast path)."""
+
+    __slots__ = ("ptr",)
+
+    def __init__(self, ptr: int):
+        self.ptr = ptr
 
 
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
