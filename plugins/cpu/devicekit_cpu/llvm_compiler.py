@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import re
+
 from devicekit.compile import Compiler
 from devicekit.errors import CompileError
 
 from . import llvm_jit, settings
+
+
+_SEXT = re.compile(r"(%[\w.]+) = sext ")
+_UITOFP = re.compile(r"uitofp [^%]*(%[\w.]+)")
+# LLVM's SLP vectorizer (LLVM 22 at least) narrows `uitofp (sext x)` to the float's width: int8 -21 -> uint32 ->
+# float16 became 65504 instead of inf, -21 -> uint64 -> float32 4.29e9 instead of 1.84e19 (fuzz seed 3002524). A
+# module with that pattern is optimized without SLP; the rule's version is part of the identity (cached bytes follow)
+SLP_RULE = "slp-off-for-uitofp-of-sext-1"
+
+
+def slp_safe(src: str) -> bool:
+    """Whether the SLP vectorizer may run on this IR: no `uitofp` reads the result of a `sext`."""
+    sexts = set(_SEXT.findall(src))
+    return not (sexts and any(v in sexts for v in _UITOFP.findall(src)))
 
 
 class LLVMCompiler(Compiler):
@@ -22,7 +38,7 @@ class LLVMCompiler(Compiler):
         self.cpu = cpu or host_cpu
         self.features = host_features if features is None else features
         self._tm = llvm_jit.target_machine(self.cpu, self.features, self.opt)
-        self._id = f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O{self.opt} features={self.features}"
+        self._id = f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O{self.opt} {SLP_RULE} features={self.features}"
 
     def identity(self) -> str:
         return self._id
@@ -41,7 +57,7 @@ class LLVMCompiler(Compiler):
             if self.opt > 0:
                 pto = llvm.create_pipeline_tuning_options(speed_level=min(self.opt, 3))
                 pto.loop_vectorization = True
-                pto.slp_vectorization = True
+                pto.slp_vectorization = slp_safe(src)
                 pto.loop_unrolling = True
                 pto.loop_interleaving = True
                 pb = llvm.create_pass_builder(self._tm, pto)
@@ -57,7 +73,8 @@ class LLVMCompiler(Compiler):
             mod.triple = self._tm.triple
             mod.data_layout = str(self._tm.target_data)
             pto = llvm.create_pipeline_tuning_options(speed_level=min(self.opt, 3))
-            pto.loop_vectorization = pto.slp_vectorization = True
+            pto.loop_vectorization = True
+            pto.slp_vectorization = slp_safe(src)
             pb = llvm.create_pass_builder(self._tm, pto)
             pb.getModulePassManager().run(mod, pb)
             return str(mod) + "\n" + self._tm.emit_assembly(mod)
