@@ -9,7 +9,6 @@ from devicekit.errors import CompileError
 
 from . import llvm_jit, settings
 
-
 _SEXT = re.compile(r"(%[\w.]+) = sext ")
 _UITOFP = re.compile(r"uitofp [^%]*(%[\w.]+)")
 # LLVM's SLP vectorizer (LLVM 22 at least) narrows `uitofp (sext x)` to the float's width: int8 -21 -> uint32 ->
