@@ -49,10 +49,16 @@ def log(x: Any) -> UOp:
     return log2(x) * 0.6931471805599453
 
 
-def where(cond: UOp, a: Any, b: Any) -> UOp:
-    """cond ? a : b, lane-wise; python scalars take the other branch's dtype."""
+def where(cond: UOp, a: Any, b: Any, dtype: DType | None = None) -> UOp:
+    """cond ? a : b, lane-wise; a Python scalar takes the other branch's dtype. With two Python scalars the dtype
+    is `dtype`, else int32 for ints, float32 when either is a float, bool for bools (`where(c, 1, 0)`)."""
+    if not isinstance(cond, UOp):
+        raise KernelError(f"where(): the condition must be a kernel bool value, got {type(cond).__name__}")
     if not isinstance(a, UOp) and not isinstance(b, UOp):
-        raise KernelError("where(): at least one branch must be a kernel value")
+        if dtype is None:
+            kinds = {type(a), type(b)}
+            dtype = (dtypes.bool if kinds == {bool} else dtypes.float32 if float in kinds else dtypes.int32)
+        a = as_uop(a, dtype)
     a = as_uop(a, b.dtype if isinstance(b, UOp) else None)
     b = as_uop(b, a.dtype)
     return make_alu(Ops.WHERE, (cond, a, b))
@@ -60,11 +66,21 @@ def where(cond: UOp, a: Any, b: Any) -> UOp:
 
 def maximum(a: Any, b: Any) -> UOp:
     """max(a, b) defined as (a < b) ? b : a (see docs/ir.md for NaN)."""
-    return a.maximum(b) if isinstance(a, UOp) else as_uop(b).maximum(a)
+    return _first(a, b).maximum(b)
 
 
 def minimum(a: Any, b: Any) -> UOp:
-    return a.minimum(b) if isinstance(a, UOp) else as_uop(b).minimum(a)
+    """min(a, b) defined as (b < a) ? b : a, max's mirror: a NaN in `a` propagates, a NaN in `b` does not."""
+    return _first(a, b).minimum(b)
+
+
+def _first(a: Any, b: Any) -> UOp:
+    """`a` as a kernel value (a Python scalar takes b's dtype), keeping the operand order the NaN rule depends on."""
+    if isinstance(a, UOp):
+        return a
+    if not isinstance(b, UOp):
+        raise KernelError("maximum()/minimum(): at least one operand must be a kernel value")
+    return as_uop(a, b.dtype)
 
 
 def mulacc(a: UOp, b: Any, c: Any) -> UOp:

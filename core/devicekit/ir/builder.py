@@ -51,8 +51,8 @@ class Kernel:
 class BufferRef:
     """A global buffer parameter or a local (shared) array: index it to load, assign an item to store."""
 
-    def __init__(self, builder: KernelBuilder, uop: UOp):
-        self._b, self.uop = builder, uop
+    def __init__(self, builder: KernelBuilder, uop: UOp, shape: tuple[UOp, ...] | None = None):
+        self._b, self.uop, self.shape = builder, uop, shape
 
     @property
     def dtype(self) -> DType:
@@ -65,7 +65,44 @@ class BufferRef:
     def __repr__(self) -> str:
         return f"<{'param' if self.uop.op is Ops.PARAM else 'local'} {self.name}: {self.dtype}>"
 
+    def _flat(self, idx: Any, gate: UOp | None) -> UOp:
+        """A tuple index of a shaped param, row-major: ((i0 * d1) + i1) * d2 + i2 ...; each component is recorded
+        for the per-dimension proof at build (`KernelBuilder._check_dims`)."""
+        if self.shape is None:
+            raise KernelError(f"{self.name}[{', '.join(map(str, idx))}]: a tuple index needs a param declared with "
+                              f"shape=; {self.name} is flat (index it with one expression)")
+        if len(idx) != len(self.shape):
+            raise KernelError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(idx)}")
+        flat = None
+        for k, (c, d) in enumerate(zip(idx, self.shape)):
+            c = as_uop(c, dtypes.index if not isinstance(c, UOp) else None)
+            if not c.dtype.is_int or c.dtype.count != 1:
+                raise KernelError(f"index {k} into {self.name} must be a scalar integer, got {c.dtype}", c)
+            c = c if c.dtype == dtypes.index else c.cast(dtypes.index)
+            self._b._dims.append((self.name, k, c, d, gate is not None))
+            flat = c if flat is None else flat * d + c
+        return flat
+
+    def in_bounds(self, idx: Any) -> UOp:
+        """The bool `idx` is inside the param: 0 <= idx < size, or every component inside its dimension."""
+        comps = [(as_uop(c, dtypes.index), d) for c, d in zip(idx, self.shape)] if isinstance(idx, tuple) \
+            and self.shape is not None else [(as_uop(idx, dtypes.index), self.uop.src[0] if self.uop.op is Ops.PARAM
+                                              else UOp.const(dtypes.index, self.uop.arg[1]))]
+        ok = None
+        for c, d in comps:
+            t = (c >= 0) & (c < d)
+            ok = t if ok is None else ok & t
+        return ok
+
+    def get(self, idx: Any, default: Any = 0) -> UOp:
+        """`buf[idx]` where idx is inside the buffer, else `default` (dict.get): the boundary load of a stencil,
+        `x.get(i - 1)`, is `x.load(i - 1, gate=(i - 1 >= 0) & (i - 1 < size), default=0)`."""
+        # the gate is the bounds check itself: no lane it lets through can leave the buffer, so no run-time check
+        return self.load(idx, gate=self.in_bounds(idx), default=default, unchecked=True)
+
     def _index(self, idx: Any, gate: UOp | None = None, unchecked: bool = False) -> UOp:
+        if isinstance(idx, tuple):
+            idx = self._flat(idx, gate)
         idx = as_uop(idx, dtypes.index if not isinstance(idx, UOp) else None)
         if not idx.dtype.scalar().is_int or idx.dtype.count != 1:
             raise KernelError(f"index into {self.name} must be a scalar integer, got {idx.dtype}", idx)
@@ -114,6 +151,7 @@ class KernelBuilder:
         self._last_store: dict[UOp, int] = {}  # param -> statement index of its last store
         self._built = False
         self._range_ids = itertools.count()  # per kernel: the same kernel built twice is the same graph
+        self._dims: list[tuple] = []  # (param name, dimension, component, its extent, gated) of shaped accesses
 
     def _claim(self, name: str, what: str) -> None:
         """The one name check of params, vars and locals (ir/names.py): the rule, then uniqueness."""
@@ -142,11 +180,25 @@ class KernelBuilder:
         self._vars.append(v)
         return v
 
-    def param(self, name: str, dtype: DType, size: SymInt, writable: bool = False) -> BufferRef:
-        """A global buffer of `size` elements (an int or an expression over vars)."""
+    def param(self, name: str, dtype: DType, size: SymInt | None = None, writable: bool = False,
+              shape: tuple[SymInt, ...] | None = None) -> BufferRef:
+        """A global buffer of `size` elements (an int or an expression over vars), or of `shape` (row-major, its
+        size the product): then `A[i, j]` indexes it and each index is proven inside its dimension at build."""
         self._claim(name, "param")
         if not isinstance(dtype, DType) or dtype.count != 1 or dtype == dtypes.void:
             raise TypeError(f"param {name}: dtype must be a scalar DType, got {dtype!r}")
+        dims = None
+        if shape is not None:
+            if size is not None:
+                raise TypeError(f"param {name}: give size or shape, not both")
+            if not isinstance(shape, (tuple, list)) or not shape:
+                raise TypeError(f"param {name}: shape must be a non-empty tuple of sizes, got {shape!r}")
+            dims = tuple(as_uop(d).cast(dtypes.index) if as_uop(d).dtype != dtypes.index else as_uop(d) for d in shape)
+            size = dims[0]
+            for d in dims[1:]:
+                size = size * d
+        elif size is None:
+            raise TypeError(f"param {name}: a size (or a shape) is required")
         size_u = as_uop(size)
         if not size_u.dtype.is_int:
             raise KernelError(f"param {name}: size must be an integer expression", size_u)
@@ -155,7 +207,7 @@ class KernelBuilder:
                 raise KernelError(f"param {name}: size may only use vars and constants, found {u.op.name}", u)
         p = UOp(Ops.PARAM, dtype, (size_u.cast(dtypes.index),), (len(self._params), name, bool(writable)))
         self._params.append(p)
-        return BufferRef(self, p)
+        return BufferRef(self, p, dims)
 
     def local(self, name: str, dtype: DType, size: int) -> BufferRef:
         """Local (shared) memory, one array per workgroup; order accesses with `barrier()`."""
@@ -208,6 +260,9 @@ class KernelBuilder:
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
         sink = UOp(Ops.SINK, dtypes.void, tuple(self._stmts), self.name)
+        if self._dims:
+            from .verify import check_dimensions
+            check_dimensions(self._dims, [VarSpec(*v.arg) for v in self._vars])
         params = tuple(ParamSpec(p.arg[1], p.dtype, _sym(p.src[0]), p.arg[2]) for p in self._params)
         vars_ = tuple(VarSpec(*v.arg) for v in self._vars)
         k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars), bool(checked))  # verifies

@@ -161,7 +161,45 @@ class UOp:
     def ne(self, x) -> UOp: return binop(Ops.CMPNE, self, x)
     def logical_not(self) -> UOp: return binop(Ops.CMPNE, self, True)
     def maximum(self, x) -> UOp: return binop(Ops.MAX, self, x)
-    def minimum(self, x) -> UOp: return -binop(Ops.MAX, -self, -x)
+    def minimum(self, x) -> UOp:
+        """(x < self) ? x : self, MAX's mirror (a NaN in self propagates, one in x does not). Not -max(-a, -b):
+        negation wraps for unsigned ints and INT_MIN (min(0u, 5u) came out 5)."""
+        x = as_uop(x, self.dtype)
+        return make_alu(Ops.WHERE, (binop(Ops.CMPLT, x, self), x, self))
+
+    def __abs__(self) -> UOp:
+        """|x|: the sign bit cleared for floats (abs(-0.0) is 0.0, NaN stays NaN), x itself for unsigned ints,
+        (x < 0) ? -x : x for signed ints (abs(INT_MIN) wraps to INT_MIN, as in C and numpy)."""
+        s = self.dtype.scalar()
+        if s.is_bool:
+            raise KernelError("abs() of a bool value", self)
+        if s.is_float:
+            bits = {2: dtypes.uint16, 4: dtypes.uint32, 8: dtypes.uint64}[s.itemsize]
+            bt = bits if self.dtype.count == 1 else bits.vec(self.dtype.count)
+            return binop(Ops.AND, self.bitcast(bt), (1 << (8 * s.itemsize - 1)) - 1).bitcast(self.dtype)
+        if s.is_unsigned:
+            return self
+        return make_alu(Ops.WHERE, (binop(Ops.CMPLT, self, 0), -self, self))
+
+    def __pow__(self, n) -> UOp:
+        """x ** n for a Python int n: repeated multiplication by squaring (exact for ints; for floats within a few
+        ulps of a correctly rounded pow); n < 0 only for floats (1 / x**-n). For a non-integer exponent write
+        ir.exp2(y * ir.log2(x))."""
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise KernelError(f"x ** {n!r}: only a Python int exponent is supported; for a float exponent write "
+                              "ir.exp2(y * ir.log2(x))", self)
+        if n < 0:
+            if not self.dtype.scalar().is_float:
+                raise KernelError(f"x ** {n}: a negative exponent of an integer {self.dtype} value", self)
+            return binop(Ops.FDIV, as_uop(1.0, self.dtype), self ** -n)
+        result, base = None, self
+        while n:
+            if n & 1:
+                result = base if result is None else result * base
+            n >>= 1
+            if n:
+                base = base * base
+        return result if result is not None else as_uop(1, self.dtype)
 
     def __bool__(self):
         raise TypeError("a UOp has no truth value while building a kernel: use ir.where(cond, a, b), .eq() or .ne()")

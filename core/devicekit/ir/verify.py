@@ -123,6 +123,25 @@ def _check_bounds(k: Kernel, nodes: list[UOp]) -> None:
                 raise KernelError(f"index into {name} out of bounds: reaches {hi}, size is {size}{where}", ix)
 
 
+def check_dimensions(dims: list[tuple], vars_) -> None:
+    """Each ungated component of a shaped access (`A[i, j]`, builder records (param, dimension, component,
+    extent, gated)) that provably leaves its dimension is refused, also when the flat index stays in the buffer
+    (A[0, n] is A[1, 0]). What cannot be proven is checked at run time against the whole buffer (docs/ir.md)."""
+    for env in _samples_of(vars_):
+        memo: dict = {}
+        for name, k, comp, dim, gated in dims:
+            iv = None if gated else _interval(comp, env, memo)
+            if iv is None:
+                continue
+            lo, hi, exact, _ = iv
+            ext = sym_eval(dim, env)
+            where = f" with {', '.join(f'{a}={b}' for a, b in env.items())}" if env else ""
+            if (exact and lo < 0) or hi < 0:
+                raise KernelError(f"index {k} into {name} can be negative (min {lo}){where}", comp)
+            if (exact and hi >= ext) or lo >= ext:
+                raise KernelError(f"index {k} into {name} reaches {hi}, dimension {k} has {ext}{where}", comp)
+
+
 # ---- in-bounds proof (which accesses need a run-time check, ir/bounds.py) ------------------------------------------
 
 _AFFINE = {Ops.CONST, Ops.VAR, Ops.RANGE, Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CAST}
