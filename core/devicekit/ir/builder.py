@@ -33,6 +33,9 @@ class Kernel:
         h = hashlib.sha256(self.sink.key)
         h.update(repr((self.name, [(p.name, p.dtype.name, p.writable) for p in self.params],
                        [(v.name, v.lo, v.hi) for v in self.vars])).encode())
+        for v in self.vars:  # bounds that name other vars
+            for r in (v.lo_rel, v.hi_rel):
+                h.update(b"-" if r is None else r.key)
         if not self.checked:
             h.update(b"unchecked")
         for p in self.param_uops:
@@ -151,6 +154,7 @@ class KernelBuilder:
         self._last_store: dict[UOp, int] = {}  # param -> statement index of its last store
         self._built = False
         self._range_ids = itertools.count()  # per kernel: the same kernel built twice is the same graph
+        self._rels: dict[str, tuple[UOp | None, UOp | None]] = {}  # var -> (lo, hi) expressions of earlier vars
         self._dims: list[tuple] = []  # (param name, dimension, component, its extent, gated) of shaped accesses
 
     def _claim(self, name: str, what: str) -> None:
@@ -165,9 +169,20 @@ class KernelBuilder:
             raise ValueError(f"{what} name {name!r} is reserved: it is the hidden bounds-check param (docs/ir.md)")
         self._names.add(name)
 
-    def var(self, name: str, lo: int = 0, hi: int = 2**31 - 1) -> UOp:
-        """An int scalar argument with inclusive bounds [lo, hi] (checked at every launch)."""
+    def var(self, name: str, lo: SymInt = 0, hi: SymInt = 2**31 - 1) -> UOp:
+        """An int scalar argument with inclusive bounds [lo, hi] (checked at every launch). A bound may be an
+        expression of earlier vars (`k.var("kk", 0, n - 1)`): the launch checks it, and the bounds proof uses it
+        (`x[kk]` with size n needs no run-time check)."""
         self._claim(name, "var")
+        rel: dict[str, UOp] = {}
+        for what, b in (("lo", lo), ("hi", hi)):
+            if isinstance(b, UOp):
+                rel[what] = self._relation(name, what, b)
+        if rel:
+            lo = int(rel["lo"].vmin) if "lo" in rel else lo
+            hi = int(rel["hi"].vmax) if "hi" in rel else hi
+            if "lo" in rel and not isinstance(hi, UOp) and lo > hi:
+                hi = lo  # the relation alone bounds it; the box only needs to hold it
         for what, b in (("lo", lo), ("hi", hi)):
             if isinstance(b, bool) or not isinstance(b, int):
                 raise KernelError(f"var {name}: {what} must be an int, got {b!r}")
@@ -178,7 +193,22 @@ class KernelBuilder:
             raise ValueError(f"var {name}: lo={lo} > hi={hi}")
         v = UOp(Ops.VAR, dtypes.index, (), (name, int(lo), int(hi)))
         self._vars.append(v)
+        if rel:
+            self._rels[name] = (rel.get("lo"), rel.get("hi"))
         return v
+
+    def _relation(self, name: str, what: str, b: UOp) -> UOp:
+        """A bound of var `name` that names earlier vars: integer arithmetic of vars and constants only."""
+        if not b.dtype.is_int or b.dtype.count != 1:
+            raise KernelError(f"var {name}: {what} must be an int or an integer expression of earlier vars", b)
+        for u in b.toposort():
+            if u.op is Ops.VAR and u not in self._vars:
+                raise KernelError(f"var {name}: {what} uses var {u.arg[0]}, which is not an earlier var of kernel "
+                                  f"{self.name}", u)
+            if u.op not in (Ops.CONST, Ops.VAR, Ops.ADD, Ops.SUB, Ops.MUL, Ops.IDIV, Ops.MAX, Ops.CAST):
+                raise KernelError(f"var {name}: {what} may only use earlier vars and constants (+ - * // max), found "
+                                  f"{u.op.name}", u)
+        return b if b.dtype == dtypes.index else b.cast(dtypes.index)
 
     def param(self, name: str, dtype: DType, size: SymInt | None = None, writable: bool = False,
               shape: tuple[SymInt, ...] | None = None) -> BufferRef:
@@ -260,11 +290,11 @@ class KernelBuilder:
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
         sink = UOp(Ops.SINK, dtypes.void, tuple(self._stmts), self.name)
+        vars_ = tuple(VarSpec(*v.arg, None, *self._rels.get(v.arg[0], (None, None))) for v in self._vars)
         if self._dims:
             from .verify import check_dimensions
-            check_dimensions(self._dims, [VarSpec(*v.arg) for v in self._vars])
+            check_dimensions(self._dims, vars_)
         params = tuple(ParamSpec(p.arg[1], p.dtype, _sym(p.src[0]), p.arg[2]) for p in self._params)
-        vars_ = tuple(VarSpec(*v.arg) for v in self._vars)
         k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars), bool(checked))  # verifies
         self._built = True
         return k

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import TYPE_CHECKING
 
@@ -92,14 +91,33 @@ def _var_samples(k: Kernel) -> list[dict[str, int]]:
     return _samples_of(k.vars)
 
 
+def _rel_bounds(v, env: dict[str, int]) -> tuple[int, int]:
+    """A var's bounds for the earlier vars' values in env: its box, narrowed by bounds that name other vars."""
+    lo = v.lo if getattr(v, "lo_rel", None) is None else max(v.lo, sym_eval(v.lo_rel, env))
+    hi = v.hi if getattr(v, "hi_rel", None) is None else min(v.hi, sym_eval(v.hi_rel, env))
+    return lo, hi
+
+
 def _samples_of(vars_) -> list[dict[str, int]]:
+    """Var values to test bounds at: every combination of lo, lo + 1 and hi (up to 4 vars; else all-lo and
+    all-hi), a var whose bounds name earlier vars taking them for those vars' values (none where it has none)."""
     vs = list(vars_)
     if not vs:
         return [{}]
-    choices = [sorted({v.lo, v.hi, min(v.hi, v.lo + 1)}) for v in vs]
-    if len(vs) <= 4:
-        return [dict(zip([v.name for v in vs], c)) for c in itertools.product(*choices)]
-    return [{v.name: v.lo for v in vs}, {v.name: v.hi for v in vs}]
+    if len(vs) > 4:
+        out = []
+        for pick in (0, 1):
+            env: dict[str, int] = {}
+            for v in vs:
+                lo, hi = _rel_bounds(v, env)
+                env[v.name] = (lo, hi)[pick] if lo <= hi else v.lo
+            out.append(env)
+        return out
+    envs: list[dict[str, int]] = [{}]
+    for v in vs:
+        envs = [{**env, v.name: x} for env in envs for lo, hi in [_rel_bounds(v, env)] if lo <= hi
+                for x in sorted({lo, hi, min(hi, lo + 1)})]
+    return envs
 
 
 def _check_bounds(k: Kernel, nodes: list[UOp]) -> None:
@@ -207,19 +225,24 @@ def _nonneg(p: Poly, lows: dict[str, int]) -> bool:
     return all(c >= 0 for c in shifted.values())
 
 
-def _sym_interval(u: UOp, lows: dict[str, int], memo: dict) -> tuple[Poly, Poly] | None:
+def _sym_interval(u: UOp, lows: dict[str, int], memo: dict, rels: dict | None = None) -> tuple[Poly, Poly] | None:
     """[lo, hi] of an index as polynomials of the vars valid for every var value (ranges r in [0, end - 1]), or
-    None outside sums, differences and products whose signs are known."""
+    None outside sums, differences and products whose signs are known. `rels`: var name -> (lo, hi) expressions of
+    other vars that bound it (an index may use them; a size, which must be exact, may not)."""
     if u in memo:
         return memo[u]
     r: tuple[Poly, Poly] | None = None
-    src = [] if u.op is Ops.RANGE else [_sym_interval(s, lows, memo) for s in u.src]
+    src = [] if u.op in (Ops.RANGE, Ops.VAR) else [_sym_interval(s, lows, memo, rels) for s in u.src]
     if any(x is None for x in src):
         src = None  # type: ignore[assignment]
     elif u.op is Ops.CONST:
         r = ({(): u.arg} if u.arg else {}, {(): u.arg} if u.arg else {})
     elif u.op is Ops.VAR:
-        r = ({(u.arg[0],): 1}, {(u.arg[0],): 1})
+        own: Poly = {(u.arg[0],): 1}
+        lo_rel, hi_rel = (rels or {}).get(u.arg[0], (None, None))
+        lo = own if lo_rel is None else (_sym_interval(lo_rel, lows, {}) or (None, None))[0]
+        hi = own if hi_rel is None else (_sym_interval(hi_rel, lows, {}) or (None, None))[1]
+        r = None if lo is None or hi is None else (lo, hi)
     elif u.op is Ops.RANGE:
         end = _sym_interval(u.src[-1], lows, memo)
         if end is not None and end[0] == end[1]:
@@ -238,28 +261,35 @@ def _sym_interval(u: UOp, lows: dict[str, int], memo: dict) -> tuple[Poly, Poly]
     return r
 
 
-def _proven_symbolically(ix: UOp, lows: dict[str, int], memo: dict) -> bool:
-    iv, size = _sym_interval(ix.src[1], lows, memo), _sym_interval(ix.src[0].src[0], lows, memo)
+def _proven_symbolically(ix: UOp, lows: dict[str, int], memo: dict, rels: dict | None = None) -> bool:
+    iv, size = _sym_interval(ix.src[1], lows, memo, rels), _sym_interval(ix.src[0].src[0], lows, {})
     if iv is None or size is None or size[0] != size[1]:
         return False
     return _nonneg(iv[0], lows) and _nonneg(_padd(_padd(size[1], {(): -1}), iv[1], -1), lows)
 
 
 def _proof_samples(vars_, periods: dict[str, int]) -> list[dict[str, int]] | None:
-    """Every vertex of the var box, each var also at both ends of each residue class of its period."""
-    choices = []
+    """Every vertex of the var box, each var also at both ends of each residue class of its period (a var whose
+    bounds name earlier vars: the vertices of its bounds for their values)."""
+    envs: list[dict[str, int]] = [{}]
     for v in vars_:
-        c = {v.lo, v.hi, min(v.hi, v.lo + 1)}
-        p = periods.get(v.name, 1)
-        if p > 1:
-            for s in range(p):
-                lo = v.lo + (s - v.lo) % p
-                hi = v.hi - (v.hi - s) % p
-                c.update(x for x in (lo, hi) if v.lo <= x <= v.hi)
-        choices.append(sorted(c))
-    if math.prod(len(c) for c in choices) > _MAX_SAMPLES:
-        return None
-    return [dict(zip([v.name for v in vars_], c)) for c in itertools.product(*choices)]
+        nxt = []
+        for env in envs:
+            vlo, vhi = _rel_bounds(v, env)
+            if vlo > vhi:
+                continue
+            c = {vlo, vhi, min(vhi, vlo + 1)}
+            p = periods.get(v.name, 1)
+            if p > 1:
+                for s in range(p):
+                    lo = vlo + (s - vlo) % p
+                    hi = vhi - (vhi - s) % p
+                    c.update(x for x in (lo, hi) if vlo <= x <= vhi)
+            nxt += [{**env, v.name: x} for x in sorted(c)]
+            if len(nxt) > _MAX_SAMPLES:
+                return None
+        envs = nxt
+    return envs
 
 
 def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
@@ -274,10 +304,11 @@ def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
           and _vertex_safe(ix.src[0].src[0], safe, periods) is not None}
     samples = _proof_samples(vars_, periods) if ok else []
     lows, sym = {v.name: int(v.lo) for v in vars_}, {}
+    rels = {v.name: (v.lo_rel, v.hi_rel) for v in vars_ if getattr(v, "related", False)}
     out: list[UOp] = []
     memos: list[dict] = [{} for _ in samples or ()]
     for ix in indexes:
-        if _proven_symbolically(ix, lows, sym):
+        if _proven_symbolically(ix, lows, sym, rels):
             continue
         if ix not in ok or samples is None:
             out.append(ix)

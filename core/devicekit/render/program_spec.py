@@ -33,6 +33,14 @@ class VarSpec:
     lo: int | float
     hi: int | float
     dtype: DType | None = None
+    # bounds that are expressions of earlier vars (`k.var("kk", 0, n - 1)`): lo/hi are then their extremes over
+    # the other vars' bounds, and a launch also checks lo_rel <= value <= hi_rel
+    lo_rel: SymInt | None = None
+    hi_rel: SymInt | None = None
+
+    @property
+    def related(self) -> bool:
+        return self.lo_rel is not None or self.hi_rel is not None
 
     @property
     def is_float(self) -> bool:
@@ -86,6 +94,8 @@ class ProgramSpec:
         for v in self.vars:
             if not v.is_float and not v.lo <= d[v.name] <= v.hi:
                 raise ValueError(f"{self.name}: var {v.name}={d[v.name]} is outside its declared range [{v.lo}, {v.hi}]")
+            if v.related:
+                check_relation(self.name, v, d)
         return d
 
     # sizes, launch dims and the split extent are compiled once to python functions of the var values: a launch
@@ -130,3 +140,33 @@ class ProgramSpec:
         if order is not None:
             return order
         return tuple(("buffer", i) for i in range(len(self.params))) + tuple(("var", j) for j in range(len(self.vars)))
+
+
+def check_relation(kernel: str, v: VarSpec, var_vals: dict[str, Any]) -> None:
+    """ValueError unless lo_rel <= value <= hi_rel for these var values (the bounds that name other vars)."""
+    from ..ir.uop import sym_eval
+    x = var_vals[v.name]
+    lo = v.lo if v.lo_rel is None else sym_eval(v.lo_rel, var_vals)
+    hi = v.hi if v.hi_rel is None else sym_eval(v.hi_rel, var_vals)
+    if not lo <= x <= hi:
+        show = lambda r, n: str(n) if r is None else f"{_sym_text(r)} = {n}"
+        raise ValueError(f"{kernel}: var {v.name}={x} is outside its declared range [{show(v.lo_rel, lo)}, "
+                         f"{show(v.hi_rel, hi)}] for {var_vals}")
+
+
+def _sym_text(u: Any) -> str:
+    """A bound expression as the user wrote it, roughly: `n - 1`, `(n * 2)`."""
+    from ..ir.ops import Ops
+    if not hasattr(u, "op"):
+        return str(u)
+    if u.op is Ops.CONST:
+        return str(u.arg)
+    if u.op is Ops.VAR:
+        return u.arg[0]
+    if u.op is Ops.CAST:
+        return _sym_text(u.src[0])
+    sym = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%", Ops.MAX: "max"}.get(u.op, "?")
+    a, b = (_sym_text(x) for x in u.src)
+    if u.op is Ops.ADD and b.startswith("-"):
+        return f"{a} - {b[1:]}"
+    return f"{a} {sym} {b}"

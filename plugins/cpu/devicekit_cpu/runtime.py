@@ -68,6 +68,10 @@ class CPUProgram(Program):
         self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
         self._clean: list[tuple] = []  # zeroed records for the next launches (fast path)
         self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
+        # bounds that name other vars (k.var("kk", 0, n - 1)), compiled: (slot, lo fn, hi fn)
+        self._rels = tuple((j, compile_sym(v.lo if v.lo_rel is None else v.lo_rel, names),
+                            compile_sym(v.hi if v.hi_rel is None else v.hi_rel, names))
+                           for j, v in enumerate(spec.vars) if getattr(v, "related", False))
         # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
         self._from_source = bool(spec.get_meta("from_source", False))
         cost = spec.get_meta("split_cost", 1)
@@ -89,6 +93,9 @@ class CPUProgram(Program):
             return super().execute(buffers, vals, global_size, local_size, wait)
         for v, (lo, hi) in zip(vals, self._vbounds):
             if type(v) is not int or not lo <= v <= hi:
+                return super().execute(buffers, vals, global_size, local_size, wait)
+        for j, lo_f, hi_f in self._rels:
+            if not lo_f(vals) <= vals[j] <= hi_f(vals):
                 return super().execute(buffers, vals, global_size, local_size, wait)
         handles = []
         dev, btype = self.device, self._buffer_type
