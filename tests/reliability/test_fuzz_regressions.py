@@ -371,13 +371,15 @@ def _const_values(u: UOp) -> list | None:
 
 
 def _clamped(arg: UOp, lim: float = 2.0 ** 20) -> bool:
-    """arg is ir.minimum(ir.maximum(x, -c), c) with |c| <= lim (-(max(-(max(x, -c)), -c)) as the builder spells it;
-    float16 holds the bound as inf, below which every float16 value lies)."""
-    def cmax(u: UOp) -> bool:
-        vals = _const_values(u.src[1]) if u.op is Ops.MAX else None
+    """arg is ir.minimum(ir.maximum(x, -c), c) with |c| <= lim (`where(c < m, c, m)`, m = max(x, -c), as the
+    builder spells it; float16 holds the bound as inf, below which every float16 value lies)."""
+    def small(u: UOp) -> bool:
+        vals = _const_values(u)
         return vals is not None and all(abs(v) <= lim or u.dtype.scalar() == dtypes.float16 for v in vals)
-    return arg.op is Ops.NEG and cmax(arg.src[0]) and arg.src[0].src[0].op is Ops.NEG \
-        and cmax(arg.src[0].src[0].src[0])
+    if arg.op is not Ops.WHERE or arg.src[0].op is not Ops.CMPLT:
+        return False
+    c, m = arg.src[1], arg.src[2]
+    return arg.src[0].src == (c, m) and small(c) and m.op is Ops.MAX and small(m.src[1])
 
 
 def _undefined_uses(kernel) -> list[str]:

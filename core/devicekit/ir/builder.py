@@ -246,21 +246,39 @@ class KernelBuilder:
             raise ValueError(f"local {name}: size must be a positive int, got {size!r}")
         return BufferRef(self, UOp(Ops.DEFINE_LOCAL, dtype, (), (name, size)))
 
-    def range(self, end: SymInt, kind: str = "loop") -> UOp:
-        """A loop index 0 <= i < end. kind: global, local, loop, reduce, unroll (unroll needs a constant end)."""
+    def range(self, start_or_end: SymInt, end: SymInt | str | None = None, kind: str = "loop") -> UOp:
+        """A loop index: `k.range(end, kind)` is 0 <= i < end, `k.range(start, end, kind)` start <= i < end. kinds:
+        global, local, loop, reduce, unroll (unroll needs a constant end). The bounds of a `loop` or `reduce`
+        range may use enclosing global, local and loop ranges (triangular loops: `k.range(i + 1, n, "loop")`,
+        `k.range(i + 1, kind="reduce")`); other kinds' bounds only vars and constants. An empty range runs nothing."""
+        if isinstance(end, str):
+            end, kind = None, end
+        start, stop = (None, start_or_end) if end is None else (start_or_end, end)
         if kind not in RANGE_KINDS:
             raise ValueError(f"range kind must be one of {RANGE_KINDS}, got {kind!r}")
-        end_u = as_uop(end)
-        if not end_u.dtype.is_int:
-            raise KernelError("range end must be an integer", end_u)
-        if end_u.dtype != dtypes.index:
-            end_u = end_u.cast(dtypes.index)
-        for u in end_u.toposort():
-            if u.op in (Ops.RANGE, Ops.LOAD):
-                raise KernelError("a range's end may only depend on vars and constants (no loads, no other ranges)", u)
-        if kind == "unroll" and end_u.op is not Ops.CONST:
-            raise KernelError("an unroll range needs a constant end", end_u)
-        return UOp(Ops.RANGE, dtypes.index, (end_u,), (next(self._range_ids), kind))
+        bounds = []
+        for what, b in (("start", start), ("end", stop)):
+            if b is None:
+                continue
+            bu = as_uop(b)
+            if not bu.dtype.is_int or bu.dtype.count != 1:
+                raise KernelError(f"range {what} must be an integer", bu)
+            if bu.dtype != dtypes.index:
+                bu = bu.cast(dtypes.index)
+            for u in bu.toposort():
+                if u.op is Ops.LOAD:
+                    raise KernelError(f"a range's {what} may not depend on a load", u)
+                if u.op is Ops.RANGE and (kind not in ("loop", "reduce") or u.arg[1] not in ("global", "local", "loop")):
+                    raise KernelError(f"a {kind} range's {what} may only depend on vars and constants"
+                                      + (" (a loop or reduce range's bounds may use global, local and loop ranges)"
+                                         if kind in ("loop", "reduce") else
+                                         "; only loop and reduce ranges may be triangular"), u)
+            bounds.append(bu)
+        if kind == "unroll" and (bounds[-1].op is not Ops.CONST or start is not None):
+            raise KernelError("an unroll range needs a constant end and no start", bounds[-1])
+        if start is not None and bounds[0].op is Ops.CONST and bounds[0].arg == 0:
+            bounds = bounds[1:]  # k.range(0, n) is k.range(n)
+        return UOp(Ops.RANGE, dtypes.index, tuple(bounds), (next(self._range_ids), kind))
 
     def barrier(self) -> None:
         """Every thread of the workgroup reaches this before any continues; orders local memory."""

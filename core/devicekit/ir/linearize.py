@@ -21,7 +21,7 @@ from .dtypes import dtypes
 from .ops import Ops
 from .order import is_ordered_load, stmt_index
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
-from .rewrite import graph_rewrite, substitute
+from .rewrite import _one_pass, graph_rewrite, substitute
 from .uop import KernelError, SymInt, UOp, make_alu
 
 _KIND_RANK = {"global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
@@ -116,7 +116,8 @@ def _map_ranges(sink: UOp, caps: Any):
     stmt_ranges = sorted(set().union(*(free[s] for s in sink.src)), key=lambda r: (_KIND_RANK[r.arg[1]], r.arg[0]))
     all_ranges = [u for u in nodes if u.op is Ops.RANGE]
     zero = UOp.const(dtypes.index, 0)
-    mapping: dict[UOp, UOp] = {r: UOp(Ops.RANGE, dtypes.index, (zero, r.src[0]), r.arg) for r in all_ranges}
+    mapping: dict[UOp, UOp] = {r: UOp(Ops.RANGE, dtypes.index, (zero, r.src[0]), r.arg)
+                               for r in all_ranges if len(r.src) == 1}
     gsize = lsize = split = guard = None
     if caps.gpu_indexing:
         glob = [r for r in stmt_ranges if r.arg[1] == "global"][:3]
@@ -158,7 +159,15 @@ def _map_ranges(sink: UOp, caps: Any):
             stop = UOp(Ops.VAR, dtypes.index, (), ("core_end", 0, hi))
             mapping[g] = UOp(Ops.RANGE, dtypes.index, (start, stop), g.arg)
             split = _sym(g.src[0])
-    sink = substitute(sink, mapping)
+    def to_loop(u: UOp) -> UOp | None:
+        """Global and local ranges (never triangular) by identity; a range whose bounds use other ranges was
+        rebuilt over the new ones: it gets its (start, end) form here."""
+        if (m := mapping.get(u)) is not None:
+            return m
+        if u.op is Ops.RANGE and len(u.src) == 1:
+            return UOp(Ops.RANGE, dtypes.index, (zero, u.src[0]), u.arg)
+        return None
+    sink = _one_pass(sink, to_loop)
     return sink, gsize, lsize, split, guard
 
 
@@ -381,6 +390,14 @@ class _Scheduler:
         for r in target[k - 1:]:
             parent = self.stack[-1]
             rng = self._fresh_range(r) if r is not _GUARD else None
+            if rng is not None and len(rng.src) == 2:  # bounds over reopened loops read their copies
+                sub = {self._orig(b.orig): b.rng for b in self.stack[1:] if b.kind == "loop" and b.rng is not None
+                       and b.rng is not self._orig(b.orig)}
+                if sub and (nsrc := tuple(substitute(x, sub) for x in rng.src)) != rng.src:
+                    moved = rng.replace(src=nsrc)
+                    self.origin[moved] = self._orig(rng)
+                    self.opened.add(moved)
+                    rng = moved
             if rng is not None:
                 for s in rng.src:
                     self._emit(s, self.stack)

@@ -30,7 +30,16 @@ def _one_pass(root: UOp, fn: RewriteFn) -> UOp:
 
 
 def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
-    """Replace nodes by identity (one pass; the replacements are not rewritten again)."""
+    """Replace nodes by identity (one pass; the replacements are not rewritten again). A key is matched as it is
+    in `root`, before its sources are rewritten: a triangular range keyed with the loop its bound reads is replaced
+    even when that loop is replaced too."""
     if not mapping:
         return root
-    return _one_pass(root, mapping.get)
+    memo: dict[UOp, UOp] = {}
+    for u in root.toposort():
+        if (m := mapping.get(u)) is not None:
+            memo[u] = m
+            continue
+        src = tuple(memo[s] for s in u.src)
+        memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+    return memo[root]

@@ -90,8 +90,8 @@ def check_structure(k: Kernel, nodes: list[UOp]) -> None:
             if n or not _const_ok(u.arg, u.dtype):
                 _fail(f"value {u.arg!r} is not a {u.dtype} constant", u)
         elif op is Ops.RANGE:
-            if n != 1 or not src[0].dtype.is_int or src[0].dtype.count != 1:
-                _fail("needs one scalar integer operand (its end)", u)
+            if n not in (1, 2) or any(not x.dtype.is_int or x.dtype.count != 1 for x in src):
+                _fail("needs one or two scalar integer operands (its end, or its start and end)", u)
             if not isinstance(u.arg, tuple) or len(u.arg) != 2 or u.arg[1] not in RANGE_KINDS:
                 _fail(f"arg must be (id, kind) with kind in {RANGE_KINDS}, got {u.arg!r}", u)
         elif op is Ops.DEFINE_LOCAL:

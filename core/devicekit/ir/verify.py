@@ -141,6 +141,10 @@ def _check_bounds(k: Kernel, nodes: list[UOp]) -> None:
                 raise KernelError(f"index into {name} out of bounds: reaches {hi}, size is {size}{where}", ix)
 
 
+def _uses_range(u: UOp) -> bool:
+    return any(x.op is Ops.RANGE for x in u.toposort())
+
+
 def check_dimensions(dims: list[tuple], vars_) -> None:
     """Each ungated component of a shaped access (`A[i, j]`, builder records (param, dimension, component,
     extent, gated)) that provably leaves its dimension is refused, also when the flat index stays in the buffer
@@ -243,10 +247,11 @@ def _sym_interval(u: UOp, lows: dict[str, int], memo: dict, rels: dict | None = 
         lo = own if lo_rel is None else (_sym_interval(lo_rel, lows, {}) or (None, None))[0]
         hi = own if hi_rel is None else (_sym_interval(hi_rel, lows, {}) or (None, None))[1]
         r = None if lo is None or hi is None else (lo, hi)
-    elif u.op is Ops.RANGE:
-        end = _sym_interval(u.src[-1], lows, memo)
-        if end is not None and end[0] == end[1]:
-            r = ({}, _padd(end[1], {(): -1}))
+    elif u.op is Ops.RANGE:  # start <= r <= end - 1 (the extremes of bounds over other ranges: sound, not exact)
+        end = _sym_interval(u.src[-1], lows, memo, rels)
+        start = ({}, {}) if len(u.src) == 1 else _sym_interval(u.src[0], lows, memo, rels)
+        if end is not None and start is not None:
+            r = (start[0], _padd(end[1], {(): -1}))
     elif u.op is Ops.CAST and u.src[0].dtype.is_int:
         r = src[0]
     elif u.op is Ops.ADD:
@@ -338,9 +343,16 @@ def _interval(u: UOp, env: dict[str, int], memo: dict) -> tuple | None:
         r = (u.arg, u.arg, True, frozenset())
     elif u.op is Ops.VAR:
         r = (env[u.arg[0]], env[u.arg[0]], True, frozenset())
-    elif u.op is Ops.RANGE:
+    elif u.op is Ops.RANGE and len(u.src) == 1 and not _uses_range(u.src[0]):
         end = sym_eval(u.src[-1], env)
         r = None if end <= 0 else (0, end - 1, True, frozenset({u}))
+    elif u.op is Ops.RANGE:  # a start, or bounds over other ranges (triangular): the extremes, not exact
+        b = [_interval(x, env, memo) for x in u.src]
+        if any(x is None for x in b):
+            r = None
+        else:
+            lo, hi = (0 if len(b) == 1 else b[0][0]), b[-1][1] - 1
+            r = None if hi < lo else (lo, hi, False, frozenset({u}).union(*(x[3] for x in b)))
     elif u.op in (Ops.ADD, Ops.SUB):
         (a0, a1, ae, ar), (b0, b1, be, br) = src
         lo, hi = (a0 + b0, a1 + b1) if u.op is Ops.ADD else (a0 - b1, a1 - b0)
@@ -426,7 +438,7 @@ def _check_races(k: Kernel, nodes: list[UOp], free: dict) -> None:
             for r, c in sa.items():
                 if r == 1 or r.op is not Ops.RANGE or r.arg[1] not in ("global", "local") or d % c:
                     continue
-                step, end = abs(d // c), r.src[0]
+                step, end = abs(d // c), r.src[-1]
                 if end.op is Ops.CONST and step >= end.arg:
                     continue
                 bufname, off = buf.arg[1], -(d // c)

@@ -326,7 +326,8 @@ class Interpreter:
 
 def run_kernel(kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int]) -> None:
     """Execute `kernel` in place on `storage` (one uint8/typed host array per param, in param order)."""
-    Interpreter(kernel, storage, var_vals).run()
+    from .triangles import rectangular
+    Interpreter(rectangular(kernel, var_vals), storage, var_vals).run()
 
 
 def evaluate(kernel: Kernel, arrays: dict[str, Any], **vars_: int) -> dict[str, np.ndarray]:
