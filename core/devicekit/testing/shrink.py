@@ -163,14 +163,6 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
     names: dict[UOp, str] = {}
     index: dict[UOp, tuple[str, str, str | None]] = {}
     lines = [f"def {fn}():", f"    k = ir.KernelBuilder({kernel.name!r})"]
-    for v in kernel.var_uops:
-        names[v] = v.arg[0]
-        lines.append(f"    {v.arg[0]} = k.var({v.arg[0]!r}, {v.arg[1]}, {v.arg[2]})")
-
-    def ref(u: UOp) -> str:
-        if u.op is Ops.CONST:
-            return f"UOp.const({_dt(u.dtype)}, {_lit(u.arg)})"
-        return names[u]
 
     def size_src(u: UOp) -> str:
         u = u.src[0] if u.op is Ops.CAST else u
@@ -178,8 +170,25 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
             return repr(u.arg)
         if u.op is Ops.VAR:
             return u.arg[0]
+        if u.op is Ops.MAX:
+            return f"ir.maximum({size_src(u.src[0])}, {size_src(u.src[1])})"
         sym = {Ops.ADD: "+", Ops.SUB: "-", Ops.MUL: "*", Ops.IDIV: "//", Ops.MOD: "%"}[u.op]
         return f"({size_src(u.src[0])} {sym} {size_src(u.src[1])})"
+
+    specs = {v.name: v for v in kernel.vars}
+    for v in kernel.var_uops:
+        names[v] = v.arg[0]
+        spec = specs.get(v.arg[0])
+        lo, hi = v.arg[1], v.arg[2]
+        if spec is not None and getattr(spec, "related", False):  # bounds that name earlier vars
+            lo = lo if spec.lo_rel is None else size_src(spec.lo_rel)
+            hi = hi if spec.hi_rel is None else size_src(spec.hi_rel)
+        lines.append(f"    {v.arg[0]} = k.var({v.arg[0]!r}, {lo}, {hi})")
+
+    def ref(u: UOp) -> str:
+        if u.op is Ops.CONST:
+            return f"UOp.const({_dt(u.dtype)}, {_lit(u.arg)})"
+        return names[u]
 
     for p in kernel.param_uops:
         _, name, w = p.arg
@@ -199,16 +208,19 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
         count += 1
         nm, s = f"v{count}", u.src
         if u.op is Ops.RANGE:
-            expr = f"k.range({ref(s[0]) if s[0].op is not Ops.CONST else s[0].arg}, {u.arg[1]!r})"
+            expr = f"k.range({', '.join(ref(x) if x.op is not Ops.CONST else repr(x.arg) for x in s)}, {u.arg[1]!r})"
         elif u.op is Ops.INDEX:
             index[u] = (ref(s[0]), ref(s[1]), ref(s[2]) if len(s) == 3 else None)
             return
         elif u.op is Ops.LOAD:
             buf, idx, gate = index[s[0]]
-            expr = f"{buf}[{idx}]" if gate is None else f"{buf}.load({idx}, gate={gate}, default={ref(s[1])})"
+            unc = ", unchecked=True" if s[0].arg == "unchecked" else ""
+            expr = f"{buf}[{idx}]" if gate is None and not unc else \
+                f"{buf}.load({idx}{'' if gate is None else f', gate={gate}, default={ref(s[1])}'}{unc})"
         elif u.op is Ops.STORE:
             buf, idx, gate = index[s[0]]
-            lines.append(f"    {buf}.store({idx}, {ref(s[1])}" + (")" if gate is None else f", gate={gate})"))
+            unc = ", unchecked=True" if s[0].arg == "unchecked" else ""
+            lines.append(f"    {buf}.store({idx}, {ref(s[1])}{'' if gate is None else f', gate={gate}'}{unc})")
             return
         elif u.op is Ops.REDUCE:
             op = {Ops.ADD: "sum", Ops.MAX: "max", Ops.MUL: "prod"}[u.arg]
