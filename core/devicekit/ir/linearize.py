@@ -152,7 +152,24 @@ def _map_ranges(sink: UOp, caps: Any):
             gsize, lsize = (1,), (1,)
     elif caps.core_split:
         glob = [r for r in stmt_ranges if r.arg[1] == "global"]
-        if glob:
+        uses = [{r for r in free[st] if r.arg[1] == "global"} for st in sink.src if st.op is Ops.STORE]
+        if len(glob) > 1 and all(len(u) <= 1 for u in uses):
+            # independent iteration spaces (bicg: s over j, q over i): one split over their concatenation, each
+            # space's loop clipped to the chunk, never a cross product and never a space run by every chunk
+            total = glob[0].src[0]
+            for g in glob[1:]:
+                total = total + g.src[0]
+            start = UOp(Ops.VAR, dtypes.index, (), ("core_start", 0, total.vmax))
+            stop = UOp(Ops.VAR, dtypes.index, (), ("core_end", 0, total.vmax))
+            off: UOp | None = None
+            for g in glob:
+                end = g.src[0]
+                lo = start if off is None else (start - off).maximum(0)
+                hi = (stop if off is None else stop - off).minimum(end)
+                mapping[g] = UOp(Ops.RANGE, dtypes.index, (lo, hi), g.arg)
+                off = end if off is None else off + end
+            split = _sym(total)
+        elif glob:
             g = glob[0]
             hi = g.src[0].vmax
             start = UOp(Ops.VAR, dtypes.index, (), ("core_start", 0, hi))
