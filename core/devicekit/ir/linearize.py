@@ -231,6 +231,7 @@ class _Scheduler:
         self.opened: set[UOp] = set()
         self.nest_memo: dict[UOp, tuple] = {}
         self.acc_ids = itertools.count()
+        self.sub: dict[UOp, UOp] = {}  # the statement's reopened loops: original range -> its copy
         self.records: dict[int, tuple] = {}  # bounds-check slot -> (its register, the error param, slot, arg)
         # loads of written params, read at their build point (ir/order.py): statement index -> loads
         self.reads_at: dict[int, list[UOp]] = {}
@@ -322,6 +323,7 @@ class _Scheduler:
                 self.stack[-1].insert(UOp(Ops.BARRIER, dtypes.void, (), st.arg))
                 prev_nest = prev_nest[:k]
                 continue
+            self._read_late(st)
             st = self._enter_for(st)
             if isinstance(st.arg, tuple) and st.arg[0] == "bounds":
                 self._record(st)
@@ -387,6 +389,20 @@ class _Scheduler:
         if sub:
             st = substitute(st, sub)
         return st
+
+    def _read_late(self, st: UOp) -> None:
+        """Loads built before a statement that is gone (merged into a vector store, folded away) are read here,
+        in the loops this statement shares with the one before it: entering this statement's other loops first
+        would read them once per iteration, after stores they must not see."""
+        k = stmt_index(st)
+        if isinstance(st.arg, tuple) and st.arg[0] == "bounds" or not any(x < k for x in self.reads_at):
+            return
+        target, k_open = self._stmt_nest(st), 0
+        while k_open + 1 < len(self.stack) and k_open < len(target) and \
+                self._orig(self.stack[k_open + 1].orig) is target[k_open]:
+            k_open += 1
+        self._enter(target[:k_open])
+        self._read_ordered(k - 1)
 
     def _read_ordered(self, k: int) -> None:
         """Loads of written params built before statement k are read here, at their build point, inside all of the

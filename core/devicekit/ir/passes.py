@@ -343,11 +343,10 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
         return UOp(Ops.LOAD, u.dtype, (_index_at(buf, base, off),))
 
     sink = graph_rewrite(sink, loads)
-    # a load built between two stores it reads must see the first without the second: such stores stay apart
-    read_at: dict[UOp, set[int]] = {}
-    for u in sink.toposort():
-        if is_ordered_load(u):
-            read_at.setdefault(u.src[0].src[0], set()).add(u.arg[2])
+    # a load built between two stores must see the first without the second (its own buffer), and is read where
+    # the second statement was (any buffer: merged away, that statement's place in the loops is lost, and the
+    # load was read inside the next statement's loops, once per iteration: memory seed 3024495): they stay apart
+    read_at: set[int] = {u.arg[2] for u in sink.toposort() if is_ordered_load(u)}
     # and only stores of one loop body merge: a store moved into another statement's loops runs at other times
     free = free_ranges(sink.toposort())
     stmts, out, k = list(sink.src), [], 0
@@ -365,7 +364,7 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
                     continue
                 buf, base, off = hit
                 first, last = stmt_index(group[0]), stmt_index(group[-1])
-                if any(first < b <= last for b in read_at.get(buf, ())):
+                if any(first < b <= last for b in read_at):
                     continue
                 vals = [g.src[1] for g in group]
                 src0 = vals[0].src[0] if vals[0].op is Ops.GEP else None

@@ -21,10 +21,9 @@ import numpy as np
 from .. import ir
 from ..ir import dtypes
 from ..ir.dtypes import DType
-from ..ir.ops import Ops
 from ..ir.uop import UOp
 from .names import HOSTILE_NAMES
-from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, random_kernel
+from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, _off_integers, _sin_limit, random_kernel
 
 PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory", "shapes")
 SHAPES = ("elementwise", "unroll_store", "loop_store", "reduce", "unroll_reduce", "vector", "vector_reduce")
@@ -83,7 +82,7 @@ class ExprGen:
         if op in ("exp2", "log2", "sqrt", "sin", "recip", "trunc"):
             # exp2 stays finite; sin's argument stays where the core's decomposition meets the contract (|x| < 2**20
             # is exact; see docs/architecture.md, Reliability, for the known limit past ~1e9)
-            lim = {"exp2": 20.0, "sin": 2.0 ** 20}.get(op)
+            lim = {"exp2": 20.0, "sin": _sin_limit(a)}.get(op)
             arg = ir.minimum(ir.maximum(a, -lim), lim) if lim else a
             return getattr(ir, op)(_off_integers(arg) if op == "trunc" else arg)
         if op == "cast":
@@ -126,15 +125,6 @@ def _names(seed: int) -> dict[str, str]:
     if rr.random() >= HOSTILE_FRACTION:
         return {"kernel": f"fz{seed}", **{x: x for x in _ROLES[1:]}}
     return dict(zip(_ROLES, rr.sample(HOSTILE_NAMES, len(_ROLES))))
-
-
-_ROUNDED_OPS = frozenset({Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.FDIV})
-
-
-def _off_integers(x: UOp) -> UOp:
-    """A transcendental's result moved half a unit before it is truncated: exp2(log2(208.0)) is 208 or 207.99999999999997
-    within the tolerance, and truncation would turn that ulp into a whole unit (wide seed 2000193)."""
-    return x + 0.5 if any(u.op in _ROUNDED_OPS for u in x.toposort()) else x
 
 
 def _vec(xs: list[UOp]) -> UOp:
