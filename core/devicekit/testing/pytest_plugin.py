@@ -53,6 +53,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if (err := _known_device(spec_text)) is not None:
         raise pytest.UsageError(err)
+    _private_cache(config)
+
+
+def _private_cache(config: pytest.Config) -> None:
+    """The kit compiles hundreds of kernels: into a temporary compile cache (DEVICEKIT_CACHE_DIR for this process
+    and the fresh interpreters it starts), removed at the end, never the user's own cache."""
+    import os
+    import tempfile
+
+    from devicekit.compile.cache import reset_default_cache
+
+    tmp = tempfile.mkdtemp(prefix="devicekit-kit-cache-")
+    config._devicekit_cache = (tmp, os.environ.get("DEVICEKIT_CACHE_DIR"))
+    os.environ["DEVICEKIT_CACHE_DIR"] = tmp
+    reset_default_cache()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    saved = getattr(config, "_devicekit_cache", None)
+    if saved is None:
+        return
+    import os
+    import shutil
+
+    from devicekit.compile.cache import reset_default_cache
+
+    tmp, old = saved
+    if old is None:
+        os.environ.pop("DEVICEKIT_CACHE_DIR", None)
+    else:
+        os.environ["DEVICEKIT_CACHE_DIR"] = old
+    reset_default_cache()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
