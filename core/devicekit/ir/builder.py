@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import names
+from .accept import as_dtype
 from .dtypes import DType, dtypes
 from .ops import RANGE_KINDS, Ops
 from .uop import KernelError, SymInt, UOp, as_uop
@@ -142,11 +143,15 @@ class KernelBuilder:
         self._vars.append(v)
         return v
 
-    def param(self, name: str, dtype: DType, size: SymInt, writable: bool = False) -> BufferRef:
-        """A global buffer of `size` elements (an int or an expression over vars)."""
+    def param(self, name: str, dtype: DType | Any, size: SymInt, writable: bool = False) -> BufferRef:
+        """A global buffer of `size` elements (an int or an expression over vars); `dtype` as `ir.accept` takes
+        it (dtypes.float32, np.float32, "float32")."""
         self._claim(name, "param")
-        if not isinstance(dtype, DType) or dtype.count != 1 or dtype == dtypes.void:
-            raise TypeError(f"param {name}: dtype must be a scalar DType, got {dtype!r}")
+        dtype = as_dtype(dtype, f"param {name}")
+        if dtype.count != 1 or dtype == dtypes.void:
+            raise TypeError(f"param {name}: dtype must be a scalar dtype (e.g. dtypes.float32, np.float32), got "
+                            f"{dtype!r}" + ("; a param is an array of scalars: pass "
+                                            f"{dtype.scalar()!r}" if dtype.count != 1 else ""))
         size_u = as_uop(size)
         if not size_u.dtype.is_int:
             raise KernelError(f"param {name}: size must be an integer expression", size_u)
@@ -157,9 +162,10 @@ class KernelBuilder:
         self._params.append(p)
         return BufferRef(self, p)
 
-    def local(self, name: str, dtype: DType, size: int) -> BufferRef:
+    def local(self, name: str, dtype: DType | Any, size: int) -> BufferRef:
         """Local (shared) memory, one array per workgroup; order accesses with `barrier()`."""
         self._claim(name, "local")
+        dtype = as_dtype(dtype, f"local {name}")
         if not isinstance(size, int) or size <= 0:
             raise ValueError(f"local {name}: size must be a positive int, got {size!r}")
         return BufferRef(self, UOp(Ops.DEFINE_LOCAL, dtype, (), (name, size)))
