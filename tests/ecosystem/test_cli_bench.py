@@ -31,9 +31,12 @@ def test_bench_json_and_every_device(run_py):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     rows = json.loads(p.stdout)
     listed = run_py("-m", "devicekit.cli", "devices", "--json")
-    available = {d["spec"] for d in json.loads(listed.stdout) if d["available"]}
+    listed = json.loads(listed.stdout)
+    available = {d["spec"] for d in listed if d["available"]}
     assert {"CPU", "PYTHON", "ACME"} <= available
-    assert {r["device"] for r in rows} == available
+    examples = {d["spec"] for d in listed if d["example"]}
+    assert examples == {"ACME", "ACME:1"}  # the example vendor device is listed as one, and not benched by default
+    assert {r["device"] for r in rows} == available - examples
     assert all(r["ok"] and r["seconds"] > 0 and r["rate"] > 0 for r in rows), rows
 
 
@@ -138,3 +141,21 @@ def test_every_case_is_right_on_cpu_and_a_wrong_answer_is_caught():
         wrong = np.array(got, np.float64).reshape(-1)
         wrong[-1] += 1.0
         assert "max abs error" in case.check(wrong, want), case.name
+
+
+def test_bench_on_an_unavailable_device_says_why_once(run_py):
+    import devicekit as dk
+    cuda = [d for d in dk.devices() if d.kind == "CUDA"]
+    if not cuda or cuda[0].available:
+        pytest.skip("needs the CUDA plugin installed on a machine without a CUDA driver")
+    p = run_py("-m", "devicekit.cli", "bench", "--device", "CUDA", "--quick")
+    assert p.returncode == 1
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("devicekit bench: CUDA is not available here: no CUDA driver"), lines
+    assert len(lines[0]) < 200 and "`devicekit info`" in lines[0]
+
+
+def test_bench_runs_an_example_device_when_asked(run_py):
+    p = run_py("-m", "devicekit.cli", "bench", "--device", "ACME", "--quick", "--json")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert {r["device"] for r in json.loads(p.stdout)} == {"ACME"}

@@ -44,6 +44,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     A DEVICEKIT_DEVICE that names no available device is a warning on stderr (the listing is still right)."""
     from ..errors import PluginError
     from ..registry import get_registry
+    from ..registry.records import short_reason
 
     try:
         reg = get_registry()
@@ -61,10 +62,11 @@ def cmd_devices(args: argparse.Namespace) -> int:
         for d in infos:
             dist = f"{d.distribution} {d.version or ''}".strip() if d.distribution else d.plugin
             mark = "*" if d.spec == default_str else " "
+            example = "  (an example device, not hardware)" if d.example else ""
             if d.available:
-                print(f"{mark} {d.spec:<10} available    {dist:<26} pairs: {', '.join(d.pair_names) or '-'}")
-            else:
-                print(f"{mark} {d.spec:<10} unavailable  {dist:<26} {d.reason}")
+                print(f"{mark} {d.spec:<10} available    {dist:<26} pairs: {', '.join(d.pair_names) or '-'}{example}")
+            else:  # the first clause of the reason; `devicekit info` has all of it
+                print(f"{mark} {d.spec:<10} unavailable  {dist:<26} {short_reason(d.reason)}{example}")
         if default_str is not None:
             print(f"* the default device (from {origin})")
     if problem is not None:
@@ -125,9 +127,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
             if row is None:
                 from ..registry import device
                 device(want)  # raises the registry's message: which devices exist, why one is missing
+            if not row.available:  # once, not once per kernel
+                from ..registry.records import short_reason
+                print(f"devicekit bench: {want} is not available here: {short_reason(row.reason)} (the full reason: "
+                      "`devicekit info`)", file=sys.stderr)
+                return EXIT_FAILED
             specs = [want]
         else:
-            specs = [d.spec for d in infos if d.available]
+            specs = [d.spec for d in infos if d.available and not d.example]  # example devices: --device X
     except (DeviceKitError, ValueError) as e:
         print(f"devicekit bench: {e}", file=sys.stderr)
         return EXIT_FAILED
