@@ -128,3 +128,19 @@ def test_a_native_crash_is_bisected_to_its_seed(monkeypatch):
     rep = fz.fuzz(40, seed=0, jobs=2, chunk=16, worker=dkrel_crash_worker.crash_on_13)
     crashes = [f for f in rep.findings if f.kind == "crash"]
     assert [f.seed for f in crashes] == [13] and rep.tried == 40
+
+
+def test_the_fuzzer_shows_progress(tmp_path):
+    """`python -m devicekit.testing.fuzz` prints one line per chunk on stderr (kernels done, findings, time left)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
+    env["DEVICEKIT_CACHE_DIR"] = str(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "c", "--n", "20",
+                        "--jobs", "1"], capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("fuzz: ")]
+    assert lines[0].startswith("fuzz: 10/20 kernels, 0 findings, ") and "s left" in lines[0], lines
+    assert lines[-1].startswith("fuzz: 20/20 kernels, 0 findings"), lines
+    q = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "c", "--n", "2",
+                        "--jobs", "1", "--no-progress"], capture_output=True, text=True, timeout=300, env=env,
+                       check=False)
+    assert q.returncode == 0 and "fuzz: 2/2" not in q.stderr, q.stderr
