@@ -59,14 +59,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _private_cache(config: pytest.Config) -> None:
     """The kit compiles hundreds of kernels: into a temporary compile cache (DEVICEKIT_CACHE_DIR for this process
     and the fresh interpreters it starts), removed at the end, never the user's own cache."""
-    import os
     import tempfile
 
     from devicekit.compile.cache import reset_default_cache
 
     tmp = tempfile.mkdtemp(prefix="devicekit-kit-cache-")
-    config._devicekit_cache = (tmp, os.environ.get("DEVICEKIT_CACHE_DIR"))
-    os.environ["DEVICEKIT_CACHE_DIR"] = tmp
+    env = pytest.MonkeyPatch()  # undone at unconfigure: the caller's setting comes back
+    env.setenv("DEVICEKIT_CACHE_DIR", tmp)
+    config._devicekit_cache = (tmp, env)
     reset_default_cache()
 
 
@@ -74,16 +74,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     saved = getattr(config, "_devicekit_cache", None)
     if saved is None:
         return
-    import os
     import shutil
 
     from devicekit.compile.cache import reset_default_cache
 
-    tmp, old = saved
-    if old is None:
-        os.environ.pop("DEVICEKIT_CACHE_DIR", None)
-    else:
-        os.environ["DEVICEKIT_CACHE_DIR"] = old
+    tmp, env = saved
+    env.undo()
     reset_default_cache()
     shutil.rmtree(tmp, ignore_errors=True)
 
