@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""devicekit CPU (llvm pair) vs numpy vs tinygrad, in one run. See bench/README.md.
+"""devicekit CPU (llvm pair) vs numpy vs numba vs tinygrad, in one run. See bench/README.md.
 
     python bench/run.py                  # full run, prints the table
     python bench/run.py --quick          # fewer repetitions
@@ -28,7 +28,9 @@ import tempfile
 import time
 
 import numpy as np
-from devicekit.benchmarking import best, cases, prepare
+from devicekit import bench_machine
+from devicekit.bench_numba import unavailable as numba_unavailable
+from devicekit.benchmarking import best, cases, prepare, time_numba
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "README.md")
@@ -94,21 +96,23 @@ ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "softmax": "softmax", 
 
 
 def bench_case(dk, tg, case, reps, compare: bool = True):
-    """(devicekit, numpy, tinygrad or None) best times of one case of devicekit.benchmarking (the definition
-    `devicekit bench` uses, here at its "large" sizes); the devicekit result is checked against numpy."""
+    """(devicekit, numpy, numba or None, tinygrad or None) best times of one case of devicekit.benchmarking (the
+    definition `devicekit bench` uses, here at its "large" sizes); the devicekit result is checked against numpy."""
     inputs = case.inputs()
     prepared = prepare(case, dk.cpu, inputs)
     t_dk = best(prepared.launch, reps)
-    err = case.check(prepared.output(), case.reference(inputs))
+    want = case.reference(inputs)
+    err = case.check(prepared.output(), want)
     assert not err, f"{case.title}: {err}"
     if not compare:
-        return t_dk, None, None
+        return t_dk, None, None, None
     t_np = best(lambda: case.reference(inputs), reps)
+    t_nb = time_numba(case, inputs, want, reps, budget=None)
     t_tg = None
     if not isinstance(tg, str) and case.tinygrad is not None:
         fn, arrays = case.tinygrad(inputs)
         t_tg = tg_time(tg, fn, tuple(tg[0](a).realize() for a in arrays), reps)
-    return t_dk, t_np, t_tg
+    return t_dk, t_np, t_nb, t_tg
 
 
 def bench_compile(dk, reps):
@@ -209,6 +213,8 @@ def main() -> int:
     reps = 3 if args.quick else 15  # best-of: many short runs find the quiet moments of a shared machine
 
     load0 = f"{os.getloadavg()[0]:.2f}"
+    if (busy := bench_machine.busy_warning()) is not None:
+        print(busy, file=sys.stderr)
     dk = DK()
     tg = load_tinygrad()
     if isinstance(tg, str):
@@ -216,6 +222,12 @@ def main() -> int:
     else:
         from importlib.metadata import version
         tg_note = f"tinygrad {version('tinygrad')} (CPU device, CC={os.environ.get('CC', 'clang')}, default settings)"
+    nb_why = numba_unavailable()
+    if nb_why is None:
+        from importlib.metadata import version as _v
+        nb_note = f"numba {_v('numba')} (@njit(parallel=True), prange over the outer loop, compiled before timing)"
+    else:
+        nb_note = f"unavailable ({nb_why})"
     by_name = {c.name: c for c in cases(profile="large", proposals=True)}
     rows, extra = [], {}
     for row, name in ROWS.items():
@@ -249,23 +261,27 @@ def main() -> int:
     head = (f"Machine: {cpu_name.split(' flags=')[0]}, {os.cpu_count()} CPUs, devicekit CPU threads {threads}; "
             f"python {platform.python_version()}, numpy {np.__version__}; {tg_note}. "
             f"devicekit pair: {dk.pair} ({dk.cpu.compiler.identity().split(' features=')[0]}). "
-            f"Load average before/after the run: {load0} / {os.getloadavg()[0]:.2f} (other processes share the CPUs).")
+            f"Load average before/after the run: {load0} / {os.getloadavg()[0]:.2f} (other processes share the CPUs). "
+            f"{bench_machine.describe()}. numba: {nb_note}.")
     lines = [head, "",
-             "| benchmark | devicekit | numpy | tinygrad | numpy / devicekit | tinygrad / devicekit | bar |",
-             "|---|---|---|---|---|---|---|"]
+             ("| benchmark | devicekit | numpy | numba | tinygrad | numpy / devicekit | numba / devicekit | "
+             "tinygrad / devicekit | bar |"),
+             "|---|---|---|---|---|---|---|---|---|"]
     results = {}
-    for name, t_dk, t_np, t_tg in rows:
+    for name, t_dk, t_np, t_nb, t_tg in rows:
         r_np = t_np / t_dk
+        r_nb = t_nb / t_dk if t_nb else None
         r_tg = t_tg / t_dk if t_tg else None
         bars = []
         for who, need in BARS.get(name, []):
             r = r_np if who == "numpy" else r_tg
             bars.append(f"{who} ≥{need}x: " + ("n/a" if r is None else ("ok" if r >= need else "MISSED")))
-        lines.append(f"| {name} | {fmt_t(t_dk)} | {fmt_t(t_np)} | {fmt_t(t_tg)} | {r_np:.2f}x | "
+        lines.append(f"| {name} | {fmt_t(t_dk)} | {fmt_t(t_np)} | {fmt_t(t_nb)} | {fmt_t(t_tg)} | {r_np:.2f}x | "
+                     f"{'n/a' if r_nb is None else f'{r_nb:.2f}x'} | "
                      f"{'n/a' if r_tg is None else f'{r_tg:.2f}x'} | {'; '.join(bars)} |")
-        results[name] = {"devicekit": t_dk, "numpy": t_np, "tinygrad": t_tg}
+        results[name] = {"devicekit": t_dk, "numpy": t_np, "numba": t_nb, "tinygrad": t_tg}
     for name, t in extra.items():
-        lines.append(f"| {name} | {fmt_t(t)} | | | | | (pack included) |")
+        lines.append(f"| {name} | {fmt_t(t)} | | | | | | | (pack included) |")
         results[name] = {"devicekit": t}
     if singles:
         lines += ["", "| devicekit overhead | time | bar | detail |", "|---|---|---|---|"]

@@ -3,7 +3,6 @@ in which the fixture distributions under tests/fixtures are really pip-installed
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -16,22 +15,11 @@ import pytest
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 sys.path.insert(0, str(FIXTURES / "toy"))  # in-process use of the TOY plugin (dkfix_toy)
+sys.path.insert(0, str(HERE))  # fixture_wheels
 
-# the suite's own knobs (docs/reliability.md) survive; every other DEVICEKIT_* setting of the caller's shell is removed
-_DK_KEEP = ("DEVICEKIT_SLOW", "DEVICEKIT_FUZZ_N", "DEVICEKIT_FUZZ_LONG_N", "DEVICEKIT_SOAK_SECONDS")
+from fixture_wheels import build_wheels
 
-
-@pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path_factory):
-    """No DEVICEKIT_* settings leak in; the process-wide compile cache lives in a private temp dir."""
-    from devicekit.compile.cache import reset_default_cache
-
-    for k in [k for k in os.environ if k.startswith("DEVICEKIT_") and k not in _DK_KEEP]:
-        monkeypatch.delenv(k, raising=False)
-    monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dk-cache"))
-    reset_default_cache()
-    yield
-    reset_default_cache()
+# the DEVICEKIT_* isolation and the private compile cache of every test: the repository's conftest.py
 
 
 @pytest.fixture
@@ -49,15 +37,6 @@ def registry():
 
 def _fixture_dirs() -> list[Path]:
     return sorted(p.parent for p in FIXTURES.glob("*/pyproject.toml"))
-
-
-def _fixtures_hash() -> str:
-    h = hashlib.sha256()
-    for d in _fixture_dirs():
-        for f in sorted(d.rglob("*")):
-            if f.is_file() and "__pycache__" not in f.parts and ".egg-info" not in str(f):
-                h.update(str(f.relative_to(FIXTURES)).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
 
 
 class FixtureVenv:
@@ -89,17 +68,11 @@ class FixtureVenv:
 
 @pytest.fixture(scope="session")
 def fixture_venv(tmp_path_factory, request) -> FixtureVenv:
-    """Build the fixture wheels once (cached by content in .pytest_cache, offline: no build isolation, the test
-    venv's setuptools), then install them with --no-deps into a fresh venv layered on the test venv."""
+    """Build the fixture wheels once (tests/fixture_wheels.py: cached by content in .pytest_cache, shared by xdist
+    workers), then install them with --no-deps into a fresh venv layered on the test venv."""
     cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider: build into a temp dir
     base = Path(cache.mkdir("devicekit-fixture-wheels")) if cache is not None else tmp_path_factory.mktemp("wheels")
-    wheels = base / _fixtures_hash()
-    if not list(wheels.glob("*.whl")):
-        wheels.mkdir(parents=True, exist_ok=True)
-        p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            "--no-index", "-w", str(wheels), *map(str, _fixture_dirs())],
-                           capture_output=True, check=False, text=True, timeout=300)
-        assert p.returncode == 0, f"building fixture wheels failed:\n{p.stdout}\n{p.stderr}"
+    wheels = build_wheels(_fixture_dirs(), FIXTURES, base, tmp_path_factory.mktemp("fixture-build"))
     root = tmp_path_factory.mktemp("fixture-venv")
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
                     "--system-site-packages", str(root)], check=True, timeout=120)

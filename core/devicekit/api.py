@@ -41,6 +41,7 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     """
     import numpy as np
 
+    from .ir.accept import as_kernel, host_array
     from .memory import Buffer, BufferOptions
     from .runtime import Program
 
@@ -57,6 +58,7 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         program = kernel  # it runs where it was loaded: its buffers go to its device
         dev = program.device or resolve_device(device)
     else:
+        kernel = as_kernel(kernel, "dk.run")  # before the device: a forgotten .build() is the error to show
         dev = resolve_device(device)
         program = dev.compile(kernel)
     spec = program.spec
@@ -87,7 +89,10 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     buffers, shapes = [], {}
     for p, n in zip(spec.user_params, sizes):
         if p.name in named:
-            arr = np.asarray(named[p.name])
+            try:  # the data rule of Buffer.copyin (ir/accept.py): lists and scalars of the param's dtype too
+                arr = host_array(named[p.name], p.dtype)
+            except TypeError as e:
+                raise TypeError(f"{spec.name}: param {p.name!r}: {e}") from None
             lanes = p.dtype.count
             if arr.size % lanes:
                 raise ValueError(f"{spec.name}: param {p.name!r} is {p.dtype}; {arr.size} scalars is not a whole "

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PROFILES", "BenchCase", "BenchResult", "Prepared", "best", "cases", "format_table", "plot", "prepare",
-           "run_bench", "time_numpy"]
+__all__ = ["PROFILES", "BenchCase", "BenchResult", "Prepared", "best", "cases", "check_plot_path", "format_table", "plot",
+           "prepare", "run_bench", "time_numba", "time_numpy"]
 
 PROFILES = ("quick", "standard", "large")
 
@@ -73,6 +73,7 @@ class BenchResult:
     unit: str
     ok: bool
     error: str = ""
+    numba_seconds: float | None = None  # the case's parallel numba version on the same data (bench_numba.py)
 
     @property
     def rate(self) -> float | None:
@@ -83,10 +84,15 @@ class BenchResult:
         """numpy time / device time: above 1 the device is faster than numpy."""
         return None if not self.seconds else self.numpy_seconds / self.seconds
 
+    @property
+    def vs_numba(self) -> float | None:
+        """numba time / device time (None without a numba time)."""
+        return None if not self.seconds or not self.numba_seconds else self.numba_seconds / self.seconds
+
     def to_dict(self) -> dict:
         return {"kernel": self.case, "size": self.size, "device": self.device, "seconds": self.seconds,
                 "numpy_seconds": self.numpy_seconds, "rate": self.rate, "unit": self.unit, "vs_numpy": self.vs_numpy,
-                "ok": self.ok, "error": self.error}
+                "numba_seconds": self.numba_seconds, "vs_numba": self.vs_numba, "ok": self.ok, "error": self.error}
 
 
 # ------------------------------------------------------------------ the cases
@@ -304,16 +310,32 @@ def _device_time(case: BenchCase, dev: Any, inputs: dict[str, Any], reps: int = 
     return seconds, prepared.output()
 
 
+def time_numba(case: BenchCase, inputs: dict[str, Any], want: np.ndarray, reps: int = 5,
+               budget: float | None = 0.25) -> float | None:
+    """Best time of the case's numba version (bench_numba.py; compiled in the warm-up call), None when there is none
+    or it disagrees with numpy (a numba time for a wrong answer is no comparison)."""
+    from .bench_numba import version_for
+    fn = version_for(case.name)
+    if fn is None:
+        return None
+    got = fn(inputs)  # the warm-up: numba compiles here
+    if case.check(np.asarray(got), want):
+        return None
+    return best(lambda: fn(inputs), reps, warmup=0, budget=budget)
+
+
 def run_bench(devices: list[str], quick: bool = False,
-              progress: Callable[[str], None] | None = None) -> list[BenchResult]:
-    """Every case on every device (spec strings). A device or case that fails is a result with its error, never an
-    exception: the other rows still run."""
+              progress: Callable[[str], None] | None = None, numba: bool = True) -> list[BenchResult]:
+    """Every case on every device (spec strings), with numpy's and (when `numba` and it is installed) numba's time of
+    the same case on the same data. A device or case that fails is a result with its error, never an exception: the
+    other rows still run."""
     from .registry import device as get_device
 
     results: list[BenchResult] = []
     for case in cases(quick):
         inputs = case.inputs()
         np_seconds, want = time_numpy(case, inputs)
+        nb_seconds = time_numba(case, inputs, want) if numba else None
         for spec in devices:
             if progress is not None:
                 progress(f"{case.name} {case.size} on {spec}")
@@ -321,31 +343,60 @@ def run_bench(devices: list[str], quick: bool = False,
                 seconds, got = _device_time(case, get_device(spec), inputs)
                 err = case.check(got, want)
                 results.append(BenchResult(case.name, case.size, spec, seconds, np_seconds, case.work, case.unit,
-                                           not err, err))
+                                           not err, err, nb_seconds))
             except Exception as e:  # noqa: BLE001 - one failing device must not stop the table
                 results.append(BenchResult(case.name, case.size, spec, None, np_seconds, case.work, case.unit, False,
-                                           f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+                                           f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                                           nb_seconds))
     return results
 
 
-def format_table(results: list[BenchResult]) -> str:
-    """A fixed-width text table: kernel, size, device, time, rate, ratio to numpy, check."""
-    head = ("kernel", "size", "device", "time", "rate", "vs numpy", "check")
+def format_table(results: list[BenchResult], numba_note: str | None = None) -> str:
+    """A fixed-width text table: kernel, size, device, time, rate, ratio to numpy, ratio to numba, check.
+    `numba_note`: why there is no numba column (printed under the table)."""
+    head = ("kernel", "size", "device", "time", "rate", "vs numpy", "vs numba", "check")
     rows = []
     for r in results:
         if not r.seconds:
-            rows.append((r.case, r.size, r.device, "-", "-", "-", f"ERROR {r.error}"))
+            rows.append((r.case, r.size, r.device, "-", "-", "-", "-", f"ERROR {r.error}"))
             continue
         t = f"{r.seconds * 1e3:.3f} ms" if r.seconds < 1 else f"{r.seconds:.2f} s"
         rows.append((r.case, r.size, r.device, t, f"{r.rate:.2f} {r.unit}", f"{r.vs_numpy:.2f}x",
-                     "ok" if r.ok else f"MISMATCH {r.error}"))
+                     "-" if r.vs_numba is None else f"{r.vs_numba:.2f}x", "ok" if r.ok else f"MISMATCH {r.error}"))
+    if all(r.numba_seconds is None for r in results):  # no numba here (or --no-numba): no empty column
+        head = head[:6] + head[7:]
+        rows = [row[:6] + row[7:] for row in rows]
     widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
     fmt = lambda row: "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip()
     lines = [fmt(head), fmt(tuple("-" * w for w in widths))] + [fmt(r) for r in rows]
     lines.append("")
-    lines.append("vs numpy: numpy's time / the device's time on the same data (above 1x: faster than numpy). "
-                 "Best of up to 5 launches after a warm-up; compile and copies not timed.")
+    lines.append("vs numpy: numpy's time / the device's time on the same data (above 1x: faster than numpy); vs numba: "
+                 "the same for a parallel numba @njit. Best of up to 5 launches after a warm-up; compile and copies "
+                 "not timed.")
+    if numba_note:
+        lines.append(f"no numba column: {numba_note}")
     return "\n".join(lines)
+
+
+def check_plot_path(path: str) -> str | None:
+    """None when a chart can be written to `path` (a format matplotlib writes, a directory that exists and is
+    writable), else the problem in words: checked before a minute of benchmarking, not after."""
+    import os
+
+    from matplotlib.figure import Figure
+    ext = os.path.splitext(path)[1].lstrip(".").lower()
+    formats = Figure().canvas.get_supported_filetypes()
+    if ext not in formats:
+        return f"{path!r}: matplotlib cannot write {'.' + ext if ext else 'a file without an extension'}; use one of " \
+               f"{', '.join('.' + f for f in sorted(formats))}"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"{path!r}: the directory {folder} does not exist"
+    if os.path.isdir(path):
+        return f"{path!r} is a directory"
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        return f"{path!r}: not writable"
+    return None
 
 
 def plot(results: list[BenchResult], path: str) -> None:
@@ -358,7 +409,7 @@ def plot(results: list[BenchResult], path: str) -> None:
     kernels_ = list(dict.fromkeys(r.case for r in results))
     devices = list(dict.fromkeys(r.device for r in results))
     width = 0.8 / max(1, len(devices))
-    fig, ax = plt.subplots(figsize=(2 + 1.6 * len(kernels_), 4))
+    fig, ax = plt.subplots(figsize=(3.5 + 1.6 * len(kernels_), 4))
     for j, dev in enumerate(devices):
         ys = [next((r.vs_numpy or 0.0 for r in results if r.case == k and r.device == dev), 0.0) for k in kernels_]
         ax.bar([i + j * width for i in range(len(kernels_))], ys, width, label=dev)
@@ -368,9 +419,10 @@ def plot(results: list[BenchResult], path: str) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("speed vs numpy (x)")
     ax.set_title("devicekit bench")
-    ax.legend()
+    # beside the axes, never over a bar
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, title="device")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
 
 

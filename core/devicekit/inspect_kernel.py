@@ -74,7 +74,8 @@ def load_kernel(ref: str) -> Any:
         except Exception as e:
             raise KernelLoadError(f"{ref}: {attr}() raised {type(e).__name__}: {e}") from e
     if not isinstance(obj, Kernel):
-        raise KernelLoadError(f"{ref} is a {type(obj).__name__}, not a devicekit ir.Kernel (build one with "
+        from .ir.accept import described
+        raise KernelLoadError(f"{ref} is {described(obj)}, not a devicekit ir.Kernel (build one with "
                               "ir.KernelBuilder(...).build())")
     return obj
 

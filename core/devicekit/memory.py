@@ -212,14 +212,8 @@ class HostAllocator(LRUAllocator):
 
 
 def _as_dtype(dtype: Any) -> DType:
-    if isinstance(dtype, DType):
-        return dtype
-    if isinstance(dtype, str):
-        try:
-            return dtypes.from_name(dtype)
-        except ValueError:
-            pass
-    return dtypes.from_numpy(dtype)
+    from .ir.accept import as_dtype  # the entry points' one rule for a dtype (docs/architecture.md)
+    return as_dtype(dtype, "Buffer")
 
 
 class Buffer:
@@ -304,22 +298,9 @@ class Buffer:
     # ---- data
     def _host_array(self, obj: Any) -> np.ndarray:
         """`obj` as the flat array stored in this buffer, checking dtype and size."""
-        if isinstance(obj, np.ndarray):
-            arr = obj
-        elif isinstance(obj, (list, tuple, int, float, bool, np.generic)):
-            arr = np.asarray(obj, dtype=self.dtype.np_compute)
-        else:
-            try:
-                arr = np.asarray(memoryview(obj))
-            except TypeError:
-                raise TypeError(f"copyin takes a numpy array or a buffer-protocol object, got {type(obj).__name__}"
-                                ) from None
+        from .ir.accept import host_array  # the one rule for data (dk.run's arrays too)
+        arr = host_array(obj, self.dtype)
         want = self.dtype.scalar()
-        if want == dtypes.bfloat16:
-            if arr.dtype not in (np.float32, np.uint16):
-                raise TypeError(f"a bfloat16 buffer takes float32 values or uint16 bits, got {arr.dtype}")
-        elif arr.dtype != want.np:
-            raise TypeError(f"dtype mismatch: buffer is {self.dtype} (numpy {want.np}), data is {arr.dtype}")
         if arr.size != self.size * self.lanes:
             raise ValueError(f"size mismatch: buffer holds {self.size} x {self.dtype} "
                              f"({self.size * self.lanes} scalars), data has {arr.size}")

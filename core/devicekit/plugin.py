@@ -73,9 +73,14 @@ floats and bools are refused when the declaration is made)."""
     priority: int = 0
     probe: Callable[[], Availability] = _always
     count: Callable[[], int] = _one
+    # an example or emulated device, not hardware (the vendor example ACME): listed and usable, marked "example"
+    # by `devicekit info`/`devices`, and left out of what tools pick by themselves (`devicekit bench` without --device)
+    example: bool = False
 
     def __post_init__(self) -> None:
         check_priority(self)
+        if not isinstance(self.example, bool):
+            raise TypeError(f"DeviceKind {self.name!r}: example must be a bool, got {self.example!r}")
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,8 @@ class Device(Target):
 
     def compile(self, kernel: Any, name: str | None = None, pair: int | str | None = None) -> Program:
         """render -> compile -> runtime, memoized per device by (kernel.key, name, pair)."""
+        from .ir.accept import as_kernel
+        kernel = as_kernel(kernel, f"{self.spec}: compile")
         idx = self.pair_index(pair)
         key = (kernel.key, name, idx)
         if (prog := self._programs.get(key)) is not None:

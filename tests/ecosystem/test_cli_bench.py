@@ -14,31 +14,64 @@ from devicekit.benchmarking import BenchResult, Progress, format_table
 BLOCK = "import sys; sys.modules[{mod!r}] = None; from devicekit.cli import main; sys.exit(main({argv!r}))"
 
 
+def _table(stdout: str) -> tuple[list[str], list[str]]:
+    """(the machine line and the header, the kernel rows) of a bench table."""
+    lines = stdout.splitlines()
+    assert lines[0].startswith("machine: ") and " CPUs, load " in lines[0], lines[0]
+    rows = [ln for ln in lines[3:] if ln and ln.split()[0] in ("fma", "sum", "softmax", "matmul", "gather",
+                                                                 "gather-unchecked")]
+    return lines[:2], rows
+
+
 def test_bench_python_quick_table(run_py):
-    p = run_py("-m", "devicekit.cli", "bench", "--device", "PYTHON", "--quick")
+    p = run_py("-m", "devicekit.cli", "bench", "--device", "PYTHON", "--quick", "--no-numba")
     assert p.returncode == 0, p.stderr
-    lines = p.stdout.splitlines()
-    assert lines[0].split() == ["kernel", "size", "device", "time", "rate", "vs", "numpy", "check"]
-    rows = [ln for ln in lines[2:] if ln and not ln.startswith("vs numpy")]
+    (machine, head), rows = _table(p.stdout)
+    assert "openblas" in machine or "BLAS threads unknown" in machine or "threads" in machine, machine
+    assert head.split() == ["kernel", "size", "device", "time", "rate", "vs", "numpy", "check"]
     assert [r.split()[0] for r in rows] == ["fma", "sum", "softmax", "matmul", "gather", "gather-unchecked"]
     for r in rows:
         assert re.search(r"PYTHON\s+[\d.]+ m?s\s+[\d.]+ (GB/s|GFLOP/s)\s+[\d.]+x\s+ok$", r), r
     assert "[4/6] matmul 32x32x32 on PYTHON" in p.stderr  # plain progress: stderr is not a terminal
+    assert "no numba column: --no-numba" in p.stdout
+
+
+def test_bench_numba_column(run_py):
+    """Parallel numba on the same data in the same process, as a column; absent with the reason without numba."""
+    pytest.importorskip("numba")
+    p = run_py("-m", "devicekit.cli", "bench", "--device", "CPU", "--quick", "--json")
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = {r["kernel"]: r for r in json.loads(p.stdout)}
+    assert all(rows[k]["numba_seconds"] > 0 and rows[k]["vs_numba"] > 0 for k in ("fma", "sum", "softmax", "matmul"))
+    q = run_py("-c", BLOCK.format(mod="numba", argv=["bench", "--device", "PYTHON", "--quick"]))
+    assert q.returncode == 0, q.stderr[-2000:]
+    (_, head), _ = _table(q.stdout)
+    assert "numba" not in head and "no numba column: numba is not installed" in q.stdout
+
+
+def test_a_busy_machine_is_flagged():
+    from devicekit import bench_machine
+    assert bench_machine.busy_warning(0.3, 2) is None
+    warning = bench_machine.busy_warning(3.5, 2)
+    assert warning.startswith("warning: the machine is busy (load 3.50 on 2 CPUs)") and "vs numpy" in warning
 
 
 def test_bench_json_and_every_device(run_py):
-    p = run_py("-m", "devicekit.cli", "bench", "--quick", "--json")  # a subprocess: the installed devices only
+    p = run_py("-m", "devicekit.cli", "bench", "--quick", "--json", "--no-numba")  # the installed devices only
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     rows = json.loads(p.stdout)
     listed = run_py("-m", "devicekit.cli", "devices", "--json")
-    available = {d["spec"] for d in json.loads(listed.stdout) if d["available"]}
+    listed = json.loads(listed.stdout)
+    available = {d["spec"] for d in listed if d["available"]}
     assert {"CPU", "PYTHON", "ACME"} <= available
-    assert {r["device"] for r in rows} == available
+    examples = {d["spec"] for d in listed if d["example"]}
+    assert examples == {"ACME", "ACME:1"}  # the example vendor device is listed as one, and not benched by default
+    assert {r["device"] for r in rows} == available - examples
     assert all(r["ok"] and r["seconds"] > 0 and r["rate"] > 0 for r in rows), rows
 
 
 def test_bench_without_rich_falls_back_to_plain(run_py):
-    p = run_py("-c", BLOCK.format(mod="rich", argv=["bench", "--device", "CPU", "--quick"]))
+    p = run_py("-c", BLOCK.format(mod="rich", argv=["bench", "--device", "CPU", "--quick", "--no-numba"]))
     assert p.returncode == 0, p.stderr
     assert "[1/6] fma n=16384 on CPU" in p.stderr
     assert "matmul" in p.stdout
@@ -57,7 +90,7 @@ def test_rich_progress_bar_when_rich_is_installed():
 def test_plot_writes_a_png(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     out = tmp_path / "bench.png"
-    assert cli.main(["bench", "--device", "PYTHON", "--quick", "--plot", str(out)]) == 0
+    assert cli.main(["bench", "--device", "PYTHON", "--quick", "--no-numba", "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"plot written to {out}" in capsys.readouterr().out
 
@@ -138,3 +171,59 @@ def test_every_case_is_right_on_cpu_and_a_wrong_answer_is_caught():
         wrong = np.array(got, np.float64).reshape(-1)
         wrong[-1] += 1.0
         assert "max abs error" in case.check(wrong, want), case.name
+
+
+def test_bench_on_an_unavailable_device_says_why_once(run_py):
+    import devicekit as dk
+    cuda = [d for d in dk.devices() if d.kind == "CUDA"]
+    if not cuda or cuda[0].available:
+        pytest.skip("needs the CUDA plugin installed on a machine without a CUDA driver")
+    p = run_py("-m", "devicekit.cli", "bench", "--device", "CUDA", "--quick")
+    assert p.returncode == 1
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("devicekit bench: CUDA is not available here: no CUDA driver"), lines
+    assert len(lines[0]) < 200 and "`devicekit info`" in lines[0]
+
+
+def test_bench_runs_an_example_device_when_asked(run_py):
+    p = run_py("-m", "devicekit.cli", "bench", "--device", "ACME", "--quick", "--json", "--no-numba")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert {r["device"] for r in json.loads(p.stdout)} == {"ACME"}
+
+
+@pytest.mark.parametrize("name, problem", [("missing/dir/b.png", "does not exist"), ("b.txt", "cannot write .txt"),
+                                           (".", "is a directory")])
+def test_plot_checks_its_path_before_benchmarking(tmp_path, capsys, name, problem):
+    pytest.importorskip("matplotlib")
+    target = str(tmp_path / name) if name != "." else str(tmp_path)
+    if name == ".":
+        target += "/sub.png"
+        (tmp_path / "sub.png").mkdir()
+    assert cli.main(["bench", "--device", "PYTHON", "--quick", "--plot", target]) == 1
+    err = capsys.readouterr()
+    assert f"devicekit bench --plot: {target!r}" in err.err and problem in err.err
+    assert "[1/" not in err.err  # nothing was benchmarked
+
+
+def test_plot_legend_covers_no_bar(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    from devicekit import benchmarking
+    from matplotlib import pyplot as plt
+
+    rows = [BenchResult(k, "n=4", dev, 1e-3, t, 64, "GB/s", True) for k in ("fma", "sum", "softmax")
+            for dev, t in (("CPU", 5e-3), ("ACME", 4e-3), ("PYTHON", 1e-1))]
+    made = []
+    orig = plt.close
+    plt.close = lambda fig=None: made.append(fig)  # keep the figure to measure it
+    try:
+        benchmarking.plot(rows, str(tmp_path / "b.png"))
+    finally:
+        plt.close = orig
+    (fig,) = made
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    assert all(not legend.overlaps(bar.get_window_extent()) for bar in ax.patches)
+    plt.close(fig)

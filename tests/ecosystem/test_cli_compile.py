@@ -119,7 +119,7 @@ def test_no_disassembly_is_a_clear_message(capsys, kfile):
     ("/no/such/file.py:k", "no such file"),
     ("{f}:nope", "has no 'nope'; kernels and functions there: saxpy, SOFTMAX, needs_args"),
     ("{f}:needs_args", "needs arguments"),
-    ("{f}:NOT_A_KERNEL", "is a int, not a devicekit ir.Kernel"),
+    ("{f}:NOT_A_KERNEL", "is an int (42), not a devicekit ir.Kernel"),
 ])
 def test_bad_references_are_usage_errors(capsys, kfile, ref, msg):
     rc, _, err = _run(capsys, ref.format(f=kfile))

@@ -84,3 +84,20 @@ def test_plugin_is_inert_in_unrelated_test_runs(run_py, tmp_path):
     assert "1 passed" in p.stdout and "skipped" not in p.stdout
     h = run_py("-m", "pytest", "--help", "--rootdir", str(tmp_path))
     assert "--devicekit-device=KIND" in h.stdout and "--devicekit-seeds=N" in h.stdout
+
+
+def test_kit_never_writes_the_users_cache(tmp_path):
+    """No DEVICEKIT_CACHE_DIR: the kit still compiles into a temporary cache, not $XDG_CACHE_HOME/devicekit."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
+    # outside the repository (no conftest.py of ours, no pyproject addopts): as a vendor runs it
+    p = subprocess.run([sys.executable, *KIT, "--devicekit-device=CPU", "-k", "test_compile", "--noconftest",
+                        "--rootdir", str(tmp_path)], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
+    assert _counts(p.stdout).get("passed", 0) >= 5, p.stdout[-2000:]
+    assert not (tmp_path / "xdg" / "devicekit").exists(), list((tmp_path / "xdg").rglob("*"))

@@ -5,6 +5,7 @@ environment knobs work; a machine without a C compiler gets the reason."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,9 +17,12 @@ from .conftest import ROOT
 
 
 def test_builds_a_wheel_with_the_entry_point(tmp_path):
+    src = tmp_path / "vendor_plugin"  # a copy: the build's build/ and .egg-info stay out of the source tree
+    shutil.copytree(ROOT / "examples" / "vendor_plugin", src,
+                    ignore=shutil.ignore_patterns("__pycache__", "build", "dist", "*.egg-info"))
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                        "-w", str(tmp_path), str(ROOT / "examples" / "vendor_plugin")],
-                       capture_output=True, text=True, timeout=300, check=False)
+                        "-w", str(tmp_path), str(src)], capture_output=True, text=True, timeout=300, check=False,
+                       cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     (whl,) = tmp_path.glob("devicekit_acme-*.whl")
     with zipfile.ZipFile(whl) as z:

@@ -4,7 +4,6 @@ crash-prone code in a subprocess and see how it ended."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -18,6 +17,10 @@ from devicekit import settings
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
+sys.path.insert(0, str(HERE.parent))  # fixture_wheels
+
+from fixture_wheels import build_wheels
+
 SLOW = settings.get("DEVICEKIT_SLOW")
 
 
@@ -78,15 +81,6 @@ class RelVenv:
         return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def _hash(dirs: list[Path]) -> str:
-    h = hashlib.sha256()
-    for d in dirs:
-        for f in sorted(d.rglob("*")):
-            if f.is_file() and "__pycache__" not in f.parts and ".egg-info" not in str(f) and "build" not in f.parts:
-                h.update(str(f.relative_to(FIXTURES)).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
-
-
 @pytest.fixture(scope="session")
 def rel_venv(tmp_path_factory, request) -> RelVenv:
     """Wheels built once per fixture content (offline, no build isolation), installed --no-deps into a venv layered
@@ -94,14 +88,7 @@ def rel_venv(tmp_path_factory, request) -> RelVenv:
     dirs = sorted(p.parent for p in FIXTURES.glob("*/pyproject.toml"))
     cache = getattr(request.config, "cache", None)
     base = Path(cache.mkdir("devicekit-reliability-wheels")) if cache is not None else tmp_path_factory.mktemp("w")
-    wheels = base / _hash(dirs)
-    if not list(wheels.glob("*.whl")):
-        wheels.mkdir(parents=True, exist_ok=True)
-        build = tmp_path_factory.mktemp("relbuild")  # build/ and egg-info land here, not in the source tree
-        p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                            "--no-index", "-w", str(wheels), *map(str, dirs)], capture_output=True, text=True,
-                           timeout=300, check=False, cwd=build)
-        assert p.returncode == 0, f"building reliability fixture wheels failed:\n{p.stdout}\n{p.stderr}"
+    wheels = build_wheels(dirs, FIXTURES, base, tmp_path_factory.mktemp("relbuild"))
     root = tmp_path_factory.mktemp("rel-venv")
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
                     "--system-site-packages", str(root)], check=True, timeout=120)

@@ -1,5 +1,5 @@
 """The differential fuzzer as part of the suite: a CI-sized run on both CPU compiler pairs against PYTHON (700
-kernels per pair by default, DEVICEKIT_FUZZ_N to change), the long run behind DEVICEKIT_SLOW=1, and the fuzzer's
+kernels per pair by default, DEVICEKIT_FUZZ_N to change, in chunks of 100 seeds that xdist runs in parallel), the long run behind DEVICEKIT_SLOW=1, and the fuzzer's
 own machinery (shrinker, printer, crash isolation) checked on real kernels."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import pytest
 from devicekit import settings
 
 CI_N = settings.get("DEVICEKIT_FUZZ_N")
-JOBS = max(1, min(2, os.cpu_count() or 1))
 
 
 def _report(rep) -> str:
@@ -23,13 +22,21 @@ def _report(rep) -> str:
     return "\n".join(lines)
 
 
-def test_ci_fuzz_both_cpu_pairs_match_reference(record_property):
+# the CI run in chunks of seeds, one test each, so that pytest-xdist spreads them over the workers (each chunk in
+# its worker's process: a native crash fails that chunk; test_a_native_crash_is_bisected_to_its_seed covers the
+# fuzzer's own crash isolation)
+CHUNK = 100
+
+
+@pytest.mark.parametrize("first", range(0, CI_N, CHUNK), ids=lambda s: f"seeds{s}-{min(s + CHUNK, CI_N) - 1}")
+def test_ci_fuzz_both_cpu_pairs_match_reference(first, record_property):
     from devicekit.testing.fuzz import fuzz
+    n = min(CHUNK, CI_N - first)
     t0 = time.perf_counter()
-    rep = fuzz(CI_N, seed=0, kind="CPU", pairs=["llvm", "c"], profile="mixed", jobs=JOBS, chunk=50)
+    rep = fuzz(n, seed=first, kind="CPU", pairs=["llvm", "c"], profile="mixed", jobs=1)
     record_property("fuzz_seconds", round(time.perf_counter() - t0, 1))
     print(_report(rep))
-    assert rep.tried == CI_N and rep.checks == {"CPU/llvm": CI_N, "CPU/c": CI_N}
+    assert rep.tried == n and rep.checks == {"CPU/llvm": n, "CPU/c": n}
     assert not rep.findings, _report(rep)
 
 
@@ -149,3 +156,19 @@ def test_the_shrinker_keeps_the_indexes_of_written_params():
     for cand in _expr_candidates(case.kernel):
         cand_idx = {u.src[1] for u in cand.sink.toposort() if u.op.name == "INDEX" and u.src[0].arg[2]}
         assert cand_idx <= idx
+
+
+def test_the_fuzzer_shows_progress(tmp_path):
+    """`python -m devicekit.testing.fuzz` prints one line per chunk on stderr (kernels done, findings, time left)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
+    env["DEVICEKIT_CACHE_DIR"] = str(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "c", "--n", "20",
+                        "--jobs", "1"], capture_output=True, text=True, timeout=300, env=env, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("fuzz: ")]
+    assert lines[0].startswith("fuzz: 10/20 kernels, 0 findings, ") and "s left" in lines[0], lines
+    assert lines[-1].startswith("fuzz: 20/20 kernels, 0 findings"), lines
+    q = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "c", "--n", "2",
+                        "--jobs", "1", "--no-progress"], capture_output=True, text=True, timeout=300, env=env,
+                       check=False)
+    assert q.returncode == 0 and "fuzz: 2/2" not in q.stderr, q.stderr

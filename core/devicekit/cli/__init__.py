@@ -44,6 +44,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     A DEVICEKIT_DEVICE that names no available device is a warning on stderr (the listing is still right)."""
     from ..errors import PluginError
     from ..registry import get_registry
+    from ..registry.records import short_reason
 
     try:
         reg = get_registry()
@@ -61,10 +62,11 @@ def cmd_devices(args: argparse.Namespace) -> int:
         for d in infos:
             dist = f"{d.distribution} {d.version or ''}".strip() if d.distribution else d.plugin
             mark = "*" if d.spec == default_str else " "
+            example = "  (an example device, not hardware)" if d.example else ""
             if d.available:
-                print(f"{mark} {d.spec:<10} available    {dist:<26} pairs: {', '.join(d.pair_names) or '-'}")
-            else:
-                print(f"{mark} {d.spec:<10} unavailable  {dist:<26} {d.reason}")
+                print(f"{mark} {d.spec:<10} available    {dist:<26} pairs: {', '.join(d.pair_names) or '-'}{example}")
+            else:  # the first clause of the reason; `devicekit info` has all of it
+                print(f"{mark} {d.spec:<10} unavailable  {dist:<26} {short_reason(d.reason)}{example}")
         if default_str is not None:
             print(f"* the default device (from {origin})")
     if problem is not None:
@@ -106,7 +108,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from ..benchmarking import Progress, cases, format_table, plot, run_bench
+    from .. import bench_machine
+    from ..bench_numba import unavailable as numba_unavailable
+    from ..benchmarking import Progress, cases, check_plot_path, format_table, plot, run_bench
     from ..errors import DeviceKitError
     from ..registry import devices
 
@@ -117,6 +121,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             print("devicekit bench --plot needs matplotlib: pip install 'devicekit[bench]' (or pip install "
                   "matplotlib)", file=sys.stderr)
             return EXIT_FAILED
+        if (problem := check_plot_path(args.plot)) is not None:
+            print(f"devicekit bench --plot: {problem}", file=sys.stderr)
+            return EXIT_FAILED
     try:
         infos = devices()
         if args.device:
@@ -125,24 +132,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
             if row is None:
                 from ..registry import device
                 device(want)  # raises the registry's message: which devices exist, why one is missing
+            if not row.available:  # once, not once per kernel
+                from ..registry.records import short_reason
+                print(f"devicekit bench: {want} is not available here: {short_reason(row.reason)} (the full reason: "
+                      "`devicekit info`)", file=sys.stderr)
+                return EXIT_FAILED
             specs = [want]
         else:
-            specs = [d.spec for d in infos if d.available]
+            specs = [d.spec for d in infos if d.available and not d.example]  # example devices: --device X
     except (DeviceKitError, ValueError) as e:
         print(f"devicekit bench: {e}", file=sys.stderr)
         return EXIT_FAILED
     if not specs:
         print("devicekit bench: no device is available (see `devicekit info`)", file=sys.stderr)
         return EXIT_FAILED
+    numba_note = "--no-numba" if args.no_numba else numba_unavailable()
+    if (busy := bench_machine.busy_warning()) is not None:
+        print(f"devicekit bench: {busy}", file=sys.stderr)
     progress = Progress(len(cases(args.quick)) * len(specs), plain=True if args.no_progress_bar else None)
     try:
-        results = run_bench(specs, quick=args.quick, progress=None if args.json else progress)
+        results = run_bench(specs, quick=args.quick, progress=None if args.json else progress,
+                            numba=numba_note is None)
     finally:
         progress.close()
     if args.json:
         _print_json([r.to_dict() for r in results])
     else:
-        print(format_table(results))
+        print(bench_machine.describe())  # after the run: numba's OpenMP pool is loaded by then
+        print(format_table(results, numba_note))
+        if (busy := bench_machine.busy_warning()) is not None:
+            print(busy)
     if args.plot:
         plot(results, args.plot)
         if not args.json:
@@ -205,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--plot", metavar="OUT.png", help="also write a bar chart (needs matplotlib)")
     pb.add_argument("--json", action="store_true", help="machine-readable output")
     pb.add_argument("--no-progress-bar", action="store_true", help="plain progress lines even on a terminal")
+    pb.add_argument("--no-numba", action="store_true", help="leave out the numba column (saves numba's compiles)")
     pb.set_defaults(func=cmd_bench)
     pk = sub.add_parser("compile", help="show the source, linear IR or assembly of a kernel for a device")
     pk.add_argument("kernel", metavar="FILE.py:KERNEL", help="an ir.Kernel, or a zero-argument function returning one")

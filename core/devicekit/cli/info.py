@@ -50,6 +50,7 @@ def report(reg: Registry, build: bool = True) -> dict:
         k: dict[str, Any] = {"plugin": e.plugin.name, "distribution": e.plugin.distribution,
                              "version": e.plugin.version, "priority": e.decl.priority,
                              "description": e.decl.description, "available": a.ok, "reason": a.reason,
+                             "example": bool(getattr(e.decl, "example", False)),
                              "ids": [str(DeviceSpec(kind, i)) for i in range(e.count or 0)] if a.ok else [],
                              "shadowed": e.shadowed, "error": e.error, "override": None}
         try:
@@ -125,6 +126,8 @@ def text_report(rep: dict) -> str:
     for kind, k in rep["kinds"].items():
         ids = id_summary(kind, len(k["ids"]))
         state = f"available: {ids}" if k["available"] else f"unavailable: {k['reason']}"
+        if k.get("example"):
+            state += "  (an example device, not hardware)"
         out.append(f"  {kind:<8} priority {k['priority']:<4} plugin {k['plugin']}  {state}")
         if k.get("error"):
             out.append(f"      ERROR: {k['error']}")

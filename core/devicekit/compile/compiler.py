@@ -16,6 +16,16 @@ if TYPE_CHECKING:  # not at run time: the compile side must not need the IR to l
     from ..render.program_spec import ParamSpec, ProgramSpec, VarSpec
 
 
+def short_identity(ident: str, limit: int = 100) -> str:
+    """A compiler identity for one debug line: its words without the long ones (a CPU feature list, a flag dump),
+    cut at `limit` characters (the full identity stays in the cache key)."""
+    words = [w for w in ident.split() if len(w) <= 40]
+    out = " ".join(words)
+    if len(words) < len(ident.split()) or len(out) > limit:
+        out = out[:limit].rstrip() + " ..."
+    return out
+
+
 @dataclass(frozen=True)
 class CompiledSpec:
     """Compiled bytes (`lib`) of `spec`, made by the compiler whose identity() is `compiler_id`.
@@ -88,7 +98,7 @@ class Compiler(ABC):
             raise
         if not isinstance(lib, (bytes, bytearray, memoryview)):
             raise TypeError(f"compiler {self.name!r}: compile_src must return bytes, got {type(lib).__name__}")
-        dprint(2, f"compiled {spec.name} with {ident} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
+        dprint(2, f"compiled {spec.name} with {short_identity(ident)} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return bytes(lib)
 
     def compile(self, spec: ProgramSpec) -> CompiledSpec:
@@ -108,7 +118,7 @@ class Compiler(ABC):
         else:
             lib = self._cache().get_or_compile(self.cache_key(spec), build)
             if not compiled_now:
-                dprint(2, f"compile cache hit for {spec.name} ({ident})")
+                dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")
         return CompiledSpec(spec, lib, ident, trusted=True, from_cache=not compiled_now)
 
     def recompile(self, spec: ProgramSpec, reason: str = "") -> CompiledSpec:

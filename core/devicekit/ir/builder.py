@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import names
+from .accept import as_dtype
 from .dtypes import DType, dtypes
 from .ops import RANGE_KINDS, Ops
 from .uop import KernelError, SymInt, UOp, as_uop
@@ -210,13 +211,17 @@ class KernelBuilder:
                                   f"{u.op.name}", u)
         return b if b.dtype == dtypes.index else b.cast(dtypes.index)
 
-    def param(self, name: str, dtype: DType, size: SymInt | None = None, writable: bool = False,
+    def param(self, name: str, dtype: DType | Any, size: SymInt | None = None, writable: bool = False,
               shape: tuple[SymInt, ...] | None = None) -> BufferRef:
         """A global buffer of `size` elements (an int or an expression over vars), or of `shape` (row-major, its
-        size the product): then `A[i, j]` indexes it and each index is proven inside its dimension at build."""
+        size the product): then `A[i, j]` indexes it and each index is proven inside its dimension at build.
+        `dtype` as `ir.accept` takes it (dtypes.float32, np.float32, "float32")."""
         self._claim(name, "param")
-        if not isinstance(dtype, DType) or dtype.count != 1 or dtype == dtypes.void:
-            raise TypeError(f"param {name}: dtype must be a scalar DType, got {dtype!r}")
+        dtype = as_dtype(dtype, f"param {name}")
+        if dtype.count != 1 or dtype == dtypes.void:
+            raise TypeError(f"param {name}: dtype must be a scalar dtype (e.g. dtypes.float32, np.float32), got "
+                            f"{dtype!r}" + ("; a param is an array of scalars: pass "
+                                            f"{dtype.scalar()!r}" if dtype.count != 1 else ""))
         dims = None
         if shape is not None:
             if size is not None:
@@ -239,9 +244,10 @@ class KernelBuilder:
         self._params.append(p)
         return BufferRef(self, p, dims)
 
-    def local(self, name: str, dtype: DType, size: int) -> BufferRef:
+    def local(self, name: str, dtype: DType | Any, size: int) -> BufferRef:
         """Local (shared) memory, one array per workgroup; order accesses with `barrier()`."""
         self._claim(name, "local")
+        dtype = as_dtype(dtype, f"local {name}")
         if not isinstance(size, int) or size <= 0:
             raise ValueError(f"local {name}: size must be a positive int, got {size!r}")
         return BufferRef(self, UOp(Ops.DEFINE_LOCAL, dtype, (), (name, size)))

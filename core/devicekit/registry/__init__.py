@@ -83,7 +83,9 @@ def target(spec: DeviceSpec | str) -> Target:
 
 
 def devices() -> list[DeviceInfo]:
-    return get_registry().devices()
+    """Every known device id, available or with its reason: a list (a DeviceList, printed one line per device)."""
+    from .records import DeviceList
+    return DeviceList(get_registry().devices())
 
 
 def register_plugin(obj: Any, name: str | None = None) -> PluginRecord:

@@ -33,6 +33,7 @@ from .records import (
     PluginRecord,
     failed_kinds,
     id_summary,
+    short_reason,
     who,
 )
 from .resolution import KindEntry, default_kind, kind_table, ranked
@@ -182,7 +183,7 @@ class Registry:
             pairs = tuple(self.pair_names(DeviceSpec(kind)))
             base = {"kind": kind, "plugin": e.plugin.name, "distribution": e.plugin.distribution,
                     "version": e.plugin.version, "pair_names": pairs, "priority": e.decl.priority,
-                    "description": e.decl.description}
+                    "description": e.decl.description, "example": bool(getattr(e.decl, "example", False))}
             if a.ok:
                 for i in range(e.count or 0):
                     out.append(DeviceInfo(spec=str(DeviceSpec(kind, i)), available=True, **base))
@@ -207,11 +208,11 @@ class Registry:
             if a.ok:
                 avail.append(id_summary(kind, e.count or 0))
             else:
-                unavail.append(f"{kind} ({a.reason})")
-        unavail += [f"{k} ({why})" for k, (_, why) in sorted(failed.items()) if k not in table]
+                unavail.append(kind)
+        unavail += [k for k in sorted(failed) if k not in table]
         msg = f"no device {str(spec)!r}. Available: {', '.join(avail) or 'none'}."
-        if unavail:
-            msg += f" Unavailable: {'; '.join(unavail)}."
+        if unavail:  # the reasons are long and the same in every such error: `devicekit info` has them once
+            msg += f" Unavailable here: {', '.join(unavail)} (`devicekit info` says why)."
         other = [str(f) for f in self.failures() if f.phase in DISCOVERY_PHASES]
         if other:
             msg += f" Failed plugins: {'; '.join(other)}."
@@ -231,7 +232,8 @@ class Registry:
         entry = self._entry(spec)
         a = self.availability(entry)
         if not a.ok:
-            raise DeviceUnavailableError(f"device {spec} (plugin {who(entry.plugin)}) is not available: {a.reason}")
+            raise DeviceUnavailableError(f"device {spec} is not available: {short_reason(a.reason)} "
+                                         f"(plugin {who(entry.plugin)}; the full reason: `devicekit info`)")
         if spec.index >= (entry.count or 0):
             raise DeviceNotFoundError(f"no device {str(spec)!r}: {spec.kind} has {entry.count} device(s): "
                                       f"{id_summary(spec.kind, entry.count or 0)}")

@@ -77,6 +77,12 @@ def who(rec: PluginRecord) -> str:
     return f"{rec.name!r} ({dist_str(rec.distribution, rec.version)})"
 
 
+def short_reason(reason: str) -> str:
+    """The one-line summary of a kind's unavailability reason: its first clause, before "; " (the rest, how to fix
+    it and what still works, is for `devicekit info`)."""
+    return reason.split("; ", 1)[0].strip()
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """One row of dk.devices(): a device id of a known kind (or a kind whose plugin failed), with provenance."""
@@ -91,11 +97,33 @@ class DeviceInfo:
     pair_names: tuple[str, ...] = ()
     priority: int = 0
     description: str = ""
+    example: bool = False  # DeviceKind.example: an example device, not hardware
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["pair_names"] = list(self.pair_names)
         return d
+
+    def __repr__(self) -> str:
+        where = f"plugin {self.plugin!r}" + (f" ({dist_str(self.distribution, self.version)})" if self.distribution
+                                              else "")
+        state = "available" if self.available else f"unavailable: {short_reason(self.reason)}"
+        return f"<DeviceInfo {self.spec} {state}{' (example device)' if self.example else ''}; {where}>"
+
+
+class DeviceList(list):
+    """What dk.devices() returns: a list of DeviceInfo rows, printed as one short line per device (the full
+    reasons, pairs and settings are in `devicekit info`)."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return "devices: none (see `devicekit info`)"
+        w = max(len(d.spec) for d in self)
+        lines = [f"  {d.spec:<{w}}  " + ("available" if d.available else f"unavailable: {short_reason(d.reason)}")
+                 + f"  (plugin {d.plugin}{', an example device, not hardware' if d.example else ''})" for d in self]
+        return "\n".join([f"{len(self)} devices (details: devicekit info):", *lines])
+
+    __str__ = __repr__
 
 
 class FailureLog:

@@ -50,8 +50,9 @@ class Renderer(ABC):
 
     def render(self, kernel, name: str | None = None) -> ProgramSpec:
         """Lower `kernel` (an ir.Kernel) for this renderer's capabilities and render the linear form."""
+        from ..ir.accept import as_kernel
         from ..ir.linearize import lower
-        lk = lower(kernel, self.capabilities)
+        lk = lower(as_kernel(kernel, f"{type(self).__name__}.render"), self.capabilities)
         name = name or lk.name
         symbol = self.entry_symbol(name)
         src = self.render_linear(lk, symbol)

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,14 +195,23 @@ def _worker(args: tuple) -> Report:
 
 
 def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None = None, profile: str = "mixed",
-         jobs: int = 1, disk_cache: bool = False, chunk: int = 100, worker: Any = None) -> Report:
+         jobs: int = 1, disk_cache: bool = False, chunk: int = 100, worker: Any = None,
+         progress: Callable[[Report, int], None] | None = None) -> Report:
     """Seeds seed..seed+n-1 on `jobs` worker processes (1: in this process). `worker` replaces the per-chunk
-    function (a picklable module-level function, for tests of the crash handling)."""
+    function (a picklable module-level function, for tests of the crash handling). `progress(report so far, n)` is
+    called after each chunk of seeds (`--jobs 1`: every `chunk` seeds too)."""
     t0 = time.perf_counter()
     pairs = list(pairs) if pairs else None
     seeds = list(range(seed, seed + n))
     if jobs <= 1:
-        rep = fuzz_seeds(seeds, kind, pairs, profile)
+        if progress is None:
+            rep = fuzz_seeds(seeds, kind, pairs, profile)
+        else:
+            rep = Report()
+            for i in range(0, len(seeds), chunk):
+                rep.merge(fuzz_seeds(seeds[i:i + chunk], kind, pairs, profile))
+                rep.seconds = time.perf_counter() - t0
+                progress(rep, n)
         rep.seconds = time.perf_counter() - t0
         return rep
     import multiprocessing as mp
@@ -219,6 +228,9 @@ def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None =
                 rep.merge(f.result())
             except BrokenProcessPool:  # this chunk, or another in the same pool, killed a worker
                 broken.append(c)
+            if progress is not None:
+                rep.seconds = time.perf_counter() - t0
+                progress(rep, n)
 
     def isolate(c: list[int]) -> None:
         """Run `c` alone; when its worker dies, halve it until the seed that kills it is found."""
@@ -239,6 +251,14 @@ def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None =
     return rep
 
 
+def print_progress(rep: Report, n: int) -> None:
+    """One line on stderr per finished chunk: kernels done, findings so far, time spent and left."""
+    done = min(rep.tried, n)
+    left = rep.seconds / done * (n - done) if done else 0.0
+    print(f"fuzz: {done}/{n} kernels, {len(rep.findings)} findings, {rep.seconds:.0f} s"
+          + (f", about {left:.0f} s left" if done < n else ""), file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m devicekit.testing.fuzz", description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="CPU", help="device kind (default CPU)")
@@ -250,10 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--disk-cache", action="store_true", help="store compiled kernels in the disk cache")
     ap.add_argument("--no-shrink", action="store_true", help="report findings without shrinking them")
     ap.add_argument("--max-shrink", type=int, default=10, help="shrink at most this many findings")
+    ap.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     args = ap.parse_args(argv)
     if args.n < 1:
         ap.error("--n must be at least 1")
-    rep = fuzz(args.n, args.seed, args.device, args.pair, args.profile, args.jobs, args.disk_cache)
+    rep = fuzz(args.n, args.seed, args.device, args.pair, args.profile, args.jobs, args.disk_cache,
+               chunk=min(100, max(10, args.n // 20)), progress=None if args.no_progress else print_progress)
     rate = ", ".join(f"{t}: {c}" for t, c in rep.checks.items())
     print(f"fuzz: {rep.tried} kernels (seeds {args.seed}..{args.seed + args.n - 1}, profile {args.profile}) in "
           f"{rep.seconds:.1f} s; checked {rate}; {len(rep.findings)} findings"

@@ -53,6 +53,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if (err := _known_device(spec_text)) is not None:
         raise pytest.UsageError(err)
+    _private_cache(config)
+
+
+def _private_cache(config: pytest.Config) -> None:
+    """The kit compiles hundreds of kernels: into a temporary compile cache (DEVICEKIT_CACHE_DIR for this process
+    and the fresh interpreters it starts), removed at the end, never the user's own cache."""
+    import tempfile
+
+    from devicekit.compile.cache import reset_default_cache
+
+    tmp = tempfile.mkdtemp(prefix="devicekit-kit-cache-")
+    env = pytest.MonkeyPatch()  # undone at unconfigure: the caller's setting comes back
+    env.setenv("DEVICEKIT_CACHE_DIR", tmp)
+    config._devicekit_cache = (tmp, env)
+    reset_default_cache()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    saved = getattr(config, "_devicekit_cache", None)
+    if saved is None:
+        return
+    import shutil
+
+    from devicekit.compile.cache import reset_default_cache
+
+    tmp, env = saved
+    env.undo()
+    reset_default_cache()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -47,8 +47,10 @@ def _runtime(spec):
 @hookimpl
 def devicekit_device_kinds() -> list[DeviceKind]:
     # priority 5: below CPU (10), so installing ACME does not change anyone's default device
-    return [DeviceKind(KIND, "ACME accelerator (emulated on the host CPU: C via the host compiler)", priority=5,
-                       probe=_probe, count=_count)]
+    # example=True: devicekit lists it as the example it is (no ACME hardware exists), and `devicekit bench` runs
+    # it only when asked (--device ACME)
+    return [DeviceKind(KIND, "example vendor device (emulated on the host CPU: C via the host compiler)", priority=5,
+                       probe=_probe, count=_count, example=True)]
 
 
 @hookimpl

@@ -18,6 +18,15 @@ from devicekit_metal.renderer import MetalRenderer
 
 SPECS: dict[str, object] = {}  # entry symbol -> ProgramSpec (else the signature is read from the source)
 _HOST_KERNELS: dict[str, HostKernel] = {}
+_PARSED: dict[tuple[str, str], object] = {}
+
+
+def _parsed(src: str, name: str):
+    """The signature of a pipeline's source, read once (libclang in a helper process: ~0.4 s a read, and a test
+    launches one pipeline hundreds of times)."""
+    if (src, name) not in _PARSED:
+        _PARSED[src, name] = MetalRenderer().parse_source(src, name)
+    return _PARSED[src, name]
 
 
 class _Err:
@@ -113,7 +122,7 @@ class FakeCommandBuffer:
 
     def commit(self):
         for pso, bufs, byts, grid, group in self.work:
-            spec = SPECS.get(pso.name) or MetalRenderer().parse_source(pso.src, pso.name)
+            spec = SPECS.get(pso.name) or _parsed(pso.src, pso.name)
             # where each param was bound: generated kernels at 0.. in order, hand-written ones at their attributes
             sp = spec.get_meta("source_params")
             slot = {k: i for i, k in enumerate([("buffer", i) for i in range(len(spec.params))] +

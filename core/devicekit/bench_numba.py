@@ -1,0 +1,90 @@
+"""The numba column of the benchmarks: each standard case written as a parallel numba `@njit` (`prange` over the
+outer loop: what a Python user would write for a CPU kernel instead of devicekit), run on the same inputs in the same
+process. Optional: without numba, `unavailable()` says why and the column is absent. Compiled on first use (the
+warm-up call); numba's own disk cache is off, so nothing is written next to the sources."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def unavailable() -> str | None:
+    """None when numba imports here, else the reason in words."""
+    try:
+        import numba  # noqa: F401
+    except ImportError as e:
+        return f"numba is not installed ({e.name}): pip install numba (it is in devicekit[bench])"
+    except Exception as e:  # noqa: BLE001 - a numba/llvmlite mismatch is "unavailable", not a crash
+        return f"numba does not import: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
+    return None
+
+
+@functools.cache
+def _kernels() -> dict[str, Callable[..., Any]]:
+    from numba import njit, prange
+
+    @njit(parallel=True, cache=False)
+    def fma(a, b, c):
+        out = np.empty_like(a)
+        for i in prange(a.size):
+            out[i] = a[i] * b[i] + c[i]
+        return out
+
+    @njit(parallel=True, cache=False)
+    def total(x):
+        t = np.float32(0.0)
+        for i in prange(x.size):
+            t += x[i]
+        return t
+
+    @njit(parallel=True, cache=False)
+    def softmax(x, rows, cols):
+        out = np.empty_like(x)
+        for r in prange(rows):
+            row = x[r * cols:(r + 1) * cols]
+            m = row.max()
+            e = np.exp(row - m)
+            out[r * cols:(r + 1) * cols] = e / e.sum()
+        return out
+
+    @njit(parallel=True, cache=False)
+    def matmul(a, b, s):
+        c = np.zeros(s * s, dtype=a.dtype)
+        for i in prange(s):
+            for k in range(s):
+                aik = a[i * s + k]
+                for j in range(s):
+                    c[i * s + j] += aik * b[k * s + j]
+        return c
+
+    @njit(parallel=True, cache=False)
+    def gather(x, idx):
+        out = np.empty(idx.size, dtype=x.dtype)
+        for i in prange(idx.size):
+            out[i] = x[idx[i]]
+        return out
+
+    return {"fma": fma, "sum": total, "softmax": softmax, "matmul": matmul, "gather": gather}
+
+
+def version_for(case_name: str) -> Callable[[dict[str, Any]], Any] | None:
+    """A function of the case's inputs (the dict dk.run takes) running the numba version, or None when the case has
+    none (or numba is unavailable)."""
+    if unavailable() is not None:
+        return None
+    k = _kernels()
+    if case_name == "fma":
+        return lambda d: k["fma"](d["a"], d["b"], d["c"])
+    if case_name == "sum":
+        return lambda d: k["sum"](d["x"])
+    if case_name == "softmax":
+        return lambda d: k["softmax"](d["x"], d["m"], d["n"])
+    if case_name == "matmul":
+        return lambda d: k["matmul"](d["a"], d["b"], int(d["a"].size ** 0.5 + 0.5))
+    if case_name in ("gather", "gather-unchecked"):
+        return lambda d: k["gather"](d["x"], d["idx"])
+    return None
