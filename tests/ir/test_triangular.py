@@ -138,3 +138,18 @@ def test_what_may_not_be_triangular():
     with pytest.raises(ir.KernelError, match="unroll range needs a constant end and no start"):
         k.range(1, 4, "unroll")
     assert k.range(0, n, "loop").src == k.range(n, "loop").src  # a zero start is no start
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_folded_reduction_over_a_triangular_range(device):
+    """fuzz seed 677 (shapes): (x * 0).sum(l), l in [i + 1, n), folds to a constant: the reduction still depends on
+    i through l's bounds (the scheduler emitted them outside i's loop: an internal scheduling error)."""
+    k = ir.KernelBuilder("folded")
+    n = k.var("n", 1, 48)
+    x = k.param("x", dtypes.int64, n)
+    o = k.param("o", dtypes.int64, n, writable=True)
+    i = k.range(n, "global")
+    lr = k.range(i + 1, n, "reduce")
+    o[i] = (x.get(lr + 1) * 0).sum(lr) + i
+    got = dk.run(k.build(), _device(device), x=np.arange(5), n=5)["o"]
+    np.testing.assert_array_equal(got, np.arange(5))

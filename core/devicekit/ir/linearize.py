@@ -251,8 +251,8 @@ class _Scheduler:
                 s = s | {x}
             elif x.op is Ops.SPECIAL and self.guard is not None:
                 s = s | {_GUARD}
-            elif x.op is Ops.REDUCE:
-                s = self.free[x.src[0]] - set(x.src[1:])
+            elif x.op is Ops.REDUCE:  # its ranges' bounds may use outer ranges (triangular), even of a folded value
+                s = self.free[x.src[0]].union(*(self.free[r] for r in x.src[1:])) - set(x.src[1:])
             self.free[x] = s
         return self.free[u]
 

@@ -22,8 +22,8 @@ def free_ranges(nodes: list[UOp]) -> dict[UOp, frozenset[UOp]]:
         s = frozenset().union(*(free[x] for x in u.src)) if u.src else frozenset()
         if u.op is Ops.RANGE:
             s = s | {u}
-        elif u.op is Ops.REDUCE:
-            s = free[u.src[0]] - set(u.src[1:])
+        elif u.op is Ops.REDUCE:  # a triangular range's bounds keep the outer ranges, even of a folded value
+            s = free[u.src[0]].union(*(free[r] for r in u.src[1:])) - set(u.src[1:])
         free[u] = s
     return free
 

@@ -50,7 +50,7 @@ def _written_indexing(nodes: list[UOp]) -> set[UOp]:
     written = {u.src[0].src[0] for u in nodes if u.op is Ops.STORE}
     kept: set[UOp] = set()
     for u in nodes:
-        if u.op is Ops.INDEX and u.src[0] in written:
+        if u.op is Ops.INDEX and (u.src[0] in written or u.arg == "unchecked"):  # unchecked: its gate is its guard
             kept.add(u)
             for s in u.src[1:]:
                 kept.update(s.toposort())
