@@ -35,7 +35,9 @@ if ! "$VPY" -c 'import setuptools, sys; v = tuple(int(x) for x in setuptools.__v
 fi
 args=()
 for p in "${projects[@]}"; do
-    if [ "$p" = . ]; then args+=(-e ".[test,bench]"); else args+=(-e "$p"); fi
+    if [ "$p" = . ]; then args+=(-e ".[test,bench]")
+    elif grep -Eq '^test[[:space:]]*=' "$p/pyproject.toml"; then args+=(-e "$p[test]")  # a plugin's test extra
+    else args+=(-e "$p"); fi
 done
 pipq --no-build-isolation "${args[@]}"
 echo "$want" > "$stamp"

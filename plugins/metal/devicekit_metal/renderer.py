@@ -33,7 +33,7 @@ from typing import ClassVar
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import ALU, COMPARE, Ops
 from devicekit.ir.uop import KernelError, UOp
-from devicekit.render.cstyle import CStyleRenderer
+from devicekit.render.cstyle import CStyleRenderer, KernelParam
 
 MAX_BUFFERS = 31  # Metal's buffer argument table (params + vars)
 SHARED_MAX = 32768  # threadgroup memory every Apple GPU has (bytes)
@@ -188,11 +188,11 @@ class MetalRenderer(CStyleRenderer):
     def render_preamble(self, used: set[DType]) -> str:
         return "#include <metal_stdlib>\nusing namespace metal;"
 
-    def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
+    def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
         if len(params) > MAX_BUFFERS:
             raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params + int vars) but Metal has "
                               f"{MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")
-        params = [f"{p} [[buffer({i})]]" for i, p in enumerate(params)]
+        params = [dataclasses.replace(p, decl=f"{p.decl} [[buffer({i})]]") for i, p in enumerate(params)]
         return super().render_kernel(name, params, body, used)
 
     # ================= the linear pass: limits, then bfloat/half through float32, then the base walk
