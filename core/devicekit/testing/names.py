@@ -25,7 +25,8 @@ _GROUPS = {
         __float2half""",
     "metal": """kernel device constant threadgroup thread metal precise fast vertex fragment bfloat uint ushort uchar
         uint3 select as_type threadgroup_barrier mem_flags packed_float4 simd_sum gid lid""",
-    "opencl": "__kernel __global __local __private __constant private get_global_id read_only write_only",
+    "opencl": """__kernel __global __local __private __constant private get_global_id read_only write_only uchar
+        ushort ulong size_t barrier get_group_id get_local_id as_int CLK_LOCAL_MEM_FENCE""",
     "builtins": """sqrt exp2 exp2f log2 log2f sin sinf trunc truncf fabs fmaxf max min abs memcpy memset malloc free
         printf main exit abort isnan isinf signbit""",
     "macros": """HUGE_VALF NAN M_PI MAXFLOAT FLT_MAX DBL_MAX INT_MAX INT64_MIN NULL EOF errno assert offsetof CHAR_BIT
@@ -45,6 +46,17 @@ HOSTILE_NAMES: tuple[str, ...] = tuple(dict.fromkeys(n for g in _GROUPS.values()
 # names the builder refuses with one clear error (ValueError; TypeError for a non-str)
 INVALID_NAMES: tuple[Any, ...] = ("", "1x", "x-y", "a b", "x.y", "x\n", "é", "naïve", "核", "α_1", "n" * 129,
                                   "core_start", "core_end", None, 3, b"x")
+
+
+# keywords, qualifiers and type names of the C-like target languages (C, CUDA, MSL, OpenCL C), as a kernel's own name
+# and as every one of its names, in every position: the conformance kit runs all of them on every device
+TARGET_KEYWORD_CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("local", ("global", "half", "kernel", "private", "constant")),
+    ("half", ("local", "global", "__global", "__local", "uchar")),
+    ("global", ("half", "local", "device", "threadgroup", "__shared__")),
+    ("kernel", ("int", "float", "double", "bool", "restrict")),
+    ("__kernel", ("long", "ulong", "signed", "unsigned", "barrier")),
+)
 
 
 def hostile_kernel(names: Sequence[str], kernel_name: str = "kernel", local: bool = False):
