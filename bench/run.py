@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""devicekit CPU (llvm pair) vs numpy vs tinygrad, in one run. See bench/README.md.
+"""devicekit CPU (llvm pair) vs numpy vs tinygrad (and OPENCL where it runs), in one run. See bench/README.md.
 
     python bench/run.py                  # full run, prints the table
     python bench/run.py --quick          # fewer repetitions
@@ -53,6 +53,10 @@ class DK:
         self.dk, self.dtypes = dk, dtypes
         self.cpu = dk.device("CPU")
         self.pair = self.cpu.pair_names[0]
+        row = next((d for d in dk.devices() if d.kind == "OPENCL"), None)  # the OPENCL column, when it runs here
+        self.opencl = dk.device("OPENCL") if row is not None and row.available else None
+        self.opencl_note = "OPENCL: " + (self.opencl.compiler.ctx.device.name.strip() if self.opencl else
+                                         (row.reason if row else "devicekit-opencl not installed"))
 
     def buf(self, a: np.ndarray):
         return self.dk.Buffer(self.cpu, a.size, self.dtypes.from_numpy(a.dtype)).copyin(a)
@@ -102,13 +106,19 @@ def bench_case(dk, tg, case, reps, compare: bool = True):
     err = case.check(prepared.output(), case.reference(inputs))
     assert not err, f"{case.title}: {err}"
     if not compare:
-        return t_dk, None, None
+        return t_dk, None, None, None
     t_np = best(lambda: case.reference(inputs), reps)
     t_tg = None
     if not isinstance(tg, str) and case.tinygrad is not None:
         fn, arrays = case.tinygrad(inputs)
         t_tg = tg_time(tg, fn, tuple(tg[0](a).realize() for a in arrays), reps)
-    return t_dk, t_np, t_tg
+    t_cl = None
+    if dk.opencl is not None:  # the same case on OPENCL (PoCL here: the host CPU through OpenCL), checked too
+        cl_prep = prepare(case, dk.opencl, inputs)
+        t_cl = best(cl_prep.launch, reps)
+        err = case.check(cl_prep.output(), case.reference(inputs))
+        assert not err, f"{case.title} on OPENCL: {err}"
+    return t_dk, t_np, t_tg, t_cl
 
 
 def bench_compile(dk, reps):
@@ -249,23 +259,24 @@ def main() -> int:
     head = (f"Machine: {cpu_name.split(' flags=')[0]}, {os.cpu_count()} CPUs, devicekit CPU threads {threads}; "
             f"python {platform.python_version()}, numpy {np.__version__}; {tg_note}. "
             f"devicekit pair: {dk.pair} ({dk.cpu.compiler.identity().split(' features=')[0]}). "
-            f"Load average before/after the run: {load0} / {os.getloadavg()[0]:.2f} (other processes share the CPUs).")
+            f"Load average before/after the run: {load0} / {os.getloadavg()[0]:.2f} (other processes share the CPUs). "
+            f"{dk.opencl_note}.")
     lines = [head, "",
-             "| benchmark | devicekit | numpy | tinygrad | numpy / devicekit | tinygrad / devicekit | bar |",
-             "|---|---|---|---|---|---|---|"]
+             "| benchmark | devicekit | numpy | tinygrad | OPENCL | numpy / devicekit | tinygrad / devicekit | bar |",
+             "|---|---|---|---|---|---|---|---|"]
     results = {}
-    for name, t_dk, t_np, t_tg in rows:
+    for name, t_dk, t_np, t_tg, t_cl in rows:
         r_np = t_np / t_dk
         r_tg = t_tg / t_dk if t_tg else None
         bars = []
         for who, need in BARS.get(name, []):
             r = r_np if who == "numpy" else r_tg
             bars.append(f"{who} ≥{need}x: " + ("n/a" if r is None else ("ok" if r >= need else "MISSED")))
-        lines.append(f"| {name} | {fmt_t(t_dk)} | {fmt_t(t_np)} | {fmt_t(t_tg)} | {r_np:.2f}x | "
+        lines.append(f"| {name} | {fmt_t(t_dk)} | {fmt_t(t_np)} | {fmt_t(t_tg)} | {fmt_t(t_cl)} | {r_np:.2f}x | "
                      f"{'n/a' if r_tg is None else f'{r_tg:.2f}x'} | {'; '.join(bars)} |")
-        results[name] = {"devicekit": t_dk, "numpy": t_np, "tinygrad": t_tg}
+        results[name] = {"devicekit": t_dk, "numpy": t_np, "tinygrad": t_tg, "opencl": t_cl}
     for name, t in extra.items():
-        lines.append(f"| {name} | {fmt_t(t)} | | | | | (pack included) |")
+        lines.append(f"| {name} | {fmt_t(t)} | | | | | | (pack included) |")
         results[name] = {"devicekit": t}
     if singles:
         lines += ["", "| devicekit overhead | time | bar | detail |", "|---|---|---|---|"]
