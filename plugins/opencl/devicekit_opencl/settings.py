@@ -37,3 +37,6 @@ settings.register("DEVICEKIT_OPENCL_DEVICE", device_choice, ("all", ()),
 settings.register("DEVICEKIT_OPENCL_BUILD_OPTIONS", settings.shell_words, [],
                   "extra clBuildProgram options appended to devicekit's (part of the compile-cache key)", OWNER,
                   shown_default="none")
+settings.register("DEVICEKIT_OPENCL_KIT_FUZZ", settings.int_in(0), None,
+                  "kernels of the bounded fuzz run in plugins/opencl's kit test", OWNER,
+                  shown_default="15, or 200 with DEVICEKIT_SLOW=1")

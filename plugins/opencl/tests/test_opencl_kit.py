@@ -5,13 +5,16 @@ the checks that need two ids, against OPENCL:1). The long fuzz campaign (>= 5,00
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
+from devicekit import settings
+from devicekit_opencl import settings as _opencl_settings  # noqa: F401 - declares DEVICEKIT_OPENCL_KIT_FUZZ
 
 KIT = ("-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-rfEs")
-FUZZ_N = os.environ.get("DEVICEKIT_OPENCL_KIT_FUZZ", "200" if os.environ.get("DEVICEKIT_SLOW") else "15")
+FUZZ_N = settings.get("DEVICEKIT_OPENCL_KIT_FUZZ")
+if FUZZ_N is None:
+    FUZZ_N = 200 if settings.get("DEVICEKIT_SLOW") else 15
 
 
 def _counts(out: str) -> dict[str, int]:
