@@ -25,8 +25,7 @@ _GROUPS = {
         __float2half""",
     "metal": """kernel device constant threadgroup thread metal precise fast vertex fragment bfloat uint ushort uchar
         uint3 select as_type threadgroup_barrier mem_flags packed_float4 simd_sum gid lid""",
-    "opencl": """__kernel __global __local __private __constant private get_global_id read_only write_only uchar
-        ushort ulong size_t barrier get_group_id get_local_id as_int CLK_LOCAL_MEM_FENCE""",
+    "opencl": "__kernel __global __local __private __constant private get_global_id read_only write_only",
     "builtins": """sqrt exp2 exp2f log2 log2f sin sinf trunc truncf fabs fmaxf max min abs memcpy memset malloc free
         printf main exit abort isnan isinf signbit""",
     "macros": """HUGE_VALF NAN M_PI MAXFLOAT FLT_MAX DBL_MAX INT_MAX INT64_MIN NULL EOF errno assert offsetof CHAR_BIT
@@ -56,6 +55,7 @@ TARGET_KEYWORD_CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("global", ("half", "local", "device", "threadgroup", "__shared__")),
     ("kernel", ("int", "float", "double", "bool", "restrict")),
     ("__kernel", ("long", "ulong", "signed", "unsigned", "barrier")),
+    ("get_group_id", ("get_local_id", "as_int", "size_t", "ushort", "CLK_LOCAL_MEM_FENCE")),
 )
 
 
