@@ -68,6 +68,23 @@ def _where(c: str, a: str, b: str, dtype: DType) -> str:
     return f"select({b},{a},{c})" if _is_vec(dtype) else f"({c}?{a}:{b})"
 
 
+_SIGNED_WIDE = {"int32": ("int", "uint"), "int64": ("long", "ulong")}
+_WRAPPING = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.SHL, Ops.MULACC})
+
+
+def _wrapping(fn: Callable[..., str], op: Ops) -> Callable[..., str]:
+    """Signed 32/64-bit add/sub/mul/neg/shl/mulacc in unsigned arithmetic, read back with as_type: signed overflow
+    is undefined in MSL as in C++ (the compiler folds `x < x + 1` to true), the IR says it wraps."""
+    def render(*xs: str, dtype: DType) -> str:
+        names = _SIGNED_WIDE.get(dtype.scalar().name)
+        if names is None or op not in _WRAPPING:
+            return fn(*xs, dtype=dtype)
+        lanes = str(dtype.count) if dtype.count > 1 else ""
+        t, u = names[0] + lanes, names[1] + lanes
+        return f"as_type<{t}>({fn(*[f'(({u})({x}))' for x in xs], dtype=dtype)})"
+    return render
+
+
 class MetalRenderer(CStyleRenderer):
     device = "METAL"
     lang = "metal"
@@ -107,6 +124,7 @@ class MetalRenderer(CStyleRenderer):
         Ops.SHL: _shift("<<"), Ops.SHR: _shift(">>"), Ops.MAX: _max, Ops.WHERE: _where,
         Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
     }
+    code_for_op = {op: _wrapping(fn, op) for op, fn in code_for_op.items()}
     math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
                                           Ops.TRUNC: "trunc"}
     repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
