@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""devicekit CPU (llvm pair) vs numpy vs numba vs tinygrad, in one run. See bench/README.md.
+"""devicekit CPU (llvm pair) vs numpy vs numba vs tinygrad (and OPENCL where it runs), in one run. See bench/README.md.
 
     python bench/run.py                  # full run, prints the table
     python bench/run.py --quick          # fewer repetitions
@@ -55,6 +55,10 @@ class DK:
         self.dk, self.dtypes = dk, dtypes
         self.cpu = dk.device("CPU")
         self.pair = self.cpu.pair_names[0]
+        row = next((d for d in dk.devices() if d.kind == "OPENCL"), None)  # the OPENCL column, when it runs here
+        self.opencl = dk.device("OPENCL") if row is not None and row.available else None
+        self.opencl_note = "OPENCL: " + (self.opencl.compiler.ctx.device.name.strip() if self.opencl else
+                                         (row.reason if row else "devicekit-opencl not installed"))
 
     def buf(self, a: np.ndarray):
         return self.dk.Buffer(self.cpu, a.size, self.dtypes.from_numpy(a.dtype)).copyin(a)
@@ -96,7 +100,7 @@ ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "softmax": "softmax", 
 
 
 def bench_case(dk, tg, case, reps, compare: bool = True):
-    """(devicekit, numpy, numba or None, tinygrad or None) best times of one case of devicekit.benchmarking (the
+    """(devicekit, numpy, numba or None, tinygrad or None, OPENCL or None) best times of one case of devicekit.benchmarking (the
     definition `devicekit bench` uses, here at its "large" sizes); the devicekit result is checked against numpy."""
     inputs = case.inputs()
     prepared = prepare(case, dk.cpu, inputs)
@@ -105,14 +109,20 @@ def bench_case(dk, tg, case, reps, compare: bool = True):
     err = case.check(prepared.output(), want)
     assert not err, f"{case.title}: {err}"
     if not compare:
-        return t_dk, None, None, None
+        return t_dk, None, None, None, None
     t_np = best(lambda: case.reference(inputs), reps)
     t_nb = time_numba(case, inputs, want, reps, budget=None)
     t_tg = None
     if not isinstance(tg, str) and case.tinygrad is not None:
         fn, arrays = case.tinygrad(inputs)
         t_tg = tg_time(tg, fn, tuple(tg[0](a).realize() for a in arrays), reps)
-    return t_dk, t_np, t_nb, t_tg
+    t_cl = None
+    if dk.opencl is not None:  # the same case on OPENCL (PoCL here: the host CPU through OpenCL), checked too
+        cl_prep = prepare(case, dk.opencl, inputs)
+        t_cl = best(cl_prep.launch, reps)
+        err = case.check(cl_prep.output(), case.reference(inputs))
+        assert not err, f"{case.title} on OPENCL: {err}"
+    return t_dk, t_np, t_nb, t_tg, t_cl
 
 
 def bench_compile(dk, reps):
@@ -262,13 +272,13 @@ def main() -> int:
             f"python {platform.python_version()}, numpy {np.__version__}; {tg_note}. "
             f"devicekit pair: {dk.pair} ({dk.cpu.compiler.identity().split(' features=')[0]}). "
             f"Load average before/after the run: {load0} / {os.getloadavg()[0]:.2f} (other processes share the CPUs). "
-            f"{bench_machine.describe()}. numba: {nb_note}.")
+            f"{bench_machine.describe()}. numba: {nb_note}. {dk.opencl_note}.")
     lines = [head, "",
-             ("| benchmark | devicekit | numpy | numba | tinygrad | numpy / devicekit | numba / devicekit | "
+             ("| benchmark | devicekit | numpy | numba | tinygrad | OPENCL | numpy / devicekit | numba / devicekit | "
              "tinygrad / devicekit | bar |"),
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     results = {}
-    for name, t_dk, t_np, t_nb, t_tg in rows:
+    for name, t_dk, t_np, t_nb, t_tg, t_cl in rows:
         r_np = t_np / t_dk
         r_nb = t_nb / t_dk if t_nb else None
         r_tg = t_tg / t_dk if t_tg else None
@@ -276,12 +286,12 @@ def main() -> int:
         for who, need in BARS.get(name, []):
             r = r_np if who == "numpy" else r_tg
             bars.append(f"{who} ≥{need}x: " + ("n/a" if r is None else ("ok" if r >= need else "MISSED")))
-        lines.append(f"| {name} | {fmt_t(t_dk)} | {fmt_t(t_np)} | {fmt_t(t_nb)} | {fmt_t(t_tg)} | {r_np:.2f}x | "
-                     f"{'n/a' if r_nb is None else f'{r_nb:.2f}x'} | "
+        lines.append(f"| {name} | {fmt_t(t_dk)} | {fmt_t(t_np)} | {fmt_t(t_nb)} | {fmt_t(t_tg)} | {fmt_t(t_cl)} | "
+                     f"{r_np:.2f}x | {'n/a' if r_nb is None else f'{r_nb:.2f}x'} | "
                      f"{'n/a' if r_tg is None else f'{r_tg:.2f}x'} | {'; '.join(bars)} |")
-        results[name] = {"devicekit": t_dk, "numpy": t_np, "numba": t_nb, "tinygrad": t_tg}
+        results[name] = {"devicekit": t_dk, "numpy": t_np, "numba": t_nb, "tinygrad": t_tg, "opencl": t_cl}
     for name, t in extra.items():
-        lines.append(f"| {name} | {fmt_t(t)} | | | | | | | (pack included) |")
+        lines.append(f"| {name} | {fmt_t(t)} | | | | | | | | (pack included) |")
         results[name] = {"devicekit": t}
     if singles:
         lines += ["", "| devicekit overhead | time | bar | detail |", "|---|---|---|---|"]

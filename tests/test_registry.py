@@ -238,3 +238,23 @@ def test_disabled_name_blocks_in_process_registration():
     rec = reg.register_plugin(dkfix_toy.plugin, "toy")
     assert rec.status == "blocked" and reg.pm.get_plugin("toy") is None
     assert "TOY" not in {d.kind for d in reg.devices() if d.available}
+
+
+def test_the_probe_may_set_the_kinds_priority(registry):
+    """A probe knows what it found (a real GPU, or a host-CPU emulation): its Availability.priority replaces the
+    declared one for listing and for the default device; None keeps the declared one."""
+    registry.register_plugin(plugin("gpuish", devicekit_device_kinds=lambda: [
+        DeviceKind("LOWGPU", priority=-50, probe=lambda: Availability.yes(priority=500)),
+        DeviceKind("EMUL", priority=400, probe=lambda: Availability.yes(priority=-60)),
+        DeviceKind("PLAIN", priority=-70, probe=lambda: Availability.yes())]))
+    rows = {d.spec: d for d in dk.devices()}
+    assert (rows["LOWGPU"].priority, rows["EMUL"].priority, rows["PLAIN"].priority) == (500, -60, -70)
+    assert registry.default_spec().kind == "LOWGPU"  # not EMUL, whose declaration said 400
+    order = [d.kind for d in dk.devices()]
+    assert order.index("LOWGPU") < order.index("TOY") < order.index("EMUL") < order.index("PLAIN")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 2.5, True, "5"])
+def test_a_probe_priority_must_be_an_int(bad):
+    with pytest.raises(TypeError, match="priority must be an int"):
+        Availability.yes(priority=bad)

@@ -375,6 +375,8 @@ def format_table(results: list[BenchResult], numba_note: str | None = None) -> s
                  "not timed.")
     if numba_note:
         lines.append(f"no numba column: {numba_note}")
+    if len({r.device for r in results}) > 1:
+        lines += ["", format_columns(results)]
     return "\n".join(lines)
 
 
@@ -397,6 +399,28 @@ def check_plot_path(path: str) -> str | None:
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         return f"{path!r}: not writable"
     return None
+
+
+def format_columns(results: list[BenchResult]) -> str:
+    """The same results with one column per device (CPU, OPENCL, ACME, ...): each cell the time and, in
+    parentheses, numpy's time / the device's; `error` or `wrong` where the row failed (details above)."""
+    devices = list(dict.fromkeys(r.device for r in results))
+    keys = list(dict.fromkeys((r.case, r.size) for r in results))
+    cell = {(r.case, r.size, r.device): r for r in results}
+
+    def show(r: BenchResult | None) -> str:
+        if r is None:
+            return ""
+        if not r.seconds:
+            return "error"
+        t = f"{r.seconds * 1e3:.3f} ms" if r.seconds < 1 else f"{r.seconds:.2f} s"
+        return f"{t} ({r.vs_numpy:.2f}x)" + ("" if r.ok else " wrong")
+
+    head = ("kernel", "size", *devices)
+    rows = [(c, sz, *(show(cell.get((c, sz, d))) for d in devices)) for c, sz in keys]
+    widths = [max(len(str(x[i])) for x in [head, *rows]) for i in range(len(head))]
+    fmt = lambda row: "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip()
+    return "\n".join([fmt(head), fmt(tuple("-" * w for w in widths)), *(fmt(r) for r in rows)])
 
 
 def plot(results: list[BenchResult], path: str) -> None:

@@ -24,14 +24,24 @@ API_VERSION: tuple[int, int] = (1, 0)
 
 @dataclass(frozen=True)
 class Availability:
-    """The answer of a kind's probe: available, or not with the reason in words ("no CUDA driver", "needs macOS")."""
+    """The answer of a kind's probe: available, or not with the reason in words ("no CUDA driver", "needs macOS").
+
+    `priority`, when given, replaces the kind's declared `DeviceKind.priority` once the probe has run: a probe knows
+    what it found (OpenCL on a real GPU should outrank the CPU device, OpenCL on PoCL's host-CPU device must not),
+    the declaration made before it cannot. None keeps the declared priority. Like every priority it must be an int.
+    """
 
     ok: bool
     reason: str = ""
+    priority: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.priority is not None:
+            check_priority(self)
 
     @classmethod
-    def yes(cls) -> Availability:
-        return cls(True, "")
+    def yes(cls, priority: int | None = None) -> Availability:
+        return cls(True, "", priority)
 
     @classmethod
     def no(cls, reason: str) -> Availability:
@@ -64,8 +74,8 @@ def _one() -> int:
 @dataclass(frozen=True)
 class DeviceKind:
     """A device kind a plugin owns. `probe()` must be cheap and must not raise for "not here"; `count()` is the
-    number of ids (CUDA:0..count-1) and is only called when the probe said yes. The highest `priority` among
-    available kinds is the default device. Every priority here and in the factories below must be an int (NaN,
+    number of ids (CUDA:0..count-1) and is only called when the probe said yes. The highest priority among
+    available kinds is the default device: the probe's `Availability.priority` when it gives one, else `priority`. Every priority here and in the factories below must be an int (NaN,
 floats and bools are refused when the declaration is made)."""
 
     name: str
@@ -85,7 +95,8 @@ floats and bools are refused when the declaration is made)."""
 
 @dataclass(frozen=True)
 class AllocatorFactory:
-    """Builds the allocator of one device. The highest priority answer wins; a tie at the top is an error."""
+    """Builds the allocator of one device: `factory(spec)` gets that device's full DeviceSpec (kind and index:
+    OPENCL:1's allocator must allocate in device 1's context). The highest priority answer wins; a tie at the top is an error."""
 
     factory: Callable[[DeviceSpec], Allocator]
     priority: int = 0
@@ -96,7 +107,9 @@ class AllocatorFactory:
 
 @dataclass(frozen=True)
 class CompilerPairFactory:
-    """One (renderer, compiler) pair for a kind, by name ("llvm", "clang", "nvrtc"). Any plugin may add pairs to any
+    """One (renderer, compiler) pair for a kind, by name ("llvm", "clang", "nvrtc"). `renderer(spec)` and
+    `compiler(spec)` get the full DeviceSpec (kind and index) of the device or target being built; a target built
+    for a kind alone (`dk.target("OPENCL")`) gets index 0. Any plugin may add pairs to any
     kind. Pairs are ordered by priority, best first; a factory that raises is skipped and the reason kept."""
 
     name: str
@@ -110,7 +123,9 @@ class CompilerPairFactory:
 
 @dataclass(frozen=True)
 class RuntimeFactoryDecl:
-    """Builds the runtime of one device: `factory(spec)` returns a RuntimeFactory (CompiledSpec -> Program)."""
+    """Builds the runtime of one device: `factory(spec)` gets that device's full DeviceSpec (kind and index) and
+    returns a RuntimeFactory (CompiledSpec -> Program) whose Programs load and run on that device only: the core
+    checks that every buffer a Program is given lives on the same device (kind and index)."""
 
     factory: Callable[[DeviceSpec], RuntimeFactory]
     priority: int = 0

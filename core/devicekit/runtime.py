@@ -59,10 +59,14 @@ class Program(ABC):
         var_vals = spec.check_vars(tuple(vals))
         needed = spec.buffer_sizes(var_vals)
         kind = self._kind()
+        home = self.device.spec if self.device is not None else None
         for p, buf, n in zip(params, buffers, needed):
             if not isinstance(buf, Buffer):
                 raise TypeError(f"{spec.name}: param {p.name!r} must be a devicekit Buffer, got {type(buf).__name__}")
-            if kind and buf.device.spec.kind != kind:
+            if home is not None and buf.device.spec != home:  # CUDA:1's memory is not CUDA:0's: kind and index
+                raise ValueError(f"{spec.name}: param {p.name!r} is a buffer on {buf.device.spec}, "
+                                 f"the program runs on {home}: copy its data to a buffer on {home} first")
+            if home is None and kind and buf.device.spec.kind != kind:
                 raise ValueError(f"{spec.name}: param {p.name!r} is a buffer on {buf.device.spec}, "
                                  f"the program runs on {kind}")
             if buf.dtype is not p.dtype and buf.dtype != p.dtype:

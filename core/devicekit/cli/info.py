@@ -48,7 +48,7 @@ def report(reg: Registry, build: bool = True) -> dict:
         a = reg.availability(e)
         spec = DeviceSpec(kind)
         k: dict[str, Any] = {"plugin": e.plugin.name, "distribution": e.plugin.distribution,
-                             "version": e.plugin.version, "priority": e.decl.priority,
+                             "version": e.plugin.version, "priority": e.priority,
                              "description": e.decl.description, "available": a.ok, "reason": a.reason,
                              "example": bool(getattr(e.decl, "example", False)),
                              "ids": [str(DeviceSpec(kind, i)) for i in range(e.count or 0)] if a.ok else [],

@@ -63,7 +63,7 @@ def child(name: str) -> int:
         _say(PHASE + f"probe of {kind}")
         a = reg.availability(e)
         kinds[kind] = {"available": a.ok, "reason": a.reason, "count": e.count if a.ok else 0,
-                       "priority": e.decl.priority}
+                       "priority": e.priority}
         _say(PHASE + f"hook devicekit_compiler_pairs for {kind}")
         kinds[kind]["pairs"] = reg.pair_names(DeviceSpec(kind))
     recs = [r.to_dict() for r in reg.plugins() if r.name == name or r.name.startswith(name + "@")]

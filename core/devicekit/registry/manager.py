@@ -178,11 +178,12 @@ class Registry:
         Imports nothing heavy: only declarations and probes run."""
         table = self.kind_table()
         out: list[DeviceInfo] = []
-        for kind, e in sorted(table.items(), key=lambda kv: (-kv[1].decl.priority, kv[0])):
-            a = self.availability(e)
+        avail = {kind: self.availability(e) for kind, e in table.items()}  # probes first: they may set priorities
+        for kind, e in sorted(table.items(), key=lambda kv: (-kv[1].priority, kv[0])):
+            a = avail[kind]
             pairs = tuple(self.pair_names(DeviceSpec(kind)))
             base = {"kind": kind, "plugin": e.plugin.name, "distribution": e.plugin.distribution,
-                    "version": e.plugin.version, "pair_names": pairs, "priority": e.decl.priority,
+                    "version": e.plugin.version, "pair_names": pairs, "priority": e.priority,
                     "description": e.decl.description, "example": bool(getattr(e.decl, "example", False))}
             if a.ok:
                 for i in range(e.count or 0):
@@ -296,7 +297,7 @@ class Registry:
         if (env := settings.get("DEVICEKIT_DEVICE")) is not None:
             return env
         table = self.kind_table()
-        ready = [(e.decl.priority, k, e) for k, e in table.items() if not e.error and self.availability(e).ok]
+        ready = [(e.priority, k, e) for k, e in table.items() if not e.error and self.availability(e).ok]
         if not ready:
             raise DeviceNotFoundError("no device is available. " + "; ".join(
                 f"{d.spec}: {d.reason}" for d in self.devices() if not d.available) + " (see `devicekit info`)")

@@ -29,6 +29,13 @@ class KindEntry:
     availability: Availability | None = None
     count: int | None = None
 
+    @property
+    def priority(self) -> int:
+        """The kind's priority for the default device: the probe's answer when it gave one (the probe has run),
+        else the declared one."""
+        a = self.availability
+        return a.priority if a is not None and a.priority is not None else self.decl.priority
+
 
 def ranked(answers: list[tuple[PluginRecord, Any]], what: str) -> list[tuple[PluginRecord, Any]]:
     """Answers best first by priority; equal priorities from different plugins at the top are an error.

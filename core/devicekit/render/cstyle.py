@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from ..ir.dtypes import DType, dtypes
@@ -36,6 +37,30 @@ _ORDERED = frozenset({Ops.STORE, Ops.ASSIGN, Ops.RANGE, Ops.ENDRANGE, Ops.IF, Op
 _INLINABLE = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.TRUNC, Ops.ADD, Ops.SUB,
                         Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND,
                         Ops.OR, Ops.XOR, Ops.SHL, Ops.SHR, Ops.WHERE, Ops.MULACC, Ops.CAST, Ops.BITCAST, Ops.GEP})
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One argument of the kernel signature as `render_kernel` receives it: structured, so a renderer may spell it
+    its own way (OpenCL passes a buffer as a base pointer plus a byte offset, for views that sub-buffers cannot
+    express) instead of rewriting a rendered string.
+
+    `name` is how the body spells it (`dku_a`, `core_start`); `kind` is "buffer", "var" (an int64 var, in
+    `ProgramSpec.vars` order) or "split" (`core_start` / `core_end`, when `core_split` applies); `dtype` is a
+    buffer's storage element dtype (bfloat16 params arrive as uint16 bits) and int64 for vars; `writable` is the
+    buffer's; `user_name` is the ProgramSpec's name; `index` the position in `ProgramSpec.params` or `.vars`;
+    `decl` the base's rendering (`render_param` / `render_var`), which the default `render_kernel` joins."""
+
+    name: str
+    kind: str
+    dtype: DType
+    writable: bool = False
+    user_name: str = ""
+    index: int = 0
+    decl: str = ""
+
+    def __str__(self) -> str:
+        return self.decl
 
 
 def _b(op: str) -> Callable[..., str]:
@@ -185,10 +210,13 @@ class CStyleRenderer(Renderer):
         """Text before the kernel: includes, typedefs for the vector types in `used`, helpers."""
         return ""
 
-    def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
-        """Assemble preamble, signature and indented body into the final source."""
+    def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
+        """Assemble preamble, signature and indented body into the final source. `params` are structured
+        (`KernelParam`: name, kind, dtype, writable, ...), buffers first, then vars, then the split bounds; the
+        default joins their `decl`s, so an override may change any of them or spell them from scratch."""
         pre = self.render_preamble(used)
-        sig = f"{self.kernel_prefix}{self.kernel_return} {name}({', '.join(params + list(self.extra_params))})"
+        decls = [p.decl if isinstance(p, KernelParam) else str(p) for p in params]
+        sig = f"{self.kernel_prefix}{self.kernel_return} {name}({', '.join(decls + list(self.extra_params))})"
         return (pre + "\n" if pre else "") + sig + " {\n" + "\n".join(body) + "\n}\n"
 
     def user_name(self, name: str) -> str:
@@ -299,10 +327,14 @@ class CStyleRenderer(Renderer):
         # the PARAM uops carry the storage dtype after lowering (bfloat16 emulated as uint16 bits)
         stored = {u.arg[0]: u.dtype for u in uops if u.op is Ops.PARAM}
         pdt = [stored.get(i, p.dtype) for i, p in enumerate(lk.params)]
-        sig = [self.render_param(param_names[p.name], dt, p.writable) for p, dt in zip(lk.params, pdt)]
-        sig += [self.render_var(var_names[v.name]) for v in lk.vars]
+        sig = [KernelParam(param_names[p.name], "buffer", dt, p.writable, p.name, i,
+                           self.render_param(param_names[p.name], dt, p.writable))
+               for i, (p, dt) in enumerate(zip(lk.params, pdt))]
+        sig += [KernelParam(var_names[v.name], "var", dtypes.int64, False, v.name, j, self.render_var(var_names[v.name]))
+                for j, v in enumerate(lk.vars)]
         if lk.core_split is not None:
-            sig += [self.render_var("core_start"), self.render_var("core_end")]
+            sig += [KernelParam(n, "split", dtypes.int64, False, n, j, self.render_var(n))
+                    for j, n in enumerate(("core_start", "core_end"))]
         used.update(pdt)
 
         for u in uops:

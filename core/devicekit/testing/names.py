@@ -47,6 +47,18 @@ INVALID_NAMES: tuple[Any, ...] = ("", "1x", "x-y", "a b", "x.y", "x\n", "é", "n
                                   "core_start", "core_end", None, 3, b"x")
 
 
+# keywords, qualifiers and type names of the C-like target languages (C, CUDA, MSL, OpenCL C), as a kernel's own name
+# and as every one of its names, in every position: the conformance kit runs all of them on every device
+TARGET_KEYWORD_CASES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("local", ("global", "half", "kernel", "private", "constant")),
+    ("half", ("local", "global", "__global", "__local", "uchar")),
+    ("global", ("half", "local", "device", "threadgroup", "__shared__")),
+    ("kernel", ("int", "float", "double", "bool", "restrict")),
+    ("__kernel", ("long", "ulong", "signed", "unsigned", "barrier")),
+    ("get_group_id", ("get_local_id", "as_int", "size_t", "ushort", "CLK_LOCAL_MEM_FENCE")),
+)
+
+
 def hostile_kernel(names: Sequence[str], kernel_name: str = "kernel", local: bool = False):
     """(kernel, inputs): out = sqrt(a*a) + b + n + sum(a) + min(a, inf), on names [n, a, b, out] (and a local array
     named names[4] when `local`: a GPU kernel, 16 threads a group, sums its block through local memory). Uses a

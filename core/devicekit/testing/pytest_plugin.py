@@ -16,6 +16,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "e.g. CPU, ACME or CUDA:1")
     group.addoption("--devicekit-seeds", metavar="N", type=int, default=12,
                     help="how many random kernels (seeds 0..N-1) the kit compares with the PYTHON device (default 12)")
+    group.addoption("--devicekit-fuzz", metavar="N", type=int, default=0,
+                    help="also run the differential fuzzer (devicekit.testing.fuzz) on N kernels against the device "
+                         "under test, every compiler pair vs PYTHON (default 0: off)")
+    group.addoption("--devicekit-fuzz-seed", metavar="S", type=int, default=0,
+                    help="the first fuzz seed (default 0): seeds S..S+N-1")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -156,3 +161,15 @@ def dk_seeds(request: pytest.FixtureRequest) -> list[int]:
     if n < 0:
         raise pytest.UsageError(f"--devicekit-seeds must be >= 0, got {n}")
     return list(range(n))
+
+
+@pytest.fixture(scope="session")
+def dk_fuzz(request: pytest.FixtureRequest) -> range:
+    """The fuzz seeds of --devicekit-fuzz=N (from --devicekit-fuzz-seed); a skip when N is 0."""
+    n = request.config.getoption("devicekit_fuzz")
+    start = request.config.getoption("devicekit_fuzz_seed")
+    if n < 0 or start < 0:
+        raise pytest.UsageError(f"--devicekit-fuzz and --devicekit-fuzz-seed must be >= 0, got {n} and {start}")
+    if n == 0:
+        pytest.skip("the differential fuzzer is off: pass --devicekit-fuzz=N to run N kernels")
+    return range(start, start + n)

@@ -28,7 +28,11 @@ def test_ids_of_one_kind_share_compiled_bytes(dk_spec, dk_compiles, tmp_path):
     from devicekit.compile import CompileCache
     from devicekit.spec import DeviceSpec
 
-    t0, t1 = dk.target(DeviceSpec(dk_spec.kind, 0)), dk.target(DeviceSpec(dk_spec.kind, 1))
+    t0 = dk.target(DeviceSpec(dk_spec.kind, 0))
+    try:
+        t1 = dk.target(DeviceSpec(dk_spec.kind, 1))
+    except dk.DeviceKitError as e:  # a compiler that needs its device present (OpenCL) has no target for a missing id
+        pytest.skip(f"{dk_spec.kind}:1 has no compile side here (its compiler needs the device): {e}")
     assert t0 is not t1
     assert t0.base_device_key == t1.base_device_key == dk_spec.kind
     if not t0.compiler.use_cache:

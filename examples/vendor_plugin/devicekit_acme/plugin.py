@@ -40,8 +40,9 @@ def _allocator(spec):
 
 
 def _runtime(spec):
+    """The runtime of one device: the spec (kind and index) is bound, so ACME:1's Programs know they serve ACME:1."""
     from .runtime import AcmeProgram
-    return AcmeProgram
+    return lambda compiled: AcmeProgram(compiled, home=spec)
 
 
 @hookimpl

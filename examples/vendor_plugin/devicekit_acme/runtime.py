@@ -40,8 +40,9 @@ class AcmeProgram(Program):
     core_end` when the spec has a core split. ACME runs the whole range in one call (ctypes releases the GIL, so
     several threads may launch at once)."""
 
-    def __init__(self, compiled, device=None):
+    def __init__(self, compiled, device=None, home=None):
         super().__init__(compiled, device)
+        self.home = home  # the DeviceSpec this Program serves (ACME memory is host memory: no context to pick)
         spec = compiled.spec
         self._dll, addr = _load(compiled.lib, spec.entry)
         ints = len(spec.vars) + (2 if spec.core_split is not None else 0)

@@ -33,7 +33,7 @@ from typing import ClassVar
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import ALU, COMPARE, Ops
 from devicekit.ir.uop import KernelError, UOp
-from devicekit.render.cstyle import CStyleRenderer
+from devicekit.render.cstyle import CStyleRenderer, KernelParam
 
 MAX_BUFFERS = 31  # Metal's buffer argument table (params + vars)
 SHARED_MAX = 32768  # threadgroup memory every Apple GPU has (bytes)
@@ -66,6 +66,23 @@ def _max(a: str, b: str, dtype: DType) -> str:
 
 def _where(c: str, a: str, b: str, dtype: DType) -> str:
     return f"select({b},{a},{c})" if _is_vec(dtype) else f"({c}?{a}:{b})"
+
+
+_SIGNED_WIDE = {"int32": ("int", "uint"), "int64": ("long", "ulong")}
+_WRAPPING = frozenset({Ops.NEG, Ops.ADD, Ops.SUB, Ops.MUL, Ops.SHL, Ops.MULACC})
+
+
+def _wrapping(fn: Callable[..., str], op: Ops) -> Callable[..., str]:
+    """Signed 32/64-bit add/sub/mul/neg/shl/mulacc in unsigned arithmetic, read back with as_type: signed overflow
+    is undefined in MSL as in C++ (the compiler folds `x < x + 1` to true), the IR says it wraps."""
+    def render(*xs: str, dtype: DType) -> str:
+        names = _SIGNED_WIDE.get(dtype.scalar().name)
+        if names is None or op not in _WRAPPING:
+            return fn(*xs, dtype=dtype)
+        lanes = str(dtype.count) if dtype.count > 1 else ""
+        t, u = names[0] + lanes, names[1] + lanes
+        return f"as_type<{t}>({fn(*[f'(({u})({x}))' for x in xs], dtype=dtype)})"
+    return render
 
 
 class MetalRenderer(CStyleRenderer):
@@ -107,6 +124,7 @@ class MetalRenderer(CStyleRenderer):
         Ops.SHL: _shift("<<"), Ops.SHR: _shift(">>"), Ops.MAX: _max, Ops.WHERE: _where,
         Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
     }
+    code_for_op = {op: _wrapping(fn, op) for op, fn in code_for_op.items()}
     math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
                                           Ops.TRUNC: "trunc"}
     repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
@@ -188,11 +206,11 @@ class MetalRenderer(CStyleRenderer):
     def render_preamble(self, used: set[DType]) -> str:
         return "#include <metal_stdlib>\nusing namespace metal;"
 
-    def render_kernel(self, name: str, params: list[str], body: list[str], used: set[DType]) -> str:
+    def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
         if len(params) > MAX_BUFFERS:
             raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params + int vars) but Metal has "
                               f"{MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")
-        params = [f"{p} [[buffer({i})]]" for i, p in enumerate(params)]
+        params = [dataclasses.replace(p, decl=f"{p.decl} [[buffer({i})]]") for i, p in enumerate(params)]
         return super().render_kernel(name, params, body, used)
 
     # ================= the linear pass: limits, then bfloat/half through float32, then the base walk

@@ -1,0 +1,136 @@
+"""Which OpenCL devices are OPENCL:0, OPENCL:1, ...: one platform (DEVICEKIT_OPENCL_PLATFORM, else the first with a
+GPU, else the first with any device) and its devices (DEVICEKIT_OPENCL_DEVICE), in the platform's order. Also the
+probe's answer, whose priority depends on what was found: a GPU outranks the CPU device (10), anything else (PoCL's
+host-CPU device, an accelerator) ranks below it, so installing PoCL never changes the default device."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from devicekit.plugin import Availability
+
+from . import settings
+
+GPU_PRIORITY = 40  # above CPU (10), below CUDA and METAL (50): on an NVIDIA or Apple GPU their own plugin wins
+OTHER_PRIORITY = 2  # below CPU (10) and ACME (5), above PYTHON (-100)
+NO_PLATFORM = ("no OpenCL platform found: install your GPU vendor's OpenCL driver (ICD), or PoCL for the host CPU "
+               "(pip install 'devicekit-opencl[pocl]')")
+
+
+class Unavailable(RuntimeError):
+    """No usable OpenCL platform or device; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    platform: Any  # pyopencl.Platform
+    devices: tuple[Any, ...]  # pyopencl.Device, OPENCL:i is devices[i]
+
+    def describe(self) -> str:
+        return f"{self.platform.name} ({self.platform.version})"
+
+
+_lock = threading.Lock()
+_cache: dict[tuple, Selection] = {}
+
+
+def _type_of(dev: Any) -> str:
+    import pyopencl as cl
+    t = dev.type
+    if t & cl.device_type.GPU:
+        return "gpu"
+    if t & cl.device_type.CPU:
+        return "cpu"
+    if t & cl.device_type.ACCELERATOR:
+        return "accelerator"
+    return "other"
+
+
+def _platforms() -> list[Any]:
+    try:
+        import pyopencl as cl
+    except ImportError as e:
+        raise Unavailable(f"pyopencl cannot be imported ({e}): pip install pyopencl") from e
+    try:
+        return list(cl.get_platforms())
+    except Exception as e:
+        raise Unavailable(f"{NO_PLATFORM} ({type(e).__name__}: {e})") from e
+
+
+def _devices(p: Any) -> list[Any]:
+    try:
+        return list(p.get_devices())
+    except Exception:  # noqa: BLE001 - DEVICE_NOT_FOUND: a platform without devices
+        return []
+
+
+def select() -> Selection:
+    """The platform and devices in use (cached per value of the two variables); Unavailable says why none."""
+    want_p = settings.get("DEVICEKIT_OPENCL_PLATFORM")
+    want_d = settings.get("DEVICEKIT_OPENCL_DEVICE")
+    key = (want_p, want_d)
+    with _lock:
+        if key in _cache:
+            return _cache[key]
+        plats = _platforms()
+        if not plats:
+            raise Unavailable(NO_PLATFORM)
+        names = ", ".join(f"{i}: {p.name}" for i, p in enumerate(plats))
+        if want_p is None:
+            with_devs = [(p, _devices(p)) for p in plats]
+            gpu = [pd for pd in with_devs if any(_type_of(d) == "gpu" for d in pd[1])]
+            anyd = [pd for pd in with_devs if pd[1]]
+            if not anyd:
+                raise Unavailable(f"no OpenCL platform has a device (platforms: {names})")
+            plat, devs = (gpu or anyd)[0]
+        else:
+            text = want_p.strip()
+            if text.isdigit():
+                if int(text) >= len(plats):
+                    raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p}: there are {len(plats)} platforms ({names})")
+                plat = plats[int(text)]
+            else:
+                hits = [p for p in plats if text.lower() in p.name.lower()]
+                if not hits:
+                    raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r} matches no platform ({names})")
+                plat = hits[0]
+            devs = _devices(plat)
+        kind, idx = want_d
+        if kind == "index":
+            if bad := [i for i in idx if i >= len(devs)]:
+                raise Unavailable(f"DEVICEKIT_OPENCL_DEVICE: {plat.name} has {len(devs)} devices, no device "
+                                  f"{bad[0]}")
+            devs = [devs[i] for i in idx]
+        elif kind != "all":
+            devs = [d for d in devs if _type_of(d) == kind]
+        if not devs:
+            what = "" if kind in ("all", "index") else f" of type {kind} (DEVICEKIT_OPENCL_DEVICE)"
+            raise Unavailable(f"OpenCL platform {plat.name} has no device{what}")
+        sel = Selection(plat, tuple(devs))
+        _cache[key] = sel
+        return sel
+
+
+def device(index: int) -> Any:
+    """The pyopencl.Device of OPENCL:index."""
+    sel = select()
+    if not 0 <= index < len(sel.devices):
+        raise Unavailable(f"OPENCL:{index} does not exist: {sel.describe()} has {len(sel.devices)} device(s)")
+    return sel.devices[index]
+
+
+def probe() -> Availability:
+    """Available when a platform with devices is found; priority GPU_PRIORITY when one of them is a GPU, else
+    OTHER_PRIORITY (PoCL on the host CPU must not become the default device)."""
+    try:
+        sel = select()
+    except Unavailable as e:
+        return Availability.no(str(e))
+    gpu = any(_type_of(d) == "gpu" for d in sel.devices)
+    return Availability.yes(priority=GPU_PRIORITY if gpu else OTHER_PRIORITY)
+
+
+def count() -> int:
+    return len(select().devices)

@@ -1,0 +1,116 @@
+"""OpenCLProgram: a program binary loaded in one OPENCL id's context, launched on its queue.
+
+- Loading: clCreateProgramWithBinary + clBuildProgram (required before use, ~1 ms on PoCL); bytes the driver rejects
+  (another device's binary, a damaged cache entry) raise here, at load, so the core recompiles cached bytes once.
+- Kernel objects are per thread: clSetKernelArg is not thread-safe on one cl_kernel, and a Program may be launched
+  from several threads at once (the queue itself is thread-safe).
+- Launch dims are groups x local (ProgramSpec.global_size counts work-groups): global work size = groups * local.
+  A hand-written kernel without local_size runs one work-item a group.
+- Generated kernels take each buffer as (cl_mem, byte offset) (meta "view_args"); a hand-written kernel's
+  `__global T *` param gets the cl_mem itself, or for a view a sub-buffer, which OpenCL allows only at offsets
+  aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (a clear error otherwise).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+from devicekit.render.signature import launch_shared
+from devicekit.runtime import Program
+
+from . import context
+
+_NP = {"bool": np.uint8, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
+       "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64, "float16": np.float16,
+       "float32": np.float32, "float64": np.float64}
+
+
+class OpenCLProgram(Program):
+    def __init__(self, compiled, ctx: context.Ctx):
+        super().__init__(compiled)
+        import pyopencl as cl
+        self.ctx = ctx
+        entry = compiled.spec.entry
+        try:
+            prg = cl.Program(ctx.context, [ctx.device], [bytes(compiled.lib)])
+            prg.build(devices=[ctx.device])
+            kernel = cl.Kernel(prg, entry)
+        except cl.Error as e:
+            raise RuntimeError(f"{ctx.name}: cannot load the program binary of {compiled.spec.name!r} "
+                               f"(entry {entry!r}): {type(e).__name__}: {e}") from None
+        self._prg = prg
+        self._tls = threading.local()
+        self._tls.kernel = kernel
+        spec = compiled.spec
+        self._view_args = bool(spec.get_meta("view_args", False))
+        self._order = spec.arg_order()
+        self._var_types = [np.int64 if v.dtype is None else _NP[v.dtype.name] for v in spec.vars]
+        self._align = max(1, int(ctx.device.mem_base_addr_align) // 8)  # reported in bits
+
+    def _kernel(self) -> Any:
+        k = getattr(self._tls, "kernel", None)
+        if k is None:
+            import pyopencl as cl
+            k = self._tls.kernel = cl.Kernel(self._prg, self.compiled.spec.entry)
+        return k
+
+    def _mem(self, h, j: int) -> Any:
+        if h.index != self.ctx.index:
+            raise ValueError(f"{self.name}: buffer {j} lives on OPENCL:{h.index}, the program on {self.ctx.name}")
+        if h.offset == 0:
+            return h.mem
+        if h.offset % self._align:
+            p = self.spec.params[j]
+            raise ValueError(f"{self.name}: param {p.name!r} is a view {h.offset} bytes into its buffer; a hand-written "
+                             f"OpenCL kernel gets views as sub-buffers, which need offsets aligned to "
+                             f"{self._align} bytes on {self.ctx.device.name.strip()}: copy the data to its own buffer")
+        import pyopencl as cl
+        return h.mem.get_sub_region(h.offset, max(h.nbytes, 1), cl.mem_flags.READ_WRITE)
+
+    def _launch(self, handles: list, vals: list, var_vals: dict, global_size, local_size, wait: bool):
+        import pyopencl as cl
+        args: list[Any] = []
+        if self._view_args:
+            for j, h in enumerate(handles):
+                if h.index != self.ctx.index:
+                    raise ValueError(f"{self.name}: buffer {j} lives on OPENCL:{h.index}, the program on "
+                                     f"{self.ctx.name}")
+                args += [h.mem, np.uint64(h.offset)]
+            args += [t(x) for t, x in zip(self._var_types, vals)]
+        else:
+            locs = launch_shared(self.spec, var_vals)[1] if any(k == "local" for k, _ in self._order) else ()
+            for kind, i in self._order:
+                if kind == "buffer":
+                    args.append(self._mem(handles[i], i))
+                elif kind == "var":
+                    args.append(self._var_types[i](vals[i]))
+                elif kind == "local":
+                    args.append(cl.LocalMemory(max(int(locs[i]), 1)))
+                else:
+                    raise ValueError(f"{self.name}: OpenCL kernels have no builtin params")
+        groups = tuple(global_size) if global_size else (1,)
+        local = tuple(local_size) if local_size else (1,) * len(groups)
+        if len(local) != len(groups):
+            n = max(len(local), len(groups))
+            groups, local = groups + (1,) * (n - len(groups)), local + (1,) * (n - len(local))
+        if any(int(g) <= 0 for g in groups):
+            return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
+        glob = tuple(int(g) * int(lo) for g, lo in zip(groups, local))
+        k = self._kernel()
+        k.set_args(*args)
+        ev = cl.enqueue_nd_range_kernel(self.ctx.queue, k, glob, tuple(int(x) for x in local))
+        if not wait:
+            return None
+        ev.wait()
+        return (ev.profile.end - ev.profile.start) * 1e-9
+
+
+def factory(spec):
+    """RuntimeFactory of one device: CompiledSpec -> OpenCLProgram in OPENCL:<spec.index>'s context."""
+    ctx = context.get(spec.index)  # fail here, with the reason, rather than at the first program
+
+    def make(compiled) -> OpenCLProgram:
+        return OpenCLProgram(compiled, ctx)
+    return make

@@ -1,0 +1,146 @@
+"""The OpenCL plugin on a real platform (PoCL here): discovery and priority, the renderer's choices, views, the
+compiler's identity and errors, hand-written source, threads."""
+
+from __future__ import annotations
+
+import threading
+
+import devicekit as dk
+import numpy as np
+import pytest
+from devicekit import ir, kernels
+from devicekit.ir.dtypes import dtypes
+from devicekit.testing.conformance import check_against_reference
+
+
+def test_pocl_does_not_become_the_default_device(cl_device):
+    from devicekit.registry import get_registry
+    from devicekit_opencl import platform
+    a = platform.probe()
+    assert a.ok and a.priority == platform.OTHER_PRIORITY  # PoCL's device is CPU-type: below CPU (10)
+    row = next(d for d in dk.devices() if d.kind == "OPENCL")
+    assert row.priority == platform.OTHER_PRIORITY
+    assert get_registry().default_spec().kind != "OPENCL"
+
+
+def test_ids_and_unavailable_reasons(run_py):
+    listing = ("-c", ("import devicekit as dk; print([(d.spec, d.available, d.reason) for d in dk.devices() "
+                     "if d.kind == 'OPENCL'])"))
+    two = run_py(*listing, env={"POCL_DEVICES": "pthread pthread"})
+    assert "('OPENCL', True, '')" in two.stdout and "('OPENCL:1', True, '')" in two.stdout, two.stdout + two.stderr
+    none = run_py(*listing, env={"POCL_DEVICES": "nonexistent"})
+    assert "no OpenCL platform has a device" in none.stdout, none.stdout + none.stderr
+    gpu = run_py(*listing, env={"DEVICEKIT_OPENCL_DEVICE": "gpu"})
+    assert "has no device of type gpu" in gpu.stdout, gpu.stdout + gpu.stderr
+    plat = run_py(*listing, env={"DEVICEKIT_OPENCL_PLATFORM": "no-such-vendor"})
+    assert "'no-such-vendor' matches no platform" in plat.stdout, plat.stdout + plat.stderr
+    bad = run_py(*listing, env={"DEVICEKIT_OPENCL_DEVICE": "x,y"})
+    assert "DEVICEKIT_OPENCL_DEVICE" in bad.stdout + bad.stderr
+
+
+def test_source_is_opencl_c_with_wrapping_ints(cl_device):
+    k = ir.KernelBuilder("local")
+    n = k.var("global", 1, 1 << 20)
+    x = k.param("half", dtypes.int32, n)
+    out = k.param("kernel", dtypes.int32, n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[i] * 3 + 1
+    src = cl_device.renderer.render(k.build()).src
+    assert "__kernel void dku_local(" in src and "long long" not in src
+    assert "#pragma OPENCL FP_CONTRACT OFF" in src
+    assert "as_int(" in src and "(uint)" in src  # int32 arithmetic through uint: it wraps
+    assert "ulong dk_off0" in src  # buffers come as (base, byte offset)
+
+
+def test_unaligned_views_run_in_generated_kernels(cl_device):
+    base = dk.Buffer(cl_device, 64, dtypes.float32).copyin(np.arange(64, dtype=np.float32))
+    out = dk.Buffer(cl_device, 64, dtypes.float32).copyin(np.zeros(64, np.float32))
+    prog = cl_device.compile(kernels.elementwise("a * 2.0", name="dbl"))
+    a, o = base.view(10, offset=3), out.view(10, offset=5)  # 12 and 20 bytes in: no sub-buffer could start there
+    prog.execute([a, o], [10])
+    got = out.numpy()
+    np.testing.assert_array_equal(got[5:15], np.arange(3, 13, dtype=np.float32) * 2)
+    assert not got[:5].any() and not got[15:].any()
+
+
+def test_hand_written_views_need_aligned_offsets(cl_device):
+    src = "__kernel void add1(__global float *x, int n) { int i = get_global_id(0); if (i < n) x[i] += 1.0f; }"
+    prog = cl_device.program_from_source(src, "add1", sizes={"x": "n"}, global_size="n", local_size=1)
+    base = dk.Buffer(cl_device, 128, dtypes.float32).copyin(np.zeros(128, np.float32))
+    prog.execute([base.view(32, offset=32)], [32])  # 128 bytes in: PoCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN
+    got = base.numpy()
+    assert (got[32:64] == 1).all() and not got[:32].any() and not got[64:].any()
+    with pytest.raises(ValueError, match="aligned to 128 bytes"):
+        prog.execute([base.view(8, offset=3)], [8])
+
+
+def test_hand_written_kernel_with_local_memory(cl_device):
+    src = """
+    __kernel void blocksum(__global const float *x, __global float *out, __local float *tile, int n) {
+      int g = get_group_id(0), l = get_local_id(0);
+      tile[l] = x[g * 16 + l];
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (l == 0) { float s = 0; for (int i = 0; i < 16; i++) s += tile[i]; out[g] = s; }
+    }"""
+    prog = cl_device.program_from_source(src, "blocksum", sizes={"x": "n*16", "out": "n"}, global_size="n",
+                                         local_size=16, shared_bytes={"tile": 64})
+    x = np.arange(64, dtype=np.float32)
+    got = dk.run(prog, cl_device, x=x, out=np.zeros(4, np.float32), n=4)["out"]
+    np.testing.assert_allclose(got, x.reshape(4, 16).sum(1))
+
+
+def test_compile_errors_and_identity(cl_device):
+    with pytest.raises(dk.CompileError) as e:
+        cl_device.program_from_source("__kernel void f(__global float *x) { x[0] = ; }", "f")
+    assert "expected expression" in str(e.value)
+    with pytest.raises(dk.CompileError, match="must be a __kernel function"):
+        cl_device.program_from_source("void f(__global float *x) { }", "f")
+    with pytest.raises(dk.CompileError, match="cannot be used as the type of a kernel parameter"):
+        cl_device.program_from_source("__kernel void f(__global float *x, bool b) { }", "f")
+    ident = cl_device.compiler.identity()
+    dev = cl_device.compiler.ctx.device
+    assert dev.name in ident and dev.driver_version in ident and "-cl-fast-relaxed-math" not in ident
+    assert "-cl-fp32-correctly-rounded-divide-sqrt" in ident  # PoCL offers it: division and sqrt round correctly
+
+
+def test_float16_follows_the_extension(cl_device):
+    has = "cl_khr_fp16" in cl_device.compiler.ctx.device.extensions
+    assert (dtypes.float16 in cl_device.renderer.supported_dtypes) == has
+    assert dtypes.float64 in cl_device.renderer.supported_dtypes  # PoCL has cl_khr_fp64
+
+
+def test_threads_share_one_program(cl_device):
+    prog = cl_device.compile(kernels.elementwise("a + b", name="tadd"))
+    errors: list[BaseException] = []
+
+    def job(i: int) -> None:
+        try:
+            n = 500 + i
+            a, b = np.full(n, i, np.float32), np.arange(n, dtype=np.float32)
+            bufs = [dk.Buffer(cl_device, n, dtypes.float32).copyin(x) for x in (a, b, np.zeros(n, np.float32))]
+            for _ in range(5):
+                prog.execute(bufs, [n])
+                np.testing.assert_array_equal(bufs[2].numpy(), a + b)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=job, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_division_and_shifts_follow_the_reference(cl_device):
+    k = ir.KernelBuilder("divs")
+    n = k.var("n", 1, 64)
+    a, b = k.param("a", dtypes.int32, n), k.param("b", dtypes.int32, n)
+    q, r = k.param("q", dtypes.int32, n, writable=True), k.param("r", dtypes.int32, n, writable=True)
+    i = k.range(n, "global")
+    q[i] = a[i] // b[i]
+    r[i] = (a[i] % b[i]) + (a[i] << 31)
+    mn = np.iinfo(np.int32).min
+    inputs = {"a": np.array([7, -7, mn, mn, 5, 0], np.int32), "b": np.array([2, 2, -1, 0, 0, 3], np.int32),
+              "q": np.zeros(6, np.int32), "r": np.zeros(6, np.int32), "n": 6}
+    check_against_reference(k.build(), inputs, cl_device, "x / 0, MIN / -1, MIN % -1, << 31")
