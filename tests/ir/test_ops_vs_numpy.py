@@ -9,21 +9,13 @@ import numpy as np
 import pytest
 from devicekit import ir
 from devicekit.ir import dtypes
-from devicekit.targets import Device
+from devicekit.testing.devices import device_for
 
 INTS = [dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.uint16, dtypes.uint32,
         dtypes.uint64]
 FLOATS = [dtypes.float16, dtypes.float32, dtypes.float64]
 DEVICES = ["PYTHON", "CPU/llvm", "CPU/c"]
 
-
-def _device(label: str):
-    kind, _, pair = label.partition("/")
-    dev = dk.device(kind)
-    if not pair:
-        return dev
-    r, c = dev.pair(pair)
-    return Device(dev.spec, dev.allocator, r, c, dev.runtime)
 
 
 def _edges(dt) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +60,7 @@ CASES = {  # name -> (kernel body, numpy reference, dtypes)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_conveniences_match_numpy(case, device):
     body, ref, dts = CASES[case]
-    dev = _device(device)
+    dev = device_for(device)
     with np.errstate(all="ignore"):
         for dt in dts:
             a, b = _edges(dt)
@@ -83,7 +75,7 @@ def test_conveniences_match_numpy(case, device):
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_nan_rule_of_minimum_and_maximum(device):
     """docs/ir.md: a NaN in the first operand propagates, one in the second does not, for max and for min."""
-    dev = _device(device)
+    dev = device_for(device)
     nan = float("nan")
     a = np.array([nan, 1.0, nan], np.float32)
     b = np.array([1.0, nan, nan], np.float32)

@@ -9,18 +9,10 @@ import pytest
 from devicekit import ir
 from devicekit.ir import dtypes
 from devicekit.ir.linearize import lower
-from devicekit.targets import Device
+from devicekit.testing.devices import device_for
 
 DEVICES = ["PYTHON", "CPU/llvm", "CPU/c"]
 
-
-def _device(label: str):
-    kind, _, pair = label.partition("/")
-    dev = dk.device(kind)
-    if not pair:
-        return dev
-    r, c = dev.pair(pair)
-    return Device(dev.spec, dev.allocator, r, c, dev.runtime)
 
 
 def prefix_sum():
@@ -105,7 +97,7 @@ def test_triangular_ranges_match_numpy(name, device):
             inputs.update(m=3, A=rng.standard_normal(n * n), B0=rng.standard_normal(n * 3))
         else:
             inputs.update(a=np.zeros(n * n, np.float32), c=np.zeros(1, np.float32))
-        got = dk.run(kern, _device(device), **inputs)
+        got = dk.run(kern, device_for(device), **inputs)
         for key, want in _numpy(name, inputs).items():
             np.testing.assert_allclose(got[key], want, rtol=1e-12, atol=1e-12, err_msg=f"{name} n={n} {key}")
 
@@ -120,7 +112,7 @@ def test_triangular_accesses_are_proven():
 def test_the_compiled_loop_is_triangular():
     """The reduce loop starts at i + 1 (no box, no mask): `for (ridx = alu; ...)`, alu = ridx0 + 1."""
     import re
-    src = _device("CPU/c").renderer.render(trmm()).src
+    src = device_for("CPU/c").renderer.render(trmm()).src
     starts = re.findall(r"for \(long long ridx\d+ = (\w+);", src)
     assert starts[:2] == ["core_start", "0ll"] and starts[2].startswith("alu"), src
     assert re.search(rf"long long {starts[2]} = \(ridx0\+1ll\);", src), src
@@ -151,5 +143,5 @@ def test_a_folded_reduction_over_a_triangular_range(device):
     i = k.range(n, "global")
     lr = k.range(i + 1, n, "reduce")
     o[i] = (x.get(lr + 1) * 0).sum(lr) + i
-    got = dk.run(k.build(), _device(device), x=np.arange(5), n=5)["o"]
+    got = dk.run(k.build(), device_for(device), x=np.arange(5), n=5)["o"]
     np.testing.assert_array_equal(got, np.arange(5))

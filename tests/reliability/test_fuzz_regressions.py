@@ -12,15 +12,8 @@ from devicekit.errors import DeviceKitError
 from devicekit.ir import dtypes
 from devicekit.ir.ops import Ops
 from devicekit.ir.uop import UOp
+from devicekit.testing.devices import device_for
 from devicekit.testing.random_kernels import assert_matches, random_kernel
-
-
-def _cpu_pair(pair):
-    import devicekit as dk
-    from devicekit.targets import Device
-    cpu = dk.device("CPU")
-    r, c = cpu.pair(pair)
-    return Device(cpu.spec, cpu.allocator, r, c, cpu.runtime)
 
 
 def _check_on(dev, kernel, inputs):
@@ -40,7 +33,7 @@ def test_float64_to_float16_casts_link_and_match(seed, pair):
     rk = random_kernel(seed)
     assert any(u.op is Ops.CAST and u.dtype == dtypes.float16 and u.src[0].dtype == dtypes.float64
                for u in rk.kernel.uops())
-    _check_on(_cpu_pair(pair), rk.kernel, rk.inputs)
+    _check_on(device_for(f"CPU/{pair}"), rk.kernel, rk.inputs)
 
 
 def test_float64_to_float16_rounding_edges():
@@ -58,7 +51,7 @@ def test_float64_to_float16_rounding_edges():
                      -1e300, float("inf"), float("nan"), 1 / 3, 2049.0, 2051.0], dtype=np.float64)
     for pair in ("llvm", "c"):
         import devicekit as dk
-        got = dk.run(kern, device=_cpu_pair(pair), x=vals, n=vals.size)["out"]
+        got = dk.run(kern, device=device_for(f"CPU/{pair}"), x=vals, n=vals.size)["out"]
         with np.errstate(over="ignore"):
             want = vals.astype(np.float16)
         np.testing.assert_array_equal(got, want, err_msg=pair)
@@ -133,7 +126,7 @@ def test_the_cuda_repros_run_right_on_cpu(build, pair):
     p = kern.params[0]
     need = 3 * 8 if "m" not in inputs else 3 * 2 * 4
     inputs[p.name] = rng.integers(0, 100, need).astype(p.dtype.np)
-    _check_on(_cpu_pair(pair), kern, inputs)
+    _check_on(device_for(f"CPU/{pair}"), kern, inputs)
 
 
 def test_shrunk_source_still_builds():
@@ -171,7 +164,7 @@ def test_max_over_unroll_range_skips_nan_lanes(dt, pair):
     want = dk.run(kern, device="PYTHON", x=x, n=3)["out"]
     want64 = (want.astype(np.float64) if dt != dtypes.bfloat16 else want)
     assert np.isfinite(want64[0]) and want64[1] == 3 and np.isneginf(want64[2])
-    _check_on(_cpu_pair(pair), kern, {"x": x, "n": 3})
+    _check_on(device_for(f"CPU/{pair}"), kern, {"x": x, "n": 3})
 
 
 # ---------------------------------------------------------------- CPU C pair: signed overflow is UB in C
@@ -212,7 +205,7 @@ def _c_overflow_inputs(build):
 @pytest.mark.parametrize("build", [_neg_of_shifted, _reduce_of_neg_shift], ids=["fz11691", "fz11967"])
 @pytest.mark.parametrize("pair", ["llvm", "c"])
 def test_signed_overflow_wraps_on_cpu(build, pair):
-    _check_on(_cpu_pair(pair), build(), _c_overflow_inputs(build))
+    _check_on(device_for(f"CPU/{pair}"), build(), _c_overflow_inputs(build))
 
 
 # ---------------------------------------------------------------- core: sin of large arguments
@@ -234,7 +227,7 @@ def test_sin_of_large_arguments(dt, pair):
     has it (ir/transcendental.sin(wide=True))."""
     xs = np.array([0.5, -3, 1e3, -1e4, 1e5, 1e6, -1e7, 1e8, 65504, np.inf, -np.inf, np.nan], np.float64)
     xs = np.append(xs, [1e9, -3e11] if dt == dtypes.float32 else []).astype(dt.np)
-    _check_on(_cpu_pair(pair), _sin_kernel(dt), {"x": xs, "n": xs.size})
+    _check_on(device_for(f"CPU/{pair}"), _sin_kernel(dt), {"x": xs, "n": xs.size})
 
 
 @pytest.mark.xfail(strict=False, reason="core limit: ir/transcendental.sin reduces with Cody-Waite (3 parts of pi); "
@@ -242,7 +235,7 @@ def test_sin_of_large_arguments(dt, pair):
 @pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64])
 def test_sin_of_huge_arguments(dt):
     xs = np.array([1e9, 1e13, 2.0**64, 1e30], np.float64).astype(dt.np)
-    _check_on(_cpu_pair("llvm"), _sin_kernel(dt), {"x": xs, "n": xs.size})
+    _check_on(device_for("CPU/llvm"), _sin_kernel(dt), {"x": xs, "n": xs.size})
 
 
 # ---------------------------------------------------------------- core scheduling: a reduction of a constant
@@ -264,7 +257,7 @@ def _reduce_of_folded(op, dt):
 def test_reduction_of_a_value_folded_to_a_constant(op, pair):
     from devicekit.ir.linearize import lower
     kern = _reduce_of_folded(op, dtypes.uint16)
-    dev = _cpu_pair(pair)
+    dev = device_for(f"CPU/{pair}")
     lk = lower(kern, dev.renderer.capabilities)
     ops = [u.op for u in lk.uops]
     start = ops.index(Ops.DEFINE_ACC)
@@ -296,7 +289,7 @@ def test_half_mulacc_stored_as_float32_rounds_twice():
     want = dk.run(kern, device="PYTHON", x=xs, n=3)["out"]
     assert want[0] == 17568.0
     for pair in ("llvm", "c"):
-        got = dk.run(kern, device=_cpu_pair(pair), x=xs, n=3)["out"]
+        got = dk.run(kern, device=device_for(f"CPU/{pair}"), x=xs, n=3)["out"]
         np.testing.assert_array_equal(got, want, err_msg=pair)
 
 
@@ -330,7 +323,7 @@ def test_half_mulacc_rounds_the_product_first(tail, pair):
     import devicekit as dk
     kern, inputs = _half_mulacc_then(tail), _half_triples()
     want = dk.run(kern, device="PYTHON", **inputs)["out"]
-    got = dk.run(kern, device=_cpu_pair(pair), **inputs)["out"]
+    got = dk.run(kern, device=device_for(f"CPU/{pair}"), **inputs)["out"]
     if tail == "cancel":
         np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16), err_msg=pair)
     else:
@@ -438,7 +431,7 @@ def _max_of_quotients(dt, lanes, shape):
 def test_integer_max_of_lanes_on_every_accepted_compiler(dt, lanes, shape, pair):
     x = np.arange(1, 8 * lanes + 1).astype(dt.np)
     x[3] = 0  # x // 0 == 0 in one lane
-    _check_on(_cpu_pair(pair), _max_of_quotients(dt, lanes, shape), {"x": x, "n": 8})
+    _check_on(device_for(f"CPU/{pair}"), _max_of_quotients(dt, lanes, shape), {"x": x, "n": 8})
 
 
 # ---------------------------------------------------------------- CPU llvm pair: fast-math flags of a sum's terms
@@ -472,7 +465,7 @@ def test_sum_of_products_keeps_inf_times_zero(dt, term, pair):
         inputs = {"a": np.full(3 * m, big, dt.np), "c": np.zeros(3 * m, dt.np), "n": 3, "m": m}
         want = dk.run(kern, device="PYTHON", **inputs)["out"]
         assert np.isnan(want).all() if term != "zero_times_big" else (want == 0).all()
-        _check_on(_cpu_pair(pair), kern, inputs)
+        _check_on(device_for(f"CPU/{pair}"), kern, inputs)
 
 
 @pytest.mark.parametrize("pair", ["llvm", "c"])
@@ -481,7 +474,7 @@ def test_truncating_a_transcendental_result_is_not_generated_at_an_integer_edge(
     a 1-ulp difference truncation makes a whole unit. The generator moves such values half a unit first."""
     from devicekit.testing.fuzzgen import make_case
     rk = make_case(2000193, "wide")
-    _check_on(_cpu_pair(pair), rk.kernel, rk.inputs)
+    _check_on(device_for(f"CPU/{pair}"), rk.kernel, rk.inputs)
 
 
 def _record_between_loops_9133():
@@ -539,7 +532,7 @@ def test_a_bounds_record_does_not_split_the_loop_it_checks(build, pair):
         inputs = {"n": n, **{p.name: rng.integers(-20, 20, 3 * n).astype(p.dtype.np) for p in kern.params}}
         zeros = {"n": n, **{p.name: np.zeros(3 * n, p.dtype.np) for p in kern.params}}
         for case in (inputs, zeros):
-            _check_on(_cpu_pair(pair), kern, case)
+            _check_on(device_for(f"CPU/{pair}"), kern, case)
 
 
 def _load_between_merged_stores_3024495():
@@ -569,4 +562,4 @@ def test_a_load_between_merged_stores_is_read_once(pair):
     rng = np.random.default_rng(1)
     for n in (1, 2):
         inputs = {"n": n, **{p.name: rng.integers(-9, 9, 8 * n).astype(np.float64) for p in kern.params}}
-        _check_on(_cpu_pair(pair), kern, inputs)
+        _check_on(device_for(f"CPU/{pair}"), kern, inputs)

@@ -10,23 +10,15 @@ import pytest
 from devicekit import ir
 from devicekit.ir import dtypes
 from devicekit.memory import Buffer
-from devicekit.targets import Device
+from devicekit.testing.devices import device_for
 
 DEVICES = ["PYTHON", "CPU/llvm", "CPU/c", "ACME"]
 
 
-def _device(label: str) -> Device:
-    kind, _, pair = label.partition("/")
-    dev = dk.device(kind)
-    if not pair:
-        return dev
-    r, c = dev.pair(pair)
-    return Device(dev.spec, dev.allocator, r, c, dev.runtime)
-
 
 @pytest.fixture(params=DEVICES)
-def dev(request) -> Device:
-    return _device(request.param)
+def dev(request):
+    return device_for(request.param)
 
 
 def gather(idx_dtype=dtypes.int64, **build) -> ir.Kernel:

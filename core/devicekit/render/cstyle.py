@@ -452,3 +452,16 @@ class CStyleRenderer(Renderer):
             else:
                 raise NotImplementedError(f"{type(self).__name__} cannot render {u.short()}")
         return self.render_kernel(name, sig, lines, used)
+
+
+def const_threads(dims) -> int | None:
+    """Threads per workgroup of a launch's local size when every dim is a constant (None: symbolic or no local
+    size; 1 for an empty one): what a GPU renderer checks against its threads-per-workgroup limit."""
+    if not dims:
+        return None if dims is None else 1
+    p = 1
+    for d in dims:
+        if not isinstance(d, int):
+            return None
+        p *= d
+    return p

@@ -7,14 +7,8 @@ import numpy as np
 import pytest
 from devicekit import ir
 from devicekit.ir import dtypes
-from devicekit.targets import Device
+from devicekit.testing.devices import device_for
 from devicekit_cpu.llvm_compiler import slp_safe
-
-
-def _llvm() -> Device:
-    cpu = dk.device("CPU")
-    r, c = cpu.pair("llvm")
-    return Device(cpu.spec, cpu.allocator, r, c, cpu.runtime)
 
 
 def _widen_then_float(mid, dst, lanes: int = 8):
@@ -37,7 +31,7 @@ def test_uitofp_of_a_sign_extension_is_not_narrowed(mid, dst):
     x = np.array([-21, -1, 100, -128, 0, 127, -2, 5] * 3, dtype=np.int8)
     want = dk.run(kern, "PYTHON", x=x, n=3)["out"]
     assert np.isinf(want[0]) or want[0] > 2**31  # the case is the one that overflows the narrow type
-    np.testing.assert_array_equal(dk.run(kern, _llvm(), x=x, n=3)["out"], want)
+    np.testing.assert_array_equal(dk.run(kern, device_for("CPU/llvm"), x=x, n=3)["out"], want)
 
 
 def test_the_sum_that_found_it():
@@ -53,7 +47,7 @@ def test_the_sum_that_found_it():
     kern = k.build()
     inputs = {"in0": np.array([-21, -60, -55, 2], dtype=np.int8), "n": 1, "m": 4}
     assert np.isnan(dk.run(kern, "PYTHON", **inputs)["out"][0])
-    assert np.isnan(dk.run(kern, _llvm(), **inputs)["out"][0])
+    assert np.isnan(dk.run(kern, device_for("CPU/llvm"), **inputs)["out"][0])
 
 
 def test_slp_safe_reads_the_pattern():

@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import Ops
-from devicekit.render.cstyle import CStyleRenderer
+from devicekit.render.cstyle import CStyleRenderer, const_threads
 
 _LOW = ("float16", "bfloat16")
 _AXES = "xyz"
@@ -240,7 +240,7 @@ class CUDARenderer(CStyleRenderer):
 
     def render_linear(self, lk, name: str) -> str:
         src = super().render_linear(lk, name)
-        threads = _const_prod(lk.local_size)
+        threads = const_threads(lk.local_size)
         if threads is not None:
             if threads > self.local_total_max:
                 raise ValueError(f"{name}: {threads} threads a block exceeds CUDA's {self.local_total_max}")
@@ -258,14 +258,3 @@ class CUDARenderer(CStyleRenderer):
 
 def shared_bytes(lk) -> int:
     return sum(u.dtype.nbytes * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
-
-
-def _const_prod(dims) -> int | None:
-    if not dims:
-        return None if dims is None else 1
-    p = 1
-    for d in dims:
-        if not isinstance(d, int):
-            return None
-        p *= d
-    return p

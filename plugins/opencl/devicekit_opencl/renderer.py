@@ -36,7 +36,7 @@ from typing import ClassVar
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import Ops
 from devicekit.ir.uop import KernelError, UOp
-from devicekit.render.cstyle import CStyleRenderer, KernelParam
+from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads
 
 _WRAPPING = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL, Ops.MULACC})
 _UNSIGNED = {8: "uint", 16: "uint", 32: "uint", 64: "ulong"}
@@ -239,7 +239,7 @@ class OpenCLRenderer(CStyleRenderer):
         if local_bytes > self.shared_max:
             raise KernelError(f"kernel {name} declares {local_bytes} bytes of __local memory; this device has "
                               f"{self.shared_max}")
-        threads = _const_prod(lk.local_size)
+        threads = const_threads(lk.local_size)
         if threads is not None and threads > self.local_total_max:
             raise KernelError(f"kernel {name} has {threads} work-items a group; this device allows "
                               f"{self.local_total_max}")
@@ -262,14 +262,3 @@ def _with_uops(lk, uops: list[UOp]):
     new = copy.copy(lk)
     new.uops = uops
     return new
-
-
-def _const_prod(dims) -> int | None:
-    if not dims:
-        return None if dims is None else 1
-    p = 1
-    for d in dims:
-        if not isinstance(d, int):
-            return None
-        p *= d
-    return p
