@@ -95,16 +95,21 @@ class Program(ABC):
             t = interrupt.call(self._launch, args, keep=buffers)  # Ctrl-C returns; the buffers outlive the kernel
         else:
             t = self._launch(*args)
-        if checks is not None:  # reading the record waits for the kernel: a checked launch is synchronous
-            record = buffers[-1].numpy()
-            if record[0::2].any():
-                err = checks.error(record, self.spec.buffer_sizes(var_vals), var_vals)
-                if err is not None:
-                    raise err
-            self._records.append(buffers[-1])  # untouched, so still zero: the next launch reuses it
+        if checks is not None:
+            self._read_record(buffers[-1], var_vals)
         if wait and t is not None:
             dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")
         return t
+
+    def _read_record(self, record: Any, var_vals: dict[str, int]) -> None:
+        """After a checked launch (reading waits for the kernel: it is synchronous): raise the IndexError of a failed
+        check, else keep the record, untouched and so still zero, for the next launch."""
+        data = record.numpy()
+        if data[0::2].any():
+            err = self.spec.checks.error(data, self.spec.buffer_sizes(var_vals), var_vals)
+            if err is not None:
+                raise err
+        self._records.append(record)
 
     def _record(self, size: int) -> Any:
         """A zeroed int64 buffer on this program's device for one launch's bounds-check record: a clean one left by

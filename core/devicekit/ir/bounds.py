@@ -84,6 +84,11 @@ def guard_accesses(kernel: Kernel, sink: UOp) -> tuple[UOp, UOp | None, BoundsCh
         BoundsChecks(kernel.name, len(kernel.param_uops), tuple((ix.src[0].arg[0], ix.src[0].arg[1]) for ix in targets))
 
 
+def is_record(st: UOp) -> bool:
+    """Whether a statement is one of the record stores this pass adds (arg ("bounds", statement, site, slot))."""
+    return isinstance(st.arg, tuple) and st.arg[0] == "bounds"
+
+
 def _in_bounds(ix: UOp) -> UOp:
     idx, size = ix.src[1], ix.src[0].src[0]
     return make_alu(Ops.AND, (make_alu(Ops.CMPLT, (UOp.const(dtypes.index, -1), idx)), make_alu(Ops.CMPLT, (idx, size))))

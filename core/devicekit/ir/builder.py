@@ -71,7 +71,7 @@ class BufferRef:
 
     def _flat(self, idx: Any, gate: UOp | None) -> UOp:
         """A tuple index of a shaped param, row-major: ((i0 * d1) + i1) * d2 + i2 ...; each component is recorded
-        for the per-dimension proof at build (`KernelBuilder._check_dims`)."""
+        for the per-dimension proof at build (`verify.check_dimensions`)."""
         if self.shape is None:
             raise KernelError(f"{self.name}[{', '.join(map(str, idx))}]: a tuple index needs a param declared with "
                               f"shape=; {self.name} is flat (index it with one expression)")
@@ -182,8 +182,6 @@ class KernelBuilder:
         if rel:
             lo = int(rel["lo"].vmin) if "lo" in rel else lo
             hi = int(rel["hi"].vmax) if "hi" in rel else hi
-            if "lo" in rel and not isinstance(hi, UOp) and lo > hi:
-                hi = lo  # the relation alone bounds it; the box only needs to hold it
         for what, b in (("lo", lo), ("hi", hi)):
             if isinstance(b, bool) or not isinstance(b, int):
                 raise KernelError(f"var {name}: {what} must be an int, got {b!r}")
@@ -228,7 +226,7 @@ class KernelBuilder:
                 raise TypeError(f"param {name}: give size or shape, not both")
             if not isinstance(shape, (tuple, list)) or not shape:
                 raise TypeError(f"param {name}: shape must be a non-empty tuple of sizes, got {shape!r}")
-            dims = tuple(as_uop(d).cast(dtypes.index) if as_uop(d).dtype != dtypes.index else as_uop(d) for d in shape)
+            dims = tuple(d if d.dtype == dtypes.index else d.cast(dtypes.index) for d in map(as_uop, shape))
             size = dims[0]
             for d in dims[1:]:
                 size = size * d

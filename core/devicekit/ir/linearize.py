@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import semantics
-from .bounds import ERROR_PARAM, BoundsChecks, guard_accesses
+from .bounds import ERROR_PARAM, BoundsChecks, guard_accesses, is_record
 from .builder import Kernel
 from .dtypes import dtypes
 from .ops import Ops
 from .order import is_ordered_load, stmt_index
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
-from .rewrite import _one_pass, graph_rewrite, substitute
+from .rewrite import graph_rewrite, rewrite_once, substitute
 from .uop import KernelError, SymInt, UOp, make_alu
 
 _KIND_RANK = {"global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
@@ -114,10 +114,8 @@ def _map_ranges(sink: UOp, caps: Any):
     nodes = sink.toposort()
     free = free_ranges(nodes)
     stmt_ranges = sorted(set().union(*(free[s] for s in sink.src)), key=lambda r: (_KIND_RANK[r.arg[1]], r.arg[0]))
-    all_ranges = [u for u in nodes if u.op is Ops.RANGE]
     zero = UOp.const(dtypes.index, 0)
-    mapping: dict[UOp, UOp] = {r: UOp(Ops.RANGE, dtypes.index, (zero, r.src[0]), r.arg)
-                               for r in all_ranges if len(r.src) == 1}
+    mapping: dict[UOp, UOp] = {}  # global/local ranges -> GPU indices or the CPU split; every other range: to_loop
     gsize = lsize = split = guard = None
     if caps.gpu_indexing:
         glob = [r for r in stmt_ranges if r.arg[1] == "global"][:3]
@@ -177,14 +175,14 @@ def _map_ranges(sink: UOp, caps: Any):
             mapping[g] = UOp(Ops.RANGE, dtypes.index, (start, stop), g.arg)
             split = _sym(g.src[0])
     def to_loop(u: UOp) -> UOp | None:
-        """Global and local ranges (never triangular) by identity; a range whose bounds use other ranges was
-        rebuilt over the new ones: it gets its (start, end) form here."""
+        """Global and local ranges (never triangular) by identity; every other range gets its (start, end) form,
+        a triangular one after its bounds were rebuilt over the new outer ranges."""
         if (m := mapping.get(u)) is not None:
             return m
         if u.op is Ops.RANGE and len(u.src) == 1:
             return UOp(Ops.RANGE, dtypes.index, (zero, u.src[0]), u.arg)
         return None
-    sink = _one_pass(sink, to_loop)
+    sink = rewrite_once(sink, to_loop)
     return sink, gsize, lsize, split, guard
 
 
@@ -325,7 +323,7 @@ class _Scheduler:
                 continue
             self._read_late(st)
             st = self._enter_for(st)
-            if isinstance(st.arg, tuple) and st.arg[0] == "bounds":
+            if is_record(st):
                 self._record(st)
                 continue
             self._read_ordered(stmt_index(st))
@@ -381,21 +379,24 @@ class _Scheduler:
         """Open the statement's loops (reopened loops get fresh copies of their ranges) and return it rewritten. A
         bounds-check record (ir/bounds.py) stays in the loops of the statement it checks: closing one of them for it
         would split that statement's loop body from the next statement's (a load read in it would be read again)."""
-        is_record = isinstance(st.arg, tuple) and st.arg[0] == "bounds"
-        target = tuple(self._orig(b.orig) for b in self.stack[1:]) if is_record else self._stmt_nest(st)
+        target = tuple(self._orig(b.orig) for b in self.stack[1:]) if is_record(st) else self._stmt_nest(st)
         self._enter(target)
-        sub = {self._orig(b.orig): b.rng for b in self.stack[1:] if b.kind == "loop" and b.rng is not self._orig(b.orig)}
-        self.sub = sub
+        sub = self.sub = self._copies()
         if sub:
             st = substitute(st, sub)
         return st
+
+    def _copies(self) -> dict[UOp, UOp]:
+        """The open loops that were reopened: original range -> the copy that runs now."""
+        return {self._orig(b.orig): b.rng for b in self.stack[1:]
+                if b.kind == "loop" and b.rng is not None and b.rng is not self._orig(b.orig)}
 
     def _read_late(self, st: UOp) -> None:
         """Loads built before a statement that is gone (merged into a vector store, folded away) are read here,
         in the loops this statement shares with the one before it: entering this statement's other loops first
         would read them once per iteration, after stores they must not see."""
         k = stmt_index(st)
-        if isinstance(st.arg, tuple) and st.arg[0] == "bounds" or not any(x < k for x in self.reads_at):
+        if is_record(st) or not any(x < k for x in self.reads_at):
             return
         target, k_open = self._stmt_nest(st), 0
         while k_open + 1 < len(self.stack) and k_open < len(target) and \
@@ -424,8 +425,7 @@ class _Scheduler:
             parent = self.stack[-1]
             rng = self._fresh_range(r) if r is not _GUARD else None
             if rng is not None and len(rng.src) == 2:  # bounds over reopened loops read their copies
-                sub = {self._orig(b.orig): b.rng for b in self.stack[1:] if b.kind == "loop" and b.rng is not None
-                       and b.rng is not self._orig(b.orig)}
+                sub = self._copies()
                 if sub and (nsrc := tuple(substitute(x, sub) for x in rng.src)) != rng.src:
                     moved = rng.replace(src=nsrc)
                     self.origin[moved] = self._orig(rng)

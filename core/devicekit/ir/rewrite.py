@@ -12,14 +12,16 @@ RewriteFn = Callable[[UOp], UOp | None]
 def graph_rewrite(root: UOp, fn: RewriteFn, max_passes: int = 16) -> UOp:
     """Rebuild `root` bottom-up, replacing each node by fn(node) when fn returns one; repeat until nothing changes."""
     for _ in range(max_passes):
-        new = _one_pass(root, fn)
+        new = rewrite_once(root, fn)
         if new is root:
             return root
         root = new
     return root
 
 
-def _one_pass(root: UOp, fn: RewriteFn) -> UOp:
+def rewrite_once(root: UOp, fn: RewriteFn) -> UOp:
+    """One bottom-up pass: each node rebuilt over its rewritten sources, then replaced by fn(node) when fn returns
+    one (fn sees the rebuilt node)."""
     memo: dict[UOp, UOp] = {}
     for u in root.toposort():
         src = tuple(memo[s] for s in u.src)

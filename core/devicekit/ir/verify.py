@@ -93,8 +93,8 @@ def _var_samples(k: Kernel) -> list[dict[str, int]]:
 
 def _rel_bounds(v, env: dict[str, int]) -> tuple[int, int]:
     """A var's bounds for the earlier vars' values in env: its box, narrowed by bounds that name other vars."""
-    lo = v.lo if getattr(v, "lo_rel", None) is None else max(v.lo, sym_eval(v.lo_rel, env))
-    hi = v.hi if getattr(v, "hi_rel", None) is None else min(v.hi, sym_eval(v.hi_rel, env))
+    lo = v.lo if v.lo_rel is None else max(v.lo, sym_eval(v.lo_rel, env))
+    hi = v.hi if v.hi_rel is None else min(v.hi, sym_eval(v.hi_rel, env))
     return lo, hi
 
 
@@ -132,17 +132,31 @@ def _check_bounds(k: Kernel, nodes: list[UOp]) -> None:
             iv = _interval(ix.src[1], env, memo)
             if iv is None:
                 continue  # an empty range: never executed
-            lo, hi, exact, _ = iv
             name = buf.arg[1] if buf.op is Ops.PARAM else buf.arg[0]
-            where = f" with {', '.join(f'{a}={b}' for a, b in env.items())}" if env else ""
-            if (exact and lo < 0) or hi < 0:
-                raise KernelError(f"index into {name} can be negative (min {lo}){where}", ix)
-            if (exact and hi >= size) or lo >= size:
-                raise KernelError(f"index into {name} out of bounds: reaches {hi}, size is {size}{where}", ix)
+            if (side := _outside(iv, size)) == "below":
+                raise KernelError(f"index into {name} can be negative (min {iv[0]}){_where(env)}", ix)
+            if side == "above":
+                raise KernelError(f"index into {name} out of bounds: reaches {iv[1]}, size is {size}{_where(env)}", ix)
 
 
-def _uses_range(u: UOp) -> bool:
-    return any(x.op is Ops.RANGE for x in u.toposort())
+def _outside(iv: tuple, extent: int) -> str | None:
+    """"below" or "above" when an index interval provably leaves [0, extent): an exact bound past the edge, or the
+    whole interval beyond it; else None."""
+    lo, hi, exact, _ = iv
+    if (exact and lo < 0) or hi < 0:
+        return "below"
+    if (exact and hi >= extent) or lo >= extent:
+        return "above"
+    return None
+
+
+def _where(env: dict[str, int]) -> str:
+    return f" with {', '.join(f'{a}={b}' for a, b in env.items())}" if env else ""
+
+
+def is_triangular(r: UOp) -> bool:
+    """A RANGE with a start, or whose end uses other ranges (`k.range(i + 1, n)`, `k.range(i + 1, kind="reduce")`)."""
+    return r.op is Ops.RANGE and (len(r.src) == 2 or any(x.op is Ops.RANGE for x in r.src[0].toposort()))
 
 
 def check_dimensions(dims: list[tuple], vars_) -> None:
@@ -155,13 +169,11 @@ def check_dimensions(dims: list[tuple], vars_) -> None:
             iv = None if gated else _interval(comp, env, memo)
             if iv is None:
                 continue
-            lo, hi, exact, _ = iv
             ext = sym_eval(dim, env)
-            where = f" with {', '.join(f'{a}={b}' for a, b in env.items())}" if env else ""
-            if (exact and lo < 0) or hi < 0:
-                raise KernelError(f"index {k} into {name} can be negative (min {lo}){where}", comp)
-            if (exact and hi >= ext) or lo >= ext:
-                raise KernelError(f"index {k} into {name} reaches {hi}, dimension {k} has {ext}{where}", comp)
+            if (side := _outside(iv, ext)) == "below":
+                raise KernelError(f"index {k} into {name} can be negative (min {iv[0]}){_where(env)}", comp)
+            if side == "above":
+                raise KernelError(f"index {k} into {name} reaches {iv[1]}, dimension {k} has {ext}{_where(env)}", comp)
 
 
 # ---- in-bounds proof (which accesses need a run-time check, ir/bounds.py) ------------------------------------------
@@ -309,7 +321,7 @@ def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
           and _vertex_safe(ix.src[0].src[0], safe, periods) is not None}
     samples = _proof_samples(vars_, periods) if ok else []
     lows, sym = {v.name: int(v.lo) for v in vars_}, {}
-    rels = {v.name: (v.lo_rel, v.hi_rel) for v in vars_ if getattr(v, "related", False)}
+    rels = {v.name: (v.lo_rel, v.hi_rel) for v in vars_ if v.related}
     out: list[UOp] = []
     memos: list[dict] = [{} for _ in samples or ()]
     for ix in indexes:
@@ -343,7 +355,7 @@ def _interval(u: UOp, env: dict[str, int], memo: dict) -> tuple | None:
         r = (u.arg, u.arg, True, frozenset())
     elif u.op is Ops.VAR:
         r = (env[u.arg[0]], env[u.arg[0]], True, frozenset())
-    elif u.op is Ops.RANGE and len(u.src) == 1 and not _uses_range(u.src[0]):
+    elif u.op is Ops.RANGE and not is_triangular(u):
         end = sym_eval(u.src[-1], env)
         r = None if end <= 0 else (0, end - 1, True, frozenset({u}))
     elif u.op is Ops.RANGE:  # a start, or bounds over other ranges (triangular): the extremes, not exact

@@ -18,11 +18,7 @@ from ..ir.builder import Kernel
 from ..ir.dtypes import dtypes
 from ..ir.ops import ALU, Ops
 from ..ir.uop import UOp, make_alu
-from ..ir.verify import free_ranges
-
-
-def is_triangular(r: UOp) -> bool:
-    return r.op is Ops.RANGE and (len(r.src) == 2 or any(x.op is Ops.RANGE for x in r.src[0].toposort()))
+from ..ir.verify import free_ranges, is_triangular
 
 
 def rectangular(kernel: Kernel, var_vals: dict[str, int]) -> Kernel:

@@ -180,7 +180,7 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
         names[v] = v.arg[0]
         spec = specs.get(v.arg[0])
         lo, hi = v.arg[1], v.arg[2]
-        if spec is not None and getattr(spec, "related", False):  # bounds that name earlier vars
+        if spec is not None and spec.related:  # bounds that name earlier vars
             lo = lo if spec.lo_rel is None else size_src(spec.lo_rel)
             hi = hi if spec.hi_rel is None else size_src(spec.hi_rel)
         lines.append(f"    {v.arg[0]} = k.var({v.arg[0]!r}, {lo}, {hi})")

@@ -7,7 +7,6 @@ import os
 import time
 from functools import partial
 
-import numpy as np
 from devicekit import interrupt
 from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
@@ -58,7 +57,7 @@ class CPUProgram(Program):
         self._fn = ctypes.CFUNCTYPE(None, *argtypes, *splits)(addr)
         self.threads = threads or num_threads()
         # everything a launch computes from the var values, compiled once to functions of the vals tuple
-        names = tuple(v.name for v in spec.vars)
+        names = self._names = tuple(v.name for v in spec.vars)
         self._split = None if spec.core_split is None else compile_sym(spec.core_split, names)
         self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
         self._sizes = tuple(compile_sym(p.size, names) for p in spec.user_params)
@@ -66,12 +65,11 @@ class CPUProgram(Program):
         self._buffer_type = Buffer
         self._pdtypes = tuple(p.dtype for p in spec.user_params)
         self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
-        self._clean: list[tuple] = []  # zeroed records for the next launches (fast path)
         self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
         # bounds that name other vars (k.var("kk", 0, n - 1)), compiled: (slot, lo fn, hi fn)
         self._rels = tuple((j, compile_sym(v.lo if v.lo_rel is None else v.lo_rel, names),
                             compile_sym(v.hi if v.hi_rel is None else v.hi_rel, names))
-                           for j, v in enumerate(spec.vars) if getattr(v, "related", False))
+                           for j, v in enumerate(spec.vars) if v.related)
         # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
         self._from_source = bool(spec.get_meta("from_source", False))
         cost = spec.get_meta("split_cost", 1)
@@ -109,36 +107,17 @@ class CPUProgram(Program):
             return super().execute(buffers, vals, global_size, local_size, wait)  # shared memory: checked there
         vals = list(vals)
         rec = None
-        if self._checked:  # the hidden bounds-check record: host memory, no Buffer (ir/bounds.py)
-            rec = self._take_record()
-            handles.append(rec[1])
+        if self._checked:  # the hidden bounds-check record (ir/bounds.py), from the base class's pool
+            rec = self._record(self.spec.checks.size)
+            handles.append(rec.handle)
         if self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK) \
                 and interrupt.on_main_thread():
             t = interrupt.call(self._launch, (handles, vals, None, None, None, wait), [*buffers, rec])
         else:
             t = self._launch(handles, vals, None, None, None, wait)
         if rec is not None:
-            self._give_back(rec, vals)
+            self._read_record(rec, dict(zip(self._names, vals)))
         return t
-
-    def _take_record(self) -> tuple:
-        """A zeroed record and its handle: a clean one left by an earlier launch (list pop/append are atomic, so
-        concurrent launches each get their own), else a new one."""
-        try:
-            return self._clean.pop()
-        except IndexError:
-            arr = np.zeros(self.spec.checks.size, np.int64)
-            return arr, _Raw(arr.ctypes.data)
-
-    def _give_back(self, rec: tuple, vals: list) -> None:
-        """Raise the launch's IndexError if a check failed (the record is then dropped), else keep it for reuse."""
-        arr = rec[0]
-        if arr[0::2].any():
-            var_vals = {v.name: x for v, x in zip(self.spec.vars, vals)}
-            err = self.spec.checks.error(arr, self.spec.buffer_sizes(var_vals), var_vals)
-            if err is not None:
-                raise err
-        self._clean.append(rec)
 
     def chunks(self, extent: int, vals) -> int:
         """How many threads a launch with this extent (and these var values, in declaration order) uses."""
@@ -165,15 +144,6 @@ class CPUProgram(Program):
                 bounds = [extent * i // n for i in range(n + 1)]
                 pool().run(self._fn, [(*args, bounds[i], bounds[i + 1]) for i in range(n)])
         return time.perf_counter() - t0 if wait else None
-
-
-class _Raw:
-    """A host pointer where `_launch` expects a buffer handle (the bounds-check record of the fast path)."""
-
-    __slots__ = ("ptr",)
-
-    def __init__(self, ptr: int):
-        self.ptr = ptr
 
 
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
