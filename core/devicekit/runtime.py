@@ -123,7 +123,29 @@ class Program(ABC):
             return Buffer(self.device if self.device is not None else self.spec.device, size, dtypes.int64,
                           BufferOptions(zero=True))
 
-    __call__ = execute
+    def __call__(self, *args: Any, **named: Any) -> float | None:
+        """`program(buffers, vals, ...)` is `execute`; `program(x=bx, y=by, n=1024, wait=True)` launches by name: a
+        Buffer per param, a value per var (no copies: the Buffers are used as they are), and execute's options
+        (`global_size`, `local_size`, `wait`) where no param or var has that name."""
+        if args or not named or set(named) <= _EXECUTE_OPTIONS:
+            return self.execute(*args, **named)
+        buffers, vals, opts = self.bind(named)
+        return self.execute(buffers, vals, **opts)
+
+    def bind(self, named: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, Any]]:
+        """(buffers in param order, vals in var order, execute's options) from arguments by name; a TypeError names
+        what is missing or unknown. A plan or a framework binds once and launches with `execute` after."""
+        spec = self.spec
+        pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
+        taken = set(pnames) | set(vnames)
+        opts = {k: named[k] for k in _EXECUTE_OPTIONS if k in named and k not in taken}
+        if extra := sorted(set(named) - taken - set(opts)):
+            raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
+                            f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
+        if missing := [n for n in pnames + vnames if n not in named]:
+            raise TypeError(f"{spec.name}: missing argument(s) {', '.join(missing)} (a Buffer per param, a value "
+                            f"per var)")
+        return [named[n] for n in pnames], [named[n] for n in vnames], opts
 
     def may_run_long(self, vals: list[int]) -> bool:
         """Whether a launch with these int vars (declaration order) may block long enough that Ctrl-C must not
@@ -142,6 +164,9 @@ class Program(ABC):
 
 
 RuntimeFactory = Callable[["CompiledSpec"], Program]
+
+
+_EXECUTE_OPTIONS = frozenset({"global_size", "local_size", "wait"})
 
 
 def _check_aliasing(spec: ProgramSpec, buffers: Sequence[Any], needed: Sequence[int]) -> None:

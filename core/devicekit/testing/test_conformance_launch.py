@@ -1,0 +1,46 @@
+"""Conformance: the launch API framework authors build on, on every device.
+
+- A Program launches by name (`program(a=ba, b=bb, out=bo, n=100, wait=True)`), in any order, with the device's own
+  Buffers used as they are; a missing or unknown name is a TypeError naming it, before anything runs.
+- Buffers stay resident: a chain of launches reads what the previous one wrote, with no copy in between.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.devicekit_conformance
+
+
+def _fma():
+    from devicekit import kernels
+    return kernels.elementwise("a * b + 1.0", name="dk_conf_named")
+
+
+def test_named_launch_runs_like_execute(dk_device):
+    import devicekit as dk
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal(100).astype(np.float32), rng.standard_normal(100).astype(np.float32)
+    prog = dk_device.compile(_fma())
+    ba, bb = (dk.Buffer(dk_device, 100, dk.dtypes.float32).copyin(x) for x in (a, b))
+    bo = dk.Buffer(dk_device, 100, dk.dtypes.float32).copyin(np.zeros(100, np.float32))
+    prog(out=bo, n=100, b=bb, a=ba, wait=True)
+    np.testing.assert_allclose(bo.numpy(), a * b + np.float32(1), rtol=1e-5)
+    with pytest.raises(TypeError, match="missing argument"):
+        prog(a=ba, b=bb, n=100)
+    with pytest.raises(TypeError, match="unexpected argument"):
+        prog(a=ba, b=bb, out=bo, n=100, bogus=1)
+
+
+def test_buffers_stay_resident_across_launches(dk_device):
+    import devicekit as dk
+    prog = dk_device.compile(_fma())
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    bufs = [dk.Buffer(dk_device, 64, dk.dtypes.float32).copyin(x) for _ in range(3)]
+    want = x.copy()
+    a0, b1, b2 = bufs
+    for src, dst in ((a0, b1), (b1, b2), (b2, b1), (b1, b2)):  # each launch reads what the one before wrote
+        prog(a=src, b=a0, out=dst, n=64)
+        want = want * x + np.float32(1)
+    np.testing.assert_allclose(b2.numpy(), want, rtol=1e-5)
