@@ -31,7 +31,8 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
 
     `kernel` is an ir.Kernel, or a Program (e.g. from `dev.program_from_source`: it runs where it was loaded).
     Named arguments: one numpy array per param (dtype and size checked; writable params may be omitted when their
-    size is known: they are allocated zeroed, sized from the vars) and one value per var (an int; a float var takes
+    size is known: they are allocated zeroed, sized from the vars), or a Buffer on the device (used as it is, no
+    copy; a writable one comes back as that Buffer, still on the device), and one value per var (an int; a float var takes
     a number). `global_size`/`local_size` are the launch dims when the program does not compute them itself (a
     hand-written GPU kernel). Arrays passed in are never modified. A returned array has the shape of the array
     passed for it when the sizes agree, else it is flat.
@@ -53,6 +54,8 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
             raise TypeError("run() got the device twice (positionally and as device=)")
         device = opts["device"]
     global_size, local_size = opts.get("global_size"), opts.get("local_size")
+    if device is None:  # resident Buffers say where to run
+        device = next((x.device for x in named.values() if isinstance(x, Buffer)), None)
 
     if isinstance(kernel, Program):
         program = kernel  # it runs where it was loaded: its buffers go to its device
@@ -86,9 +89,12 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         vals.append(int(x))
     var_vals = spec.check_vars(vals)
     sizes = spec.buffer_sizes(var_vals)
-    buffers, shapes = [], {}
+    buffers, shapes, kept = [], {}, {}
     for p, n in zip(spec.user_params, sizes):
-        if p.name in named:
+        if isinstance(named.get(p.name), Buffer):
+            buf = named[p.name]  # resident data: used as it is (execute checks its device, dtype and size)
+            kept[p.name] = buf
+        elif p.name in named:
             try:  # the data rule of Buffer.copyin (ir/accept.py): lists and scalars of the param's dtype too
                 arr = host_array(named[p.name], p.dtype)
             except TypeError as e:
@@ -113,7 +119,9 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     program.execute(buffers, vals, global_size=global_size, local_size=local_size, wait=True)
     out = {}
     for p, buf in zip(spec.user_params, buffers):
-        if p.writable:
+        if p.writable and p.name in kept:
+            out[p.name] = buf  # it stays on the device: no copy out
+        elif p.writable:
             a = buf.numpy()
             shape = shapes.get(p.name)
             out[p.name] = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
