@@ -160,6 +160,29 @@ def bench_compile(dk, reps):
     return statistics.median(new), statistics.median(hit), memo, {k: statistics.median(v) for k, v in parts.items()}
 
 
+def bench_compile_many(dk, n: int = 64):
+    """64 kernels never seen, one by one vs Device.compile_many (threads), each in a fresh memory-only cache."""
+    from devicekit import kernels
+    from devicekit.compile.cache import CompileCache
+    _, compiler = dk.cpu.pair(dk.pair)
+    saved, times = compiler.cache, []
+    try:
+        for how in ("serial", "many"):
+            compiler.cache = CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
+            salt = time.time_ns() % 1000003
+            ks = [kernels.elementwise(f"a * b + c * {salt + i}.0 + {i}.25", name=f"many_{how}_{salt}_{i}")
+                  for i in range(n)]
+            t0 = time.perf_counter()
+            if how == "serial":
+                [dk.cpu.compile(k, pair=dk.pair) for k in ks]
+            else:
+                dk.cpu.compile_many(ks, pair=dk.pair)
+            times.append(time.perf_counter() - t0)
+    finally:
+        compiler.cache = saved
+    return times[0], times[1]
+
+
 def bench_launch(dk):
     from devicekit import ir
     from devicekit.ir import dtypes
@@ -255,6 +278,10 @@ def main() -> int:
         singles.append(("new kernel: render+compile+load", new, detail))
         singles.append(("cached kernel: render+compile(hit)+load", hit, ""))
         singles.append(("cached kernel: Device.compile again (memo)", memo, ""))
+        serial, many = bench_compile_many(dk)
+        singles.append(("64 new kernels, one by one", serial, ""))
+        singles.append(("64 new kernels, Device.compile_many", many,
+                        f"{serial / many:.2f}x faster on {len(os.sched_getaffinity(0))} CPUs"))
     if want("launch"):
         t_exec, t_native, t_vars = bench_launch(dk)
         singles.append(("launch of a tiny kernel (execute)", t_exec, "checks + ctypes call"))
