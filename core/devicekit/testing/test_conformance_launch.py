@@ -3,6 +3,8 @@
 - A Program launches by name (`program(a=ba, b=bb, out=bo, n=100, wait=True)`), in any order, with the device's own
   Buffers used as they are; a missing or unknown name is a TypeError naming it, before anything runs.
 - Buffers stay resident: a chain of launches reads what the previous one wrote, with no copy in between.
+- Where the allocator maps memory to the host (`as_buffer`), `np.from_dlpack(buf)` reads the Buffer's own memory;
+  where it wraps host memory (`from_host`), a kernel writes the caller's array through `dk.from_numpy(arr)`.
 """
 
 from __future__ import annotations
@@ -44,3 +46,25 @@ def test_buffers_stay_resident_across_launches(dk_device):
         prog(a=src, b=a0, out=dst, n=64)
         want = want * x + np.float32(1)
     np.testing.assert_allclose(b2.numpy(), want, rtol=1e-5)
+
+
+def test_dlpack_export_of_host_memory(dk_device):
+    import devicekit as dk
+    if not dk_device.allocator.supports("as_buffer"):
+        pytest.skip(f"{dk_device.spec}'s allocator has no as_buffer: its memory is not exported through DLPack")
+    buf = dk.Buffer(dk_device, 50, dk.dtypes.int32).copyin(np.arange(50, dtype=np.int32))
+    arr = np.from_dlpack(buf)
+    np.testing.assert_array_equal(arr, np.arange(50))
+    arr[3] = -7  # the same memory, no copy
+    assert buf.numpy()[3] == -7
+
+
+def test_wrapped_host_array_is_written_by_a_kernel(dk_device):
+    import devicekit as dk
+    if not dk_device.allocator.supports("from_host"):
+        pytest.skip(f"{dk_device.spec}'s allocator has no from_host: it does not wrap host arrays")
+    a = np.linspace(0, 1, 100, dtype=np.float32)
+    out = np.zeros(100, np.float32)
+    dk_device.compile(_fma())(a=dk.from_numpy(a, dk_device), b=dk.from_numpy(a, dk_device),
+                              out=dk.from_numpy(out, dk_device), n=100, wait=True)
+    np.testing.assert_allclose(out, a * a + np.float32(1), rtol=1e-6)
