@@ -5,8 +5,7 @@ from __future__ import annotations
 import devicekit as dk
 import numpy as np
 import pytest
-from devicekit import kernels
-from devicekit import ir
+from devicekit import ir, kernels
 
 
 @pytest.mark.parametrize("pair", ["llvm", "c"])
