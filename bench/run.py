@@ -4,7 +4,7 @@
     python bench/run.py                  # full run, prints the table
     python bench/run.py --quick          # fewer repetitions
     python bench/run.py --update-readme  # also writes the table into bench/README.md
-    python bench/run.py --only fused,sum # a subset: fused sum matmul softmax compile launch import
+    python bench/run.py --only fused,sum # a subset: fused sum matmul softmax compile interop launch import
 """
 
 from __future__ import annotations
@@ -183,6 +183,25 @@ def bench_compile_many(dk, n: int = 64):
     return times[0], times[1]
 
 
+def bench_interop(dk):
+    """Zero-copy wrap of a 64 MB array (dk.from_numpy), its DLPack export (np.from_dlpack), and dk.run of a*b+c at
+    1M elements with resident Buffers vs numpy arrays (copied in and out)."""
+    from devicekit import kernels
+    big = np.zeros(16 << 20, np.float32)  # 64 MB
+    buf = dk.dk.from_numpy(big, dk.cpu)
+    wrap = best(lambda: dk.dk.from_numpy(big, dk.cpu), 50)
+    export = best(lambda: np.from_dlpack(buf), 50)
+    kern = kernels.elementwise("a * b + c")
+    n = 1 << 20
+    arrs = {x: np.random.default_rng(0).standard_normal(n).astype(np.float32) for x in "abc"}
+    bufs = {x: dk.buf(a) for x, a in arrs.items()}
+    bufs["out"] = dk.empty(n)
+    dk.dk.run(kern, dk.cpu, **arrs, n=n)
+    copies = best(lambda: dk.dk.run(kern, dk.cpu, **arrs, n=n), 10)
+    resident = best(lambda: dk.dk.run(kern, dk.cpu, **bufs, n=n), 10)
+    return wrap, export, copies, resident
+
+
 def bench_launch(dk):
     from devicekit import ir
     from devicekit.ir import dtypes
@@ -282,6 +301,12 @@ def main() -> int:
         singles.append(("64 new kernels, one by one", serial, ""))
         singles.append(("64 new kernels, Device.compile_many", many,
                         f"{serial / many:.2f}x faster on {len(os.sched_getaffinity(0))} CPUs"))
+    if want("interop"):
+        wrap, export, copies, resident = bench_interop(dk)
+        singles.append(("wrap a 64 MB array (dk.from_numpy, no copy)", wrap, "checks + a handle"))
+        singles.append(("export a Buffer (np.from_dlpack, no copy)", export, "DLPack capsule"))
+        singles.append(("dk.run a*b+c, 1M, numpy arrays (copied in/out)", copies, ""))
+        singles.append(("dk.run a*b+c, 1M, resident Buffers", resident, f"{copies / resident:.1f}x less"))
     if want("launch"):
         t_exec, t_native, t_vars = bench_launch(dk)
         singles.append(("launch of a tiny kernel (execute)", t_exec, "checks + ctypes call"))
