@@ -232,7 +232,12 @@ def bench_launch(dk):
     def loop_vars():
         for _ in range(n):
             pe.execute(ebufs, [16])
-    return best(loop_exec, 5, 0) / n, best(loop_native, 5, 0) / n, best(loop_vars, 5, 0) / n
+    plan = dk.dk.Plan(dk.cpu)
+    for _ in range(1000):
+        plan.add(pe, a=ebufs[0], b=ebufs[1], c=ebufs[2], out=ebufs[3], n=16)
+    plan.run()
+    t_plan = best(plan.run, 10, 0) / 1000
+    return best(loop_exec, 5, 0) / n, best(loop_native, 5, 0) / n, best(loop_vars, 5, 0) / n, t_plan
 
 
 def import_time(code: str, reps: int = 3) -> float | None:
@@ -308,9 +313,10 @@ def main() -> int:
         singles.append(("dk.run a*b+c, 1M, numpy arrays (copied in/out)", copies, ""))
         singles.append(("dk.run a*b+c, 1M, resident Buffers", resident, f"{copies / resident:.1f}x less"))
     if want("launch"):
-        t_exec, t_native, t_vars = bench_launch(dk)
+        t_exec, t_native, t_vars, t_plan = bench_launch(dk)
         singles.append(("launch of a tiny kernel (execute)", t_exec, "checks + ctypes call"))
         singles.append(("launch of a*b+c, n=16 (execute)", t_vars, "sizes and extent from the var n"))
+        singles.append(("launch of a*b+c, n=16 (Plan.run, per launch)", t_plan, "1000 launches, checked once"))
         singles.append(("launch of a tiny kernel (native call only)", t_native, "Program._launch"))
     imports = []
     if want("import"):
