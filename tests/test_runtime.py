@@ -45,7 +45,7 @@ def test_execute(dev, prog):
     t = prog.execute([x, y, out], [8], wait=True)
     assert isinstance(t, float) and t >= 0
     np.testing.assert_array_equal(out.numpy(), np.arange(8) * 2 + 1)
-    assert prog.execute([x, y, out], [8]) is None
+    assert not prog.execute([x, y, out], [8]).done  # a Launch handle when not waiting
 
 
 def test_execute_checks_before_launch(dev, prog):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,41 @@ if TYPE_CHECKING:
     from .render.program_spec import ProgramSpec
     from .targets import Device
 
-__all__ = ["Program", "RuntimeFactory"]
+__all__ = ["Launch", "Program", "RuntimeFactory"]
+
+
+class Launch:
+    """What `execute(wait=False)` returns: a launch that may still be running. `wait()` waits for it (for every
+    launch and copy queued on its device before it: one queue per device id runs in submission order) and returns
+    the seconds from submission until `wait` saw it complete (an upper bound of the kernel's time: `execute(...,
+    wait=True)` reports the kernel's own); `done` says whether it has been waited for. A backend whose `_launch`
+    returns its own handle (an object with `wait()`: a CUDA or OpenCL event) is returned as it is."""
+
+    __slots__ = ("_device", "_t0", "seconds")
+
+    def __init__(self, device: Any, t0: float):
+        self._device, self._t0, self.seconds = device, t0, None
+
+    @property
+    def done(self) -> bool:
+        return self.seconds is not None
+
+    def wait(self) -> float:
+        if self.seconds is None:
+            if self._device is not None:
+                self._device.synchronize()
+            self.seconds = time.perf_counter() - self._t0
+        return self.seconds
+
+    def __repr__(self) -> str:
+        return f"<Launch done in {self.seconds:.6f} s>" if self.done else "<Launch submitted>"
+
+
+def launched(program: Program, t: Any, t0: float, wait: bool) -> Any:
+    """execute's return: the seconds when it waited, else a handle (the backend's own, or a Launch)."""
+    if wait or hasattr(t, "wait"):
+        return t
+    return Launch(program.device, t0)
 
 
 class Program(ABC):
@@ -78,8 +113,10 @@ class Program(ABC):
         return var_vals
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
-                local_size: tuple[int, ...] | None = None, wait: bool = False) -> float | None:
-        """Run the kernel on `buffers` (in param order) with int `vals` (in var order). Seconds when `wait`."""
+                local_size: tuple[int, ...] | None = None, wait: bool = False) -> Any:
+        """Run the kernel on `buffers` (in param order) with int `vals` (in var order). Seconds when `wait`, else a
+        Launch handle (`.wait()` returns the seconds)."""
+        t0 = time.perf_counter()
         var_vals = self.check(buffers, vals)
         g, loc = self.spec.launch_dims(var_vals)
         global_size = g if global_size is None else tuple(global_size)
@@ -99,7 +136,7 @@ class Program(ABC):
             self._read_record(buffers[-1], var_vals)
         if wait and t is not None:
             dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")
-        return t
+        return launched(self, t, t0, wait)
 
     def _read_record(self, record: Any, var_vals: dict[str, int]) -> None:
         """After a checked launch (reading waits for the kernel: it is synchronous): raise the IndexError of a failed

@@ -3,6 +3,8 @@
 - A Program launches by name (`program(a=ba, b=bb, out=bo, n=100, wait=True)`), in any order, with the device's own
   Buffers used as they are; a missing or unknown name is a TypeError naming it, before anything runs.
 - Buffers stay resident: a chain of launches reads what the previous one wrote, with no copy in between.
+- `execute(wait=False)` returns a handle whose `wait()` returns the seconds; launches on one device run in
+  submission order.
 - Where the allocator maps memory to the host (`as_buffer`), `np.from_dlpack(buf)` reads the Buffer's own memory;
   where it wraps host memory (`from_host`), a kernel writes the caller's array through `dk.from_numpy(arr)`.
 """
@@ -68,3 +70,20 @@ def test_wrapped_host_array_is_written_by_a_kernel(dk_device):
     dk_device.compile(_fma())(a=dk.from_numpy(a, dk_device), b=dk.from_numpy(a, dk_device),
                               out=dk.from_numpy(out, dk_device), n=100, wait=True)
     np.testing.assert_allclose(out, a * a + np.float32(1), rtol=1e-6)
+
+
+def test_launches_not_waited_for_return_handles_and_run_in_order(dk_device):
+    import devicekit as dk
+    prog = dk_device.compile(_fma())
+    x = np.full(256, 0.5, np.float32)
+    a, b = (dk.Buffer(dk_device, 256, dk.dtypes.float32).copyin(x) for _ in range(2))
+    handles = [prog.execute([a, a, b], [256]), prog.execute([b, b, a], [256]), prog.execute([a, a, b], [256])]
+    assert all(callable(getattr(h, "wait", None)) for h in handles), handles  # execute(wait=False): a handle
+    t = handles[-1].wait()  # waits for it and everything queued on the device before it
+    assert isinstance(t, float) and t >= 0
+    want = x
+    for _ in range(3):
+        want = want * want + np.float32(1)
+    np.testing.assert_allclose(b.numpy(), want, rtol=1e-5)
+    dk_device.synchronize()
+    assert all(h.wait() >= 0 for h in handles)
