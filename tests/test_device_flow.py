@@ -100,3 +100,17 @@ def test_run_with_resident_buffers(devices):
         pytest.skip("the wrong-device check needs CPU beside PYTHON")
     with pytest.raises(ValueError, match="'x' is a buffer on PYTHON, the program runs on CPU"):
         dk.run(kernel, "CPU", x=Buffer("PYTHON", 16, "float32"), y=np.ones(16, np.float32), n=16)
+
+
+def test_run_picks_the_compiler_pair(devices):
+    if "CPU" not in devices:
+        pytest.skip("needs the CPU device")
+    kernel = saxpy()
+    x, y = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    for pair in ("llvm", "c", 1):
+        np.testing.assert_array_equal(dk.run(kernel, "CPU", x=x, y=y, n=8, pair=pair)["out"], x * 2 + 1)
+    with pytest.raises(KeyError, match="no compiler pair 'nope'"):
+        dk.run(kernel, "CPU", x=x, y=y, n=8, pair="nope")
+    prog = dk.device("CPU").compile(kernel)
+    with pytest.raises(TypeError, match="pair= is for compiling an ir.Kernel"):
+        dk.run(prog, x=x, y=y, n=8, pair="c")

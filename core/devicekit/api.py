@@ -22,7 +22,7 @@ def resolve_device(dev: Device | DeviceSpec | str | None) -> Device:
     return dev
 
 
-_RUN_OPTIONS = ("device", "global_size", "local_size")
+_RUN_OPTIONS = ("device", "global_size", "local_size", "pair")
 
 
 def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
@@ -32,12 +32,13 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     `kernel` is an ir.Kernel, or a Program (e.g. from `dev.program_from_source`: it runs where it was loaded).
     Named arguments: one numpy array per param (dtype and size checked; writable params may be omitted when their
     size is known: they are allocated zeroed, sized from the vars), or a Buffer on the device (used as it is, no
-    copy; a writable one comes back as that Buffer, still on the device), and one value per var (an int; a float var takes
-    a number). `global_size`/`local_size` are the launch dims when the program does not compute them itself (a
-    hand-written GPU kernel). Arrays passed in are never modified. A returned array has the shape of the array
-    passed for it when the sizes agree, else it is flat.
+    copy; a writable one comes back as that Buffer, still on the device), and one value per var (an int; a float
+    var takes a number). `global_size`/`local_size` are the launch dims when the program does not compute them
+    itself (a hand-written GPU kernel); `pair` picks the device's compiler pair (a name or an index), as
+    `Device.compile` does. Arrays passed in are never modified. A returned array has the shape of the array passed
+    for it when the sizes agree, else it is flat.
 
-    A kernel's param or var may be named `device`, `global_size` or `local_size` (any identifier is a valid name):
+    A kernel's param or var may be named `device`, `global_size`, `local_size` or `pair` (any identifier is valid):
     then that keyword is the argument, and the device goes second, positionally: `run(k, "CPU", device=arr)`.
     """
     import numpy as np
@@ -58,12 +59,14 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         device = next((x.device for x in named.values() if isinstance(x, Buffer)), None)
 
     if isinstance(kernel, Program):
+        if opts.get("pair") is not None:
+            raise TypeError(f"{kernel.name}: pair= is for compiling an ir.Kernel; this Program is already compiled")
         program = kernel  # it runs where it was loaded: its buffers go to its device
         dev = program.device or resolve_device(device)
     else:
         kernel = as_kernel(kernel, "dk.run")  # before the device: a forgotten .build() is the error to show
         dev = resolve_device(device)
-        program = dev.compile(kernel)
+        program = dev.compile(kernel, pair=opts.get("pair"))
     spec = program.spec
     pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
     if extra := sorted(set(named) - set(pnames) - set(vnames)):
