@@ -3,6 +3,7 @@
 - A Program launches by name (`program(a=ba, b=bb, out=bo, n=100, wait=True)`), in any order, with the device's own
   Buffers used as they are; a missing or unknown name is a TypeError naming it, before anything runs.
 - Buffers stay resident: a chain of launches reads what the previous one wrote, with no copy in between.
+- A `dk.Plan` of two launches with a plan var replays them in order, with new values, checked once per value.
 - `execute(wait=False)` returns a handle whose `wait()` returns the seconds; launches on one device run in
   submission order.
 - Where the allocator maps memory to the host (`as_buffer`), `np.from_dlpack(buf)` reads the Buffer's own memory;
@@ -87,3 +88,20 @@ def test_launches_not_waited_for_return_handles_and_run_in_order(dk_device):
     np.testing.assert_allclose(b.numpy(), want, rtol=1e-5)
     dk_device.synchronize()
     assert all(h.wait() >= 0 for h in handles)
+
+
+def test_a_plan_replays_its_launches_in_order(dk_device):
+    import devicekit as dk
+    prog = dk_device.compile(_fma())
+    x = np.full(128, 0.25, np.float32)
+    a, b = (dk.Buffer(dk_device, 128, dk.dtypes.float32).copyin(x) for _ in range(2))
+    plan = dk.Plan(dk_device).add(prog, a=a, b=a, out=b, n="n").add(prog, a=b, b=b, out=a, n="n")
+    want = x.copy()
+    for n in (128, 128, 64):
+        plan.run(n=n)
+        w = want[:n] * want[:n] + np.float32(1)
+        want[:n] = w * w + np.float32(1)
+    dk_device.synchronize()
+    np.testing.assert_allclose(a.numpy(), want, rtol=1e-5)
+    with pytest.raises(TypeError, match="missing plan var"):
+        plan.run()
