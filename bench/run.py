@@ -4,7 +4,7 @@
     python bench/run.py                  # full run, prints the table
     python bench/run.py --quick          # fewer repetitions
     python bench/run.py --update-readme  # also writes the table into bench/README.md
-    python bench/run.py --only fused,sum # a subset: fused sum matmul softmax compile interop launch import
+    python bench/run.py --only fused,sum # a subset: fused sum matmul softmax compile interop wavefront launch import
 """
 
 from __future__ import annotations
@@ -202,6 +202,64 @@ def bench_interop(dk):
     return wrap, export, copies, resident
 
 
+def _wavefront_kernel():
+    """One anti-diagonal of a 2-D wavefront: a[i, j] = (a[i - 1, j] + a[i, j - 1]) * 0.5 for its cells (each depends on
+    its upper and left neighbours: diagonals run in order). The diagonal is given by its first row `lo`, its length
+    `cnt` and the column `j0` of its first cell, with related bounds that keep every access inside the grid. The
+    bounds proof does not yet carry `t < cnt <= n - lo` through `lo + t` (interval arithmetic), so the accesses are
+    checked at run time and a plan replays this kernel through `execute`: the row measures that case."""
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    k = ir.KernelBuilder("wavefront")
+    n = k.var("n", 2, 4096)
+    lo = k.var("lo", 1, n - 1)
+    cnt = k.var("cnt", 1, n - lo)
+    j0 = k.var("j0", cnt, n - 1)
+    a = k.param("a", dtypes.float32, shape=(n, n), writable=True)
+    t = k.range(cnt, "global")
+    i, j = lo + t, j0 - t
+    a[i, j] = (a[i - 1, j] + a[i, j - 1]) * 0.5
+    return k.build()
+
+
+def bench_wavefront(dk, n: int = 256, steps: int = 4):
+    """`steps` sweeps of 2n-3 diagonal launches each on an n x n grid: a Python loop of execute, one dk.Plan of a
+    sweep replayed, and numpy one diagonal at a time; results compared."""
+    prog = dk.cpu.compile(_wavefront_kernel())
+    diags = [(d, max(1, d - n + 1), min(d - 1, n - 1) - max(1, d - n + 1) + 1) for d in range(2, 2 * n - 1)]
+    diags = [(d, lo, cnt) for d, lo, cnt in diags if cnt >= 1]  # cells (i, d - i), i in [lo, lo + cnt)
+    start = np.random.default_rng(0).random(n * n, dtype=np.float32)
+    buf = dk.buf(start)
+
+    def loop():
+        buf.copyin(start)
+        for _ in range(steps):
+            for d, lo, cnt in diags:
+                prog.execute([buf], [n, lo, cnt, d - lo])
+    plan = dk.dk.Plan(dk.cpu)
+    for d, lo, cnt in diags:
+        plan.add(prog, a=buf, n=n, lo=lo, cnt=cnt, j0=d - lo)
+
+    def planned():
+        buf.copyin(start)
+        for _ in range(steps):
+            plan.run()
+
+    def numpy_ref():
+        a = start.reshape(n, n).copy()
+        for _ in range(steps):
+            for d, lo, cnt in diags:
+                i = np.arange(lo, lo + cnt)
+                a[i, d - i] = (a[i - 1, d - i] + a[i, d - i - 1]) * np.float32(0.5)
+        return a
+    want = numpy_ref()
+    planned()
+    ok = np.allclose(buf.numpy().reshape(n, n), want, rtol=1e-5)
+    loop()
+    ok = ok and np.allclose(buf.numpy().reshape(n, n), want, rtol=1e-5)
+    return (best(loop, 3, 0), best(planned, 3, 0), best(numpy_ref, 3, 0), steps * len(diags), ok)
+
+
 def bench_launch(dk):
     from devicekit import ir
     from devicekit.ir import dtypes
@@ -312,6 +370,13 @@ def main() -> int:
         singles.append(("export a Buffer (np.from_dlpack, no copy)", export, "DLPack capsule"))
         singles.append(("dk.run a*b+c, 1M, numpy arrays (copied in/out)", copies, ""))
         singles.append(("dk.run a*b+c, 1M, resident Buffers", resident, f"{copies / resident:.1f}x less"))
+    if want("wavefront"):
+        t_loop, t_planned, t_np, launches, ok = bench_wavefront(dk)
+        check = "ok" if ok else "MISMATCH"
+        singles.append((f"wavefront, {launches} launches: Python loop of execute", t_loop, check))
+        singles.append((f"wavefront, {launches} launches: dk.Plan replay", t_planned,
+                        f"{t_loop / t_planned:.1f}x faster than the loop; {check}"))
+        singles.append((f"wavefront, {launches} diagonals: numpy", t_np, f"{t_np / t_planned:.1f}x the plan's time"))
     if want("launch"):
         t_exec, t_native, t_vars, t_plan = bench_launch(dk)
         singles.append(("launch of a tiny kernel (execute)", t_exec, "checks + ctypes call"))
