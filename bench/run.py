@@ -205,9 +205,8 @@ def bench_interop(dk):
 def _wavefront_kernel():
     """One anti-diagonal of a 2-D wavefront: a[i, j] = (a[i - 1, j] + a[i, j - 1]) * 0.5 for its cells (each depends on
     its upper and left neighbours: diagonals run in order). The diagonal is given by its first row `lo`, its length
-    `cnt` and the column `j0` of its first cell, with related bounds that keep every access inside the grid. The
-    bounds proof does not yet carry `t < cnt <= n - lo` through `lo + t` (interval arithmetic), so the accesses are
-    checked at run time and a plan replays this kernel through `execute`: the row measures that case."""
+    `cnt` and the column `j0` of its first cell, with related bounds that keep every access inside the grid (the
+    bounds proof carries `t < cnt <= n - lo` through `lo + t`: no run-time check)."""
     from devicekit import ir
     from devicekit.ir import dtypes
     k = ir.KernelBuilder("wavefront")
