@@ -22,6 +22,8 @@ DEVICEKIT_OPENCL_BUILD_OPTIONS, so `#ifdef` and macro-defined types resolve as t
 
 from __future__ import annotations
 
+import re
+
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
 from devicekit.render import signature as sg
@@ -64,6 +66,17 @@ _PREAMBLE = _preamble()
 _OFFSET = _PREAMBLE.count("\n")
 
 
+def _opencl_object(t) -> bool:
+    """An image / sampler / event / queue / pipe type (libclang's OCL* and PIPE kinds; clang names them image2d_t,
+    sampler_t, ... when the bindings do not know the kind)."""
+    try:
+        name = t.get_canonical().kind.name
+    except ValueError:  # a kind newer than these bindings
+        name = ""
+    return name.startswith("OCL") or name == "PIPE" or bool(re.search(
+        r"\b(image[123]d\w*_t|sampler_t|event_t|queue_t|clk_event_t|reserve_id_t)\b|\bpipe\b", t.spelling))
+
+
 def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signature:
     """(In the reader process.) The Signature of the kernel `entry`; `macros`: more libclang flags (the device's
     predefined macros and the user's -D options)."""
@@ -91,6 +104,9 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
     for a in fn.get_arguments():
         pline = a.location.line - _OFFSET
         where = f"{entry}:{pline}: param {a.spelling!r} ({a.type.spelling})"
+        if _opencl_object(a.type):
+            raise sg.Unsupported(f"{where}: OpenCL images, samplers, events, queues and pipes cannot be passed by "
+                                 "devicekit: take the pixels as a __global buffer (uchar4 *, float4 *) and index them")
         p = sg.read_param(a.spelling, a.type, pline, where, tokens=tuple(x.spelling for x in a.get_tokens()))
         if p.kind == "buffer" and p.space not in ("global", "constant"):
             raise CompileError(f"{where}: a pointer param of a kernel is __global, __constant or __local", "", src)
