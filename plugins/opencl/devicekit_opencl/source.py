@@ -77,6 +77,13 @@ def _opencl_object(t) -> bool:
         r"\b(image[123]d\w*_t|sampler_t|event_t|queue_t|clk_event_t|reserve_id_t)\b|\bpipe\b", t.spelling))
 
 
+def _is_kernel(fn) -> bool:
+    """`__kernel`/`kernel` on the definition: clang's kernel attribute, whose tokens are the qualifier, also when a
+    macro spells it or the name (`__kernel void TEMPLATE(relu, Dtype)(...)`, as Caffe's OpenCL kernels are named)."""
+    return any(t.spelling in ("__kernel", "kernel") for c in fn.get_children() if c.kind.is_attribute()
+               for t in c.get_tokens())
+
+
 def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signature:
     """(In the reader process.) The Signature of the kernel `entry`; `macros`: more libclang flags (the device's
     predefined macros and the user's -D options)."""
@@ -94,9 +101,7 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
     if errs := sg.signature_errors(tu, fn, _FILE, _OFFSET):
         raise CompileError(f"{entry}: its signature does not parse (only OpenCL C's own types and what the file "
                            "declares are known here)", "\n".join(errs), src)
-    toks = [t.spelling for t in fn.get_tokens()]
-    head = toks[:toks.index(entry)] if entry in toks else []
-    if not {"__kernel", "kernel"} & set(head):
+    if not _is_kernel(fn):
         raise CompileError(f"{entry}:{line}: the entry point must be a __kernel function", "", src)
     if fn.result_type.kind != ci.TypeKind.VOID:
         raise CompileError(f"{entry}:{line}: a kernel returns void", "", src)

@@ -6,7 +6,7 @@ local tile, Blelloch scan, histograms with atomic_add / atomic_inc, a bitonic so
 separable and 2-D convolution with the filter in __constant memory, a 1-D stencil, N-body with float4, mandelbrot
 with float2, Black-Scholes with helper functions, uchar4 image kernels (Sobel, grayscale), vload4/vstore4,
 #define'd tile sizes, preprocessor conditionals on the device's extensions, scalars of every OpenCL type in any
-order, and __local pointer arguments sized at launch.
+order, __local pointer arguments sized at launch, and Caffe-style kernels whose names a macro makes.
 
 - every kernel's signature is read (libclang, in the bounded reader process) and checked against its declaration;
 - a sample is built by the platform's OpenCL driver (PoCL here) and run with `dk.run` against numpy in the normal
@@ -287,6 +287,17 @@ def _cases() -> list[Case]:
     c.append(Case("relu_storage.cl", "relu_inplace", "data:{fp16_or_float} n=int32",
                   {"sizes": {"data": "n"}, "global_size": (2,), "local_size": (64,)},
                   {"data": x, "n": 100}, {"data": np.maximum(x, 0)}))
+    x, d = _f32(300), _f32(300)
+    c.append(Case("caffe_relu.cl", "relu_forward_float",  # the name TEMPLATE(relu_forward, Dtype) makes
+                  "n=int32 in:float32:ro out:float32 negative_slope=float32",
+                  {"sizes": {"in": "n", "out": "n"}, "global_size": (2,), "local_size": (64,)},
+                  {"n": 300, "in": x, "negative_slope": 0.1}, {"out": np.where(x > 0, x, x * np.float32(0.1))},
+                  (1e-6, 1e-6)))
+    c.append(Case("caffe_relu.cl", "relu_backward_float",
+                  "n=int32 in_diff:float32:ro in_data:float32:ro out_diff:float32 negative_slope=float32",
+                  {"sizes": {"in_diff": "n", "in_data": "n", "out_diff": "n"}, "global_size": (2,), "local_size": (64,)},
+                  {"n": 300, "in_diff": d, "in_data": x, "negative_slope": 0.1},
+                  {"out_diff": d * np.where(x > 0, 1.0, 0.1)}, (1e-6, 1e-6)))
     x = _f32(200)
     c.append(Case("stencil_1d.cl", "stencil_1d", "in:float32:ro out:float32 temp:local:float32 n=int32",
                   {"sizes": {"in": "n", "out": "n"}, "shared_bytes": "(64 + 2 * 3) * 4",

@@ -210,3 +210,16 @@ def test_images_and_samplers_are_refused_in_one_line(param):
     with pytest.raises(dk.CompileError, match="images, samplers, events, queues and pipes cannot be passed") as e:
         OpenCLRenderer().parse_source(f"__kernel void f(__global float *x, {param}) {{ }}", "f")
     assert "\n" not in e.value.message and "__global buffer (uchar4 *, float4 *)" in e.value.message
+
+
+def test_kernel_qualifier_is_read_from_the_attribute_not_the_tokens():
+    """A name or qualifier spelled by a macro is still a kernel (it used to be refused: the check looked for the
+    entry's name among the raw tokens); another attribute does not make a helper a kernel."""
+    from devicekit_opencl.renderer import OpenCLRenderer
+    r = OpenCLRenderer()
+    for src in ("#define NAME scale\n__kernel void NAME(__global float *x) { }",
+                "#define KERNEL __kernel\n#define N(a) a##_f\nKERNEL void N(scale)(__global float *x) { }"):
+        entry = "scale" if "NAME" in src else "scale_f"
+        assert [p.name for p in r.parse_source(src, entry).params] == ["x"]
+    with pytest.raises(dk.CompileError, match="must be a __kernel function"):
+        r.parse_source("__attribute__((always_inline)) void helper(__global float *x) { }", "helper")
