@@ -187,7 +187,7 @@ def _cases() -> list[Case]:
     c.append(Case("convolutionSeparable.cl", "convolutionRows",
                   "d_Dst:float32 d_Src:float32 c_Kernel:float32:ro imageW=int32 imageH=int32 pitch=int32",
                   {"sizes": {"d_Dst": "imageH * pitch", "d_Src": "imageH * pitch", "c_Kernel": 17},
-                   "global_size": ("imageW // 64", "imageH // 4"), "local_size": (16, 4)},
+                   "global_size": ("imageW // 64", "imageH // 4")},  # local: its reqd_work_group_size
                   {"d_Src": img, "c_Kernel": k, "imageW": 64, "imageH": 8, "pitch": 64},
                   {"d_Dst": np.stack([np.convolve(r, k, "same") for r in img])}, (1e-5, 1e-5)))
     img = _f32(64, 32)

@@ -223,3 +223,20 @@ def test_kernel_qualifier_is_read_from_the_attribute_not_the_tokens():
         assert [p.name for p in r.parse_source(src, entry).params] == ["x"]
     with pytest.raises(dk.CompileError, match="must be a __kernel function"):
         r.parse_source("__attribute__((always_inline)) void helper(__global float *x) { }", "helper")
+
+
+def test_reqd_work_group_size_is_the_default_and_checked(cl_device):
+    """A kernel that declares reqd_work_group_size (through macros, as NVIDIA's samples do) runs with it when the
+    launch gives no local size, and another local size is refused saying which (it was a bare
+    INVALID_WORK_GROUP_SIZE from the driver)."""
+    src = """#define BX 16
+    #define BY 4
+    __kernel __attribute__((reqd_work_group_size(BX, BY, 1))) void fill(__global int *out, int w) {
+      out[get_global_id(1) * w + get_global_id(0)] = get_local_size(0) * 100 + get_local_size(1);
+    }"""
+    prog = cl_device.program_from_source(src, "fill", sizes={"out": "w * 8"}, global_size=(2, 2))
+    got = dk.run(prog, cl_device, w=32)["out"]
+    assert (got == 1604).all() and got.size == 256
+    with pytest.raises(ValueError, match=r"declares reqd_work_group_size\(16, 4, 1\); it was launched with local "
+                                         r"size \(8, 8\): pass local_size=\(16, 4, 1\)"):
+        dk.run(prog, cl_device, w=32, global_size=(4, 1), local_size=(8, 8))
