@@ -9,7 +9,7 @@ from functools import partial
 
 from devicekit import interrupt
 from devicekit.ir.symfn import compile_sym
-from devicekit.runtime import Program
+from devicekit.runtime import Launch, Program
 
 from .hostinfo import num_threads
 from .loader import load
@@ -95,6 +95,7 @@ class CPUProgram(Program):
         for j, lo_f, hi_f in self._rels:
             if not lo_f(vals) <= vals[j] <= hi_f(vals):
                 return super().execute(buffers, vals, global_size, local_size, wait)
+        t0 = time.perf_counter()
         handles = []
         dev, btype = self.device, self._buffer_type
         for b, dt, size in zip(buffers, self._pdtypes, self._sizes):
@@ -117,7 +118,7 @@ class CPUProgram(Program):
             t = self._launch(handles, vals, None, None, None, wait)
         if rec is not None:
             self._read_record(rec, dict(zip(self._names, vals)))
-        return t
+        return t if wait else Launch(dev, t0)
 
     def chunks(self, extent: int, vals) -> int:
         """How many threads a launch with this extent (and these var values, in declaration order) uses."""
