@@ -11,8 +11,8 @@ order, __local pointer arguments sized at launch, and Caffe-style kernels whose 
 - every kernel's signature is read (libclang, in the bounded reader process) and checked against its declaration;
 - a sample is built by the platform's OpenCL driver (PoCL here) and run with `dk.run` against numpy in the normal
   run; with DEVICEKIT_SLOW=1 every kernel is (a PoCL build costs ~0.3-1 s of CPU each). Measured with PoCL 3.1 on 2
-  shared cores, its kernel cache cold: default 38 tests, 8.3 s of CPU; DEVICEKIT_SLOW=1 65 tests (32 kernels built
-  and run), 19.6 s of CPU, 50 s.
+  shared cores, its kernel cache cold: default 38 tests, 8-9 s of CPU; DEVICEKIT_SLOW=1 65 tests (32 kernels built
+  and run), 17-20 s of CPU, 30-50 s.
 """
 
 from __future__ import annotations
