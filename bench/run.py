@@ -44,7 +44,7 @@ BARS = {
     "softmax 4096x1024 f32": [("numpy", 1.0)],
 }
 LIMITS_MS = {"new kernel: render+compile+load": 20.0, "cached kernel: render+compile(hit)+load": 0.5,
-             "launch of a tiny kernel (execute)": 0.010}
+             "launch of a tiny kernel (execute)": 0.010, "launch of a*b+c, n=16 (Plan.run, per launch)": 0.0003}
 
 
 # ------------------------------------------------------------------ devicekit
@@ -312,6 +312,8 @@ def import_time(code: str, reps: int = 3) -> float | None:
 def fmt_t(t: float | None) -> str:
     if t is None:
         return "n/a"
+    if t < 1e-6:
+        return f"{t * 1e9:.0f} ns"
     return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
 
 
@@ -380,7 +382,8 @@ def main() -> int:
         t_exec, t_native, t_vars, t_plan = bench_launch(dk)
         singles.append(("launch of a tiny kernel (execute)", t_exec, "checks + ctypes call"))
         singles.append(("launch of a*b+c, n=16 (execute)", t_vars, "sizes and extent from the var n"))
-        singles.append(("launch of a*b+c, n=16 (Plan.run, per launch)", t_plan, "1000 launches, checked once"))
+        singles.append(("launch of a*b+c, n=16 (Plan.run, per launch)", t_plan,
+                        "1000 launches, checked once, replayed in one native call"))
         singles.append(("launch of a tiny kernel (native call only)", t_native, "Program._launch"))
     imports = []
     if want("import"):

@@ -77,3 +77,23 @@ def test_checked_kernels_still_raise_in_a_plan():
     bidx.copyin(np.array([0, 1, 99, 3], np.int32))
     with pytest.raises(IndexError, match="99"):
         plan.run()
+
+
+def test_native_replay_on_cpu_mixes_with_threaded_and_checked_launches():
+    """Small launches are packed into one native call; a launch split across threads and a checked one in between
+    run through their own paths, in order: every result as numpy computes it, on the first and later runs."""
+    dev = dk.device("CPU")
+    fma = dev.compile(kernels.elementwise("a * b + 1.0", name="plan_native_fma"))
+    small = [dev.compile(kernels.elementwise(f"a + {i}.0", inputs=("a",), name=f"plan_small_{i}")) for i in range(3)]
+    big_n = 1 << 20
+    assert fma.plan_record([dk.Buffer(dev, 16, "float32").handle] * 3, [16]) is not None  # a one-thread launch
+    assert fma.plan_record([dk.Buffer(dev, big_n, "float32").handle] * 3, [big_n]) is None  # split over threads
+    x = dk.Buffer(dev, big_n, "float32").copyin(np.full(big_n, 0.5, np.float32))
+    y, z = dk.Buffer(dev, big_n, "float32"), dk.Buffer(dev, 16, "float32")
+    plan = dk.Plan(dev)
+    plan.add(small[0], a=x, out=z, n=16).add(small[1], a=z, out=y, n=16)
+    plan.add(fma, a=x, b=x, out=y, n=big_n).add(small[2], a=y, out=z, n=16)
+    for _ in range(2):
+        plan.run(wait=True)
+        np.testing.assert_allclose(y.numpy(), np.full(big_n, 1.25, np.float32))
+        np.testing.assert_allclose(z.numpy(), np.full(16, 3.25, np.float32))

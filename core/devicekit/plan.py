@@ -3,8 +3,10 @@
 `plan = dk.Plan(dev)`, `plan.add(program, x=bx, y=by, n=1024)` per launch (a var given as a str is a plan var,
 bound at `run`), then `plan.run(t=5)` as often as needed. The first run for a set of plan-var values checks every
 launch as `execute` does (buffers, dtypes, devices, var bounds, sizes, aliasing) and keeps what the native launch
-needs; later runs with the same values replay `Program._launch` directly, with no Python checks per launch. A
-kernel with run-time bounds checks (a checked gather) still reads its check record after each launch.
+needs; later runs with the same values replay with no Python checks per launch: consecutive launches that the
+backend can run natively (`Program.plan_record`: the CPU device's one-thread launches) in one native call, the
+others through `Program._launch`. A kernel with run-time bounds checks (a checked gather) still reads its check
+record after each launch.
 """
 
 from __future__ import annotations
@@ -55,19 +57,38 @@ class Plan:
 
     def _prepare(self, key: tuple) -> list[tuple[Any, tuple]]:
         """Check every launch for these plan-var values (as execute does) and keep its native call."""
+        import numpy as np
         env = dict(zip(self.plan_vars, key))
-        calls = []
+        calls: list[tuple[Any, tuple]] = []
+        packed: list[Any] = [None, [], 0]  # replay, records, count: launches the backend runs natively, in one call
+
+        def flush() -> None:
+            if packed[2]:
+                calls.append((packed[0], (np.array(packed[1], dtype=np.int64), packed[2])))
+            packed[:] = [None, [], 0]
         for program, buffers, vals, opts in self._steps:
             vals = [env[x] if isinstance(x, str) else x for x in vals]
             var_vals = program.check(buffers, vals)
             if program.spec.checks is not None:  # its check record is read after each launch: execute does it
+                flush()
                 calls.append((program.execute, (buffers, vals, opts.get("global_size"), opts.get("local_size"))))
                 continue
             g, loc = program.spec.launch_dims(var_vals)
             g = g if opts.get("global_size") is None else tuple(opts["global_size"])
             loc = loc if opts.get("local_size") is None else tuple(opts["local_size"])
             ordered = [var_vals[v.name] for v in program.spec.vars]
-            calls.append((program._launch, ([b.handle for b in buffers], ordered, var_vals, g, loc, False)))
+            handles = [b.handle for b in buffers]
+            native = None if opts else program.plan_record(handles, ordered)
+            if native is not None:
+                if packed[0] is not native[0]:
+                    flush()
+                packed[0] = native[0]
+                packed[1].extend(native[1])
+                packed[2] += 1
+                continue
+            flush()
+            calls.append((program._launch, (handles, ordered, var_vals, g, loc, False)))
+        flush()
         if len(self._prepared) >= _MAX_PREPARED:
             self._prepared.pop(next(iter(self._prepared)))
         self._prepared[key] = calls

@@ -184,6 +184,12 @@ class Program(ABC):
                             f"per var)")
         return [named[n] for n in pnames], [named[n] for n in vnames], opts
 
+    def plan_record(self, handles: list, vals: list[int]) -> tuple[Callable, list[int]] | None:
+        """The plan hook: for a `dk.Plan` launch already checked, `(replay, record)` where `replay(records, n)` runs
+        `n` records packed in an int64 numpy array natively, in order; consecutive launches with the same `replay`
+        are packed into one call. None (the default): the plan calls `_launch` for this launch."""
+        return None
+
     def may_run_long(self, vals: list[int]) -> bool:
         """Whether a launch with these int vars (declaration order) may block long enough that Ctrl-C must not
         wait for it. When True and the caller is the main thread, `execute` runs `_launch` on a launcher thread and

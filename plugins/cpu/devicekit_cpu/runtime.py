@@ -14,6 +14,7 @@ from devicekit.runtime import Launch, Program
 from .hostinfo import num_threads
 from .loader import load
 from .memo import loaded
+from .replay import MAX_ARGS, run_records
 from .threadpool import pool
 
 # `"DEVICEKIT_DEBUG" in os.environ` costs a KeyError when unset; the raw mapping answers in ~50 ns
@@ -55,6 +56,9 @@ class CPUProgram(Program):
         argtypes = [ctypes.c_void_p if kind == "buffer" else _ctype(spec.vars[j].dtype) for kind, j in spec.arg_order()]
         splits = [ctypes.c_int64] * (2 if spec.core_split is not None else 0)
         self._fn = ctypes.CFUNCTYPE(None, *argtypes, *splits)(addr)
+        self._addr = addr
+        # plans replay natively (replay.py) the launches whose every argument is a pointer or an int64
+        self._int_abi = all(t in (ctypes.c_void_p, ctypes.c_int64) for t in argtypes)
         self.threads = threads or num_threads()
         # everything a launch computes from the var values, compiled once to functions of the vals tuple
         names = self._names = tuple(v.name for v in spec.vars)
@@ -119,6 +123,22 @@ class CPUProgram(Program):
         if rec is not None:
             self._read_record(rec, dict(zip(self._names, vals)))
         return t if wait else Launch(dev, t0)
+
+    def plan_record(self, handles, vals):
+        """For dk.Plan: (replay.run_records, [fn, argc, args...]) when this launch runs on one thread with pointer
+        and int64 arguments only (no check record, not hand-written); None otherwise (the plan calls _launch)."""
+        if not self._int_abi or self._checked or self._from_source or self._order is not None:
+            return None
+        args = [h.ptr for h in handles]
+        args += vals
+        if self._split is not None:
+            extent = self._split(vals)
+            if self.chunks(extent, vals) != 1:
+                return None
+            args += [0, extent]
+        if len(args) > MAX_ARGS:
+            return None
+        return run_records, [self._addr, len(args), *args]
 
     def chunks(self, extent: int, vals) -> int:
         """How many threads a launch with this extent (and these var values, in declaration order) uses."""
