@@ -114,9 +114,32 @@ class OpenCLProgram(Program):
         k.set_args(*args)
         ev = cl.enqueue_nd_range_kernel(self.ctx.queue, k, glob, tuple(int(x) for x in local))
         if not wait:
-            return None
+            return EventLaunch(ev)
         ev.wait()
         return (ev.profile.end - ev.profile.start) * 1e-9
+
+
+class EventLaunch:
+    """What `execute(wait=False)` returns on OpenCL: the launch's own event. `wait()` waits for that kernel only
+    (the in-order queue has run everything before it) and returns its time on the device, from the profile."""
+
+    __slots__ = ("_ev", "seconds")
+
+    def __init__(self, ev):
+        self._ev, self.seconds = ev, None
+
+    @property
+    def done(self) -> bool:
+        return self.seconds is not None
+
+    def wait(self) -> float:
+        if self.seconds is None:
+            self._ev.wait()
+            self.seconds = (self._ev.profile.end - self._ev.profile.start) * 1e-9
+        return self.seconds
+
+    def __repr__(self) -> str:
+        return f"<EventLaunch done in {self.seconds:.6f} s>" if self.done else "<EventLaunch submitted>"
 
 
 def _required_local_size(kernel, device) -> tuple[int, int, int] | None:

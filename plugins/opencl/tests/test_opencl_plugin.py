@@ -240,3 +240,14 @@ def test_reqd_work_group_size_is_the_default_and_checked(cl_device):
     with pytest.raises(ValueError, match=r"declares reqd_work_group_size\(16, 4, 1\); it was launched with local "
                                          r"size \(8, 8\): pass local_size=\(16, 4, 1\)"):
         dk.run(prog, cl_device, w=32, global_size=(4, 1), local_size=(8, 8))
+
+
+def test_a_launch_not_waited_for_is_its_event(cl_device):
+    from devicekit_opencl.runtime import EventLaunch
+    prog = cl_device.compile(kernels.elementwise("a * b", name="evmul"))
+    bufs = [dk.Buffer(cl_device, 4096, "float32").copyin(np.full(4096, 3, np.float32)) for _ in range(3)]
+    h = prog.execute(bufs, [4096])
+    assert isinstance(h, EventLaunch) and not h.done
+    t = h.wait()
+    assert h.done and 0 <= t < 10 and h.wait() == t  # the kernel's time from the event's profile, once
+    np.testing.assert_array_equal(bufs[2].numpy(), np.full(4096, 9, np.float32))
