@@ -172,3 +172,29 @@ def test_the_fuzzer_shows_progress(tmp_path):
                         "--jobs", "1", "--no-progress"], capture_output=True, text=True, timeout=300, env=env,
                        check=False)
     assert q.returncode == 0 and "fuzz: 2/2" not in q.stderr, q.stderr
+
+
+def test_red_zones_catch_a_store_outside_its_buffer():
+    """The fuzzer runs every kernel with red zones around its buffers (testing/redzones.py): an unchecked scatter
+    one element past the end is reported by param and side; in-bounds kernels give dk.run's results."""
+    import devicekit as dk
+    import numpy as np
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    from devicekit.testing import redzones
+
+    k = ir.KernelBuilder("scatter")
+    n = k.var("n", 1, 64)
+    idx, out = k.param("idx", dtypes.int32, size=n), k.param("out", dtypes.float32, size=n, writable=True)
+    i = k.range(n, "global")
+    out[idx[i]] = 1.0
+    unchecked = k.build(checked=False)  # no run-time guard: the index is trusted
+    dev = dk.device("CPU")
+    assert redzones.supported(dev)
+    with pytest.raises(redzones.RedZoneError, match=r"scatter: the launch wrote 4 byte\(s\) after param 'out' "
+                                                    r"\(16 bytes\), up to 4 byte\(s\) after it"):
+        redzones.run(unchecked, dev, {"idx": np.array([0, 1, 2, 4], np.int32), "n": 4})
+    with pytest.raises(redzones.RedZoneError, match="before param 'out'"):
+        redzones.run(unchecked, dev, {"idx": np.array([0, -2, 2, 3], np.int32), "n": 4})
+    ok = {"idx": np.array([3, 2, 1, 0], np.int32), "n": 4, "out": np.zeros(4, np.float32)}
+    np.testing.assert_array_equal(redzones.run(unchecked, dev, ok)["out"], dk.run(unchecked, dev, **ok)["out"])

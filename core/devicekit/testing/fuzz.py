@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import redzones
 from .fuzzgen import PROFILES, make_case
 from .random_kernels import assert_matches, tolerance
 
@@ -28,7 +29,7 @@ from .random_kernels import assert_matches, tolerance
 class Finding:
     seed: int
     target: str  # "CPU/llvm"
-    kind: str  # mismatch | error | compile-error | crash | reference-error
+    kind: str  # mismatch | error | compile-error | crash | reference-error | oob-write
     message: str
 
 
@@ -105,7 +106,12 @@ class Runner:
                 if not self.render_only:
                     c.compile(spec)
                 return None
-            got = dk.run(kernel, target, **inputs)  # positional: a param may be named `device`
+            if redzones.supported(target):  # stores outside a buffer show, instead of corrupting a neighbour
+                got = redzones.run(kernel, target, inputs)
+            else:
+                got = dk.run(kernel, target, **inputs)  # positional: a param may be named `device`
+        except redzones.RedZoneError as e:
+            return "oob-write", str(e)
         except IndexError as e:  # a run-time bounds check (ir/bounds.py): right when the reference raised it too
             if isinstance(want, IndexError) and _oob_access(e) == _oob_access(want):
                 return None
