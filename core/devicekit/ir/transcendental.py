@@ -7,6 +7,7 @@ small interval, a short series there, and exponent arithmetic on the bits. float
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from .dtypes import DType, dtypes
 from .ops import Ops
@@ -149,17 +150,24 @@ def _reduce(x: UOp) -> tuple[UOp, UOp]:
     return r, k
 
 
-def _split(v: float, bits: int, n: int) -> list[float]:
+# pi to 50 digits: the parts must sum to pi itself, not to math.pi (pi rounded to 53 bits): k * (pi - math.pi)
+# is 2.5e-11 at x = 6.5e5, which a float64 sin near a multiple of pi shows (found by the fuzzer: 1/sin(651249))
+_PI = Fraction(314159265358979323846264338327950288419716939937510, 10**50)
+
+
+def _split(v: Fraction, bits: int, n: int) -> list[float]:
+    """n floats summing to `v` (exactly, but for the last one's rounding): each leading part has `bits` bits, so
+    k * part is exact while k has at most (53 - bits) bits."""
     parts = []
     for _ in range(n - 1):
-        m, e = math.frexp(v)
+        m, e = math.frexp(float(v))
         p = math.ldexp(math.floor(m * 2**bits) / 2**bits, e)
         parts.append(p)
-        v -= p
-    return [*parts, v]
+        v -= Fraction(p)
+    return [*parts, float(v)]
 
 
-_PI_PARTS = {True: _split(math.pi, 12, 4), False: _split(math.pi, 26, 3)}
+_PI_PARTS = {True: _split(_PI, 12, 4), False: _split(_PI, 26, 3)}
 
 DECOMPOSITIONS = {Ops.EXP2: exp2, Ops.LOG2: log2, Ops.SIN: sin}
 WIDE_DECOMPOSITIONS = {Ops.SIN: lambda x: sin(x, wide=True)}  # for targets that have float64
