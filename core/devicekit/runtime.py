@@ -168,6 +168,8 @@ def _check_int_vals(spec: ProgramSpec, vals: Any) -> None:
         raise TypeError(f"{spec.name}: vals must be a list of ints in var order, got {type(vals).__name__}")
     for j, x in enumerate(vals):
         v = spec.vars[j] if j < len(spec.vars) else None
+        if v is not None and v.scalar is not None:
+            continue  # a k.scalar: its kind and range are its dtype's (program_spec.scalar_value, in check_vars)
         want = numbers.Real if v is not None and v.is_float else numbers.Integral
         is_bool_var = v is not None and v.dtype is not None and v.dtype.is_bool
         if (isinstance(x, bool) and not is_bool_var) or not isinstance(x, want):  # numpy bools are not Integral

@@ -33,8 +33,11 @@ class CUDAProgram(Program):
                                    f"it was compiled by {compiled.compiler_id}") from e
             self.function = self.module.get_function(spec.get_meta("symbol") or spec.entry)
             self.max_threads = self.function.get_attribute(cuda.function_attribute.MAX_THREADS_PER_BLOCK)
-        # generated kernels take int64 vars; a hand-written one states its C types (devicekit_cuda.source)
-        self.function.prepare(spec.get_meta("arg_format") or "P" * len(spec.params) + "q" * len(spec.vars))
+        # generated kernels take int64 vars and scalars of their wire dtype; a hand-written one states its C types
+        # (devicekit_cuda.source)
+        from .source import _ARG_FORMAT
+        self.function.prepare(spec.get_meta("arg_format") or "P" * len(spec.params)
+                              + "".join("q" if v.dtype is None else _ARG_FORMAT[v.dtype.name] for v in spec.vars))
         self.order = spec.get_meta("args")
         self.dynamic_shared = spec.get_meta("dynamic_shared") is not None
         self.shared_limit = 48 * 1024  # dynamic shared memory a launch gets without opting in

@@ -167,7 +167,11 @@ def harness_source(spec, renderer, threaded: bool = False) -> str:
                         f"({_c_type(renderer, spec.params[k].dtype)}*)bufs[{k}]")
         elif kind == "var":
             dt = spec.vars[k].dtype
-            args.append(f"vals[{k}]" if dt is None else f"*({_SCALAR_C[dt.name]}*)&vals[{k}]")
+            if dt is None:
+                args.append(f"vals[{k}]")
+            else:  # a generated k.scalar binds to the renderer's own spelling of its type (char, not int8_t)
+                ct = _SCALAR_C[dt.name] if params is not None else _c_type(renderer, dt)
+                args.append(f"*({ct}*)&vals[{k}]")
         elif kind == "local":
             args.append(f"dk_ptr{{tg[{k}].data()}}")
         else:
@@ -291,7 +295,8 @@ class HostKernel:
             if not a.flags.c_contiguous or a.dtype != p.dtype.np:
                 raise ValueError(f"{spec.name}: {p.name} must be a contiguous {p.dtype.np} array")
         bufs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
-        cvals = (ctypes.c_long * max(1, len(vals)))(*var_slots(spec, vals))
+        # the checked values (a k.scalar rounded to its dtype), not the raw ones
+        cvals = (ctypes.c_long * max(1, len(vals)))(*var_slots(spec, [var_vals[v.name] for v in spec.vars]))
         from devicekit.render.signature import launch_shared
         tg = launch_shared(spec, var_vals)[1]
         rc = self._fn(bufs, cvals, (ctypes.c_long * 3)(*grid), (ctypes.c_long * 3)(*group), len(tg),

@@ -203,6 +203,10 @@ class MetalRenderer(CStyleRenderer):
                                 shared_bytes=shared_bytes, device=self.device)
 
     # ================= file
+    def render_scalar(self, name: str, dt: DType) -> str:
+        """A k.scalar is bound like an int var: a constant reference to its bytes (setBytes)."""
+        return f"constant {self.render_dtype(dt)}& {name}"
+
     def render_preamble(self, used: set[DType]) -> str:
         return "#include <metal_stdlib>\nusing namespace metal;"
 
