@@ -178,7 +178,7 @@ def scalar_value(kernel: str, v: VarSpec, x: Any) -> int | float:
         f, finite = float(x), True
         finite = math.isfinite(f) or isinstance(x, numbers.Integral)  # an int too large for a float64 is finite
     except OverflowError:
-        f, finite = math.copysign(math.inf, x), True
+        f, finite = (math.inf if x > 0 else -math.inf), True
     r = round_float(f, dt)
     if math.isinf(r) and finite:
         raise ValueError(f"{what}: {x!r} is outside {a(dt.name)}'s range (largest finite value "

@@ -65,7 +65,8 @@ class CPUProgram(Program):
         self._buffer_type = Buffer
         self._pdtypes = tuple(p.dtype for p in spec.user_params)
         self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
-        self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
+        # a float or bool k.scalar takes the base class's check (its kind, rounding to its dtype): bounds no int meets
+        self._vbounds = tuple((v.lo, v.hi) if v.scalar is None or v.scalar.is_int else (1, 0) for v in spec.vars)
         # bounds that name other vars (k.var("kk", 0, n - 1)), compiled: (slot, lo fn, hi fn)
         self._rels = tuple((j, compile_sym(v.lo if v.lo_rel is None else v.lo_rel, names),
                             compile_sym(v.hi if v.hi_rel is None else v.hi_rel, names))

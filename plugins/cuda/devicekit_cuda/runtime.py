@@ -64,7 +64,8 @@ class CUDAProgram(Program):
             raise ValueError(f"{self.name}: a block of {block} = {math.prod(block)} threads exceeds this kernel's "
                              f"limit of {self.max_threads} on {self.ctx.name}")
         if self.order is None:
-            args = [int(h) for h in handles] + [int(v) for v in vals]
+            # int vars as ints; a k.scalar as the launch checked it (a float scalar a float, rounded to its dtype)
+            args = [int(h) for h in handles] + [int(v) if sv.dtype is None else v for v, sv in zip(vals, self.spec.vars)]
         else:  # a hand-written kernel: its params in declaration order, scalars as their C types
             args = [int(handles[j]) if kind == "buffer" else vals[j] for kind, j in self.order]
         shared = launch_shared(self.spec, var_vals)[0] if self.dynamic_shared else 0
