@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
+from ..ir.accept import a, described
 from ..ir.bounds import BoundsChecks
-from ..ir.dtypes import DType
+from ..ir.dtypes import DType, largest_float, round_float
 from ..ir.symfn import compile_sym
 from ..ir.uop import SymInt
 
@@ -152,13 +157,6 @@ def scalar_value(kernel: str, v: VarSpec, x: Any) -> int | float:
     """The value a k.scalar `v` receives for the launch value `x`: a bool for a bool scalar, an int of the dtype's
     range for an int one, a real number for a float one (rounded to its dtype, ties to even; a finite value past its
     largest finite value is refused). TypeError or ValueError naming the kernel and the scalar otherwise."""
-    import math
-    import numbers
-
-    import numpy as np
-
-    from ..ir.accept import a, described
-    from ..ir.dtypes import largest_float, round_float
     dt = v.scalar
     what = f"{kernel}: scalar {v.name} ({dt.name})"
     if dt.is_bool:
