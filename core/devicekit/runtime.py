@@ -79,7 +79,8 @@ class Program(ABC):
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
                 local_size: tuple[int, ...] | None = None, wait: bool = False) -> float | None:
-        """Run the kernel on `buffers` (in param order) with int `vals` (in var order). Seconds when `wait`."""
+        """Run the kernel on `buffers` (in param order) with `vals` in declaration order: an int per var, a value of
+        its dtype's kind per k.scalar (checked and rounded to its dtype first). Seconds when `wait`."""
         var_vals = self.check(buffers, vals)
         g, loc = self.spec.launch_dims(var_vals)
         global_size = g if global_size is None else tuple(global_size)

@@ -345,6 +345,7 @@ class CStyleRenderer(Renderer):
             sig += [KernelParam(n, "split", dtypes.int64, False, n, j, self.render_var(n))
                     for j, n in enumerate(("core_start", "core_end"))]
         used.update(pdt)
+        used.update(v.dtype for v in lk.vars if v.scalar is not None)  # an unused scalar's type is declared too
 
         for u in uops:
             op, dt, src = u.op, u.dtype, u.src
