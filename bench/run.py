@@ -4,7 +4,7 @@
     python bench/run.py                  # full run, prints the table
     python bench/run.py --quick          # fewer repetitions
     python bench/run.py --update-readme  # also writes the table into bench/README.md
-    python bench/run.py --only fused,sum # a subset: fused sum matmul softmax compile launch import
+    python bench/run.py --only fused,sum # a subset: fused sum matmul softmax compile interop wavefront launch import
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ BARS = {
     "softmax 4096x1024 f32": [("numpy", 1.0)],
 }
 LIMITS_MS = {"new kernel: render+compile+load": 20.0, "cached kernel: render+compile(hit)+load": 0.5,
-             "launch of a tiny kernel (execute)": 0.010}
+             "launch of a tiny kernel (execute)": 0.010, "launch of a*b+c, n=16 (Plan.run, per launch)": 0.0003}
 
 
 # ------------------------------------------------------------------ devicekit
@@ -160,6 +160,106 @@ def bench_compile(dk, reps):
     return statistics.median(new), statistics.median(hit), memo, {k: statistics.median(v) for k, v in parts.items()}
 
 
+def bench_compile_many(dk, n: int = 64):
+    """64 kernels never seen, one by one vs Device.compile_many (threads), each in a fresh memory-only cache."""
+    from devicekit import kernels
+    from devicekit.compile.cache import CompileCache
+    _, compiler = dk.cpu.pair(dk.pair)
+    saved, times = compiler.cache, []
+    try:
+        for how in ("serial", "many"):
+            compiler.cache = CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
+            salt = time.time_ns() % 1000003
+            ks = [kernels.elementwise(f"a * b + c * {salt + i}.0 + {i}.25", name=f"many_{how}_{salt}_{i}")
+                  for i in range(n)]
+            t0 = time.perf_counter()
+            if how == "serial":
+                [dk.cpu.compile(k, pair=dk.pair) for k in ks]
+            else:
+                dk.cpu.compile_many(ks, pair=dk.pair)
+            times.append(time.perf_counter() - t0)
+    finally:
+        compiler.cache = saved
+    return times[0], times[1]
+
+
+def bench_interop(dk):
+    """Zero-copy wrap of a 64 MB array (dk.from_numpy), its DLPack export (np.from_dlpack), and dk.run of a*b+c at
+    1M elements with resident Buffers vs numpy arrays (copied in and out)."""
+    from devicekit import kernels
+    big = np.zeros(16 << 20, np.float32)  # 64 MB
+    buf = dk.dk.from_numpy(big, dk.cpu)
+    wrap = best(lambda: dk.dk.from_numpy(big, dk.cpu), 50)
+    export = best(lambda: np.from_dlpack(buf), 50)
+    kern = kernels.elementwise("a * b + c")
+    n = 1 << 20
+    arrs = {x: np.random.default_rng(0).standard_normal(n).astype(np.float32) for x in "abc"}
+    bufs = {x: dk.buf(a) for x, a in arrs.items()}
+    bufs["out"] = dk.empty(n)
+    dk.dk.run(kern, dk.cpu, **arrs, n=n)
+    copies = best(lambda: dk.dk.run(kern, dk.cpu, **arrs, n=n), 10)
+    resident = best(lambda: dk.dk.run(kern, dk.cpu, **bufs, n=n), 10)
+    return wrap, export, copies, resident
+
+
+def _wavefront_kernel():
+    """One anti-diagonal of a 2-D wavefront: a[i, j] = (a[i - 1, j] + a[i, j - 1]) * 0.5 for its cells (each depends on
+    its upper and left neighbours: diagonals run in order). The diagonal is given by its first row `lo`, its length
+    `cnt` and the column `j0` of its first cell, with related bounds that keep every access inside the grid (the
+    bounds proof carries `t < cnt <= n - lo` through `lo + t`: no run-time check)."""
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    k = ir.KernelBuilder("wavefront")
+    n = k.var("n", 2, 4096)
+    lo = k.var("lo", 1, n - 1)
+    cnt = k.var("cnt", 1, n - lo)
+    j0 = k.var("j0", cnt, n - 1)
+    a = k.param("a", dtypes.float32, shape=(n, n), writable=True)
+    t = k.range(cnt, "global")
+    i, j = lo + t, j0 - t
+    a[i, j] = (a[i - 1, j] + a[i, j - 1]) * 0.5
+    return k.build()
+
+
+def bench_wavefront(dk, n: int = 401, steps: int = 149):
+    """`steps` sweeps of 2n-3 diagonal launches each on an n x n grid (119,051 launches: the size of a PolyBench
+    seidel-2d written as wavefront steps): a Python loop of execute, one dk.Plan of a sweep replayed, and numpy one
+    diagonal at a time; results compared."""
+    prog = dk.cpu.compile(_wavefront_kernel())
+    diags = [(d, max(1, d - n + 1), min(d - 1, n - 1) - max(1, d - n + 1) + 1) for d in range(2, 2 * n - 1)]
+    diags = [(d, lo, cnt) for d, lo, cnt in diags if cnt >= 1]  # cells (i, d - i), i in [lo, lo + cnt)
+    start = np.random.default_rng(0).random(n * n, dtype=np.float32)
+    buf = dk.buf(start)
+
+    def loop():
+        buf.copyin(start)
+        for _ in range(steps):
+            for d, lo, cnt in diags:
+                prog.execute([buf], [n, lo, cnt, d - lo])
+    plan = dk.dk.Plan(dk.cpu)
+    for d, lo, cnt in diags:
+        plan.add(prog, a=buf, n=n, lo=lo, cnt=cnt, j0=d - lo)
+
+    def planned():
+        buf.copyin(start)
+        for _ in range(steps):
+            plan.run()
+
+    def numpy_ref():
+        a = start.reshape(n, n).copy()
+        for _ in range(steps):
+            for d, lo, cnt in diags:
+                i = np.arange(lo, lo + cnt)
+                a[i, d - i] = (a[i - 1, d - i] + a[i, d - i - 1]) * np.float32(0.5)
+        return a
+    want = numpy_ref()
+    planned()
+    ok = np.allclose(buf.numpy().reshape(n, n), want, rtol=1e-5)
+    loop()
+    ok = ok and np.allclose(buf.numpy().reshape(n, n), want, rtol=1e-5)
+    return (best(loop, 3, 0), best(planned, 3, 0), best(numpy_ref, 3, 0), steps * len(diags), ok)
+
+
 def bench_launch(dk):
     from devicekit import ir
     from devicekit.ir import dtypes
@@ -190,7 +290,12 @@ def bench_launch(dk):
     def loop_vars():
         for _ in range(n):
             pe.execute(ebufs, [16])
-    return best(loop_exec, 5, 0) / n, best(loop_native, 5, 0) / n, best(loop_vars, 5, 0) / n
+    plan = dk.dk.Plan(dk.cpu)
+    for _ in range(1000):
+        plan.add(pe, a=ebufs[0], b=ebufs[1], c=ebufs[2], out=ebufs[3], n=16)
+    plan.run()
+    t_plan = best(plan.run, 10, 0) / 1000
+    return best(loop_exec, 5, 0) / n, best(loop_native, 5, 0) / n, best(loop_vars, 5, 0) / n, t_plan
 
 
 def import_time(code: str, reps: int = 3) -> float | None:
@@ -208,6 +313,8 @@ def import_time(code: str, reps: int = 3) -> float | None:
 def fmt_t(t: float | None) -> str:
     if t is None:
         return "n/a"
+    if t < 1e-6:
+        return f"{t * 1e9:.0f} ns"
     return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
 
 
@@ -255,10 +362,29 @@ def main() -> int:
         singles.append(("new kernel: render+compile+load", new, detail))
         singles.append(("cached kernel: render+compile(hit)+load", hit, ""))
         singles.append(("cached kernel: Device.compile again (memo)", memo, ""))
+        serial, many = bench_compile_many(dk)
+        singles.append(("64 new kernels, one by one", serial, ""))
+        singles.append(("64 new kernels, Device.compile_many", many,
+                        f"{serial / many:.2f}x faster on {len(os.sched_getaffinity(0))} CPUs"))
+    if want("interop"):
+        wrap, export, copies, resident = bench_interop(dk)
+        singles.append(("wrap a 64 MB array (dk.from_numpy, no copy)", wrap, "checks + a handle"))
+        singles.append(("export a Buffer (np.from_dlpack, no copy)", export, "DLPack capsule"))
+        singles.append(("dk.run a*b+c, 1M, numpy arrays (copied in/out)", copies, ""))
+        singles.append(("dk.run a*b+c, 1M, resident Buffers", resident, f"{copies / resident:.1f}x less"))
+    if want("wavefront"):
+        t_loop, t_planned, t_np, launches, ok = bench_wavefront(dk)
+        check = "ok" if ok else "MISMATCH"
+        singles.append((f"wavefront, {launches} launches: Python loop of execute", t_loop, check))
+        singles.append((f"wavefront, {launches} launches: dk.Plan replay", t_planned,
+                        f"{t_loop / t_planned:.1f}x faster than the loop; {check}"))
+        singles.append((f"wavefront, {launches} diagonals: numpy", t_np, f"{t_np / t_planned:.1f}x the plan's time"))
     if want("launch"):
-        t_exec, t_native, t_vars = bench_launch(dk)
+        t_exec, t_native, t_vars, t_plan = bench_launch(dk)
         singles.append(("launch of a tiny kernel (execute)", t_exec, "checks + ctypes call"))
         singles.append(("launch of a*b+c, n=16 (execute)", t_vars, "sizes and extent from the var n"))
+        singles.append(("launch of a*b+c, n=16 (Plan.run, per launch)", t_plan,
+                        "1000 launches, checked once, replayed in one native call"))
         singles.append(("launch of a tiny kernel (native call only)", t_native, "Program._launch"))
     imports = []
     if want("import"):

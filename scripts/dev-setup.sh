@@ -21,3 +21,20 @@ for pp in plugins/*/pyproject.toml examples/vendor_plugin/pyproject.toml; do
 done
 what=$(printf '%s, ' "${names[@]}")
 dk_install dev-setup "${what%, }" "${args[@]}"
+
+# OpenCL for the tests: pyopencl's PoCL wheel (the opencl [test] extra) cannot build on a CPU its LLVM does not know
+# ("unknown target CPU 'generic'", e.g. AMD Zen 5). Then, as root with apt, install the distribution's PoCL; else say
+# that the OpenCL tests will skip. DEVICEKIT_NO_APT=1 leaves the system alone.
+if ! .venv/bin/python -c 'from devicekit_opencl import platform as p; p.select()' 2>/dev/null; then
+    if [ "${DEVICEKIT_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "dev-setup: no OpenCL platform here builds a kernel (pyopencl's PoCL does not know this CPU):" \
+             "installing the distribution's PoCL (apt-get install pocl-opencl-icd)"
+        if ! (apt-get install -y -q pocl-opencl-icd >/dev/null 2>&1 ||
+              { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q pocl-opencl-icd >/dev/null 2>&1; }); then
+            echo "dev-setup: apt-get could not install pocl-opencl-icd; the OpenCL tests will skip with the reason"
+        fi
+    else
+        echo "dev-setup: no OpenCL platform here builds a kernel; the OpenCL tests will skip with the reason" \
+             "(as root with apt this script installs pocl-opencl-icd)"
+    fi
+fi

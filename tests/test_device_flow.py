@@ -81,3 +81,36 @@ def test_quickstart_example(devices, tmp_path):
                        env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "device: " in p.stdout and "max abs error" in p.stdout
+
+
+def test_run_with_resident_buffers(devices):
+    """dk.run takes Buffers as they are: no copy in, a writable one comes back as itself (still on the device), and
+    the Buffers' device is where it runs when no device is named."""
+    kernel = saxpy()
+    for spec in devices:
+        dev = dk.device(spec)
+        bx = Buffer(dev, 16, "float32").copyin(np.arange(16, dtype=np.float32))
+        bo = Buffer(dev, 16, "float32")
+        outs = dk.run(kernel, x=bx, y=np.ones(16, np.float32), out=bo, n=16)  # mixed: an array is copied in
+        assert outs["out"] is bo
+        np.testing.assert_array_equal(bo.numpy(), np.arange(16) * 2 + 1, err_msg=spec)
+        again = dk.run(kernel, x=bo, y=bx, out=Buffer(dev, 16, "float32"), n=16)["out"]  # chained, on the device
+        np.testing.assert_array_equal(again.numpy(), (np.arange(16) * 2 + 1) * 2 + np.arange(16), err_msg=spec)
+    if "CPU" not in devices:
+        pytest.skip("the wrong-device check needs CPU beside PYTHON")
+    with pytest.raises(ValueError, match="'x' is a buffer on PYTHON, the program runs on CPU"):
+        dk.run(kernel, "CPU", x=Buffer("PYTHON", 16, "float32"), y=np.ones(16, np.float32), n=16)
+
+
+def test_run_picks_the_compiler_pair(devices):
+    if "CPU" not in devices:
+        pytest.skip("needs the CPU device")
+    kernel = saxpy()
+    x, y = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
+    for pair in ("llvm", "c", 1):
+        np.testing.assert_array_equal(dk.run(kernel, "CPU", x=x, y=y, n=8, pair=pair)["out"], x * 2 + 1)
+    with pytest.raises(KeyError, match="no compiler pair 'nope'"):
+        dk.run(kernel, "CPU", x=x, y=y, n=8, pair="nope")
+    prog = dk.device("CPU").compile(kernel)
+    with pytest.raises(TypeError, match="pair= is for compiling an ir.Kernel"):
+        dk.run(prog, x=x, y=y, n=8, pair="c")

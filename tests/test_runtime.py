@@ -45,7 +45,7 @@ def test_execute(dev, prog):
     t = prog.execute([x, y, out], [8], wait=True)
     assert isinstance(t, float) and t >= 0
     np.testing.assert_array_equal(out.numpy(), np.arange(8) * 2 + 1)
-    assert prog.execute([x, y, out], [8]) is None
+    assert not prog.execute([x, y, out], [8]).done  # a Launch handle when not waiting
 
 
 def test_execute_checks_before_launch(dev, prog):
@@ -138,3 +138,20 @@ def test_program_from_source_needs_a_parser(registry):
     assert d.pair_names == ["toyc"] and d.renderer.lang == "toy"
     with pytest.raises(DeviceKitError, match="can read hand-written source"):
         d.program_from_source("x = 1", "k")
+
+
+def test_named_launch_binds_params_and_vars_by_name(dev, prog):
+    x, y, out = bufs(dev)
+    prog(y=y, out=out, x=x, n=8, wait=True)  # any order; the Buffers are used as they are
+    np.testing.assert_array_equal(out.numpy(), np.arange(8) * 2 + 1)
+    assert prog.bind({"x": x, "y": y, "out": out, "n": 4}) == ([x, y, out], [4], {})
+    out3 = Buffer(dev, 8, dtypes.float32).copyin(np.zeros(8, np.float32))
+    prog([x, y, out3], [3])  # positional is execute
+    np.testing.assert_array_equal(out3.numpy(), [1, 3, 5, 0, 0, 0, 0, 0])
+    with pytest.raises(TypeError, match=r"saxpy: missing argument\(s\) out, n"):
+        prog(x=x, y=y)
+    with pytest.raises(TypeError, match=r"saxpy: unexpected argument\(s\) z; the kernel takes params x, y, out "
+                                        r"and vars n"):
+        prog(x=x, y=y, out=out, n=8, z=1)
+    with pytest.raises(TypeError, match="param 'x' must be a devicekit Buffer"):  # execute's own checks apply
+        prog(x=np.zeros(8, np.float32), y=y, out=out, n=8)

@@ -94,6 +94,17 @@ def test_opencl_address_spaces_vectors_and_local_memory():
         sg.build_spec(sig, src, device="CL", lang="opencl")
 
 
+def test_padded_three_vectors_are_four_lanes():
+    """OpenCL and Metal store float3 in 16 bytes (clang's ext_vector_type(3) has the size of four): a buffer of
+    them has a four-lane stride, or a launch would pass 12-byte elements; a 3-vector as wide as 3 lanes stays 3."""
+    src = """typedef float float3 __attribute__((ext_vector_type(3)));
+    typedef unsigned char uchar3 __attribute__((ext_vector_type(3)));
+    __kernel void k(__global float3 *p, __global const uchar3 *c) {}"""
+    sig = _read(src, "k", ["-x", "cl", "-cl-std=CL1.2", "-cl-no-stdinc"], fname="k.cl")
+    assert [p.dtype for p in sig.params] == [dtypes.float32.vec(4), dtypes.uint8.vec(4)]
+    assert [p.type.split(" *")[0] for p in sig.params] == ["__global float3", "const __global uchar3"]  # as written
+
+
 @pytest.mark.parametrize("decl,match", [
     ("struct P { float a; }; void k(struct P p)", "struct params cannot be read yet: pass each field"),
     ("struct P { float a; }; void k(struct P *p)", "buffers of structs"),

@@ -25,8 +25,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "unregister_plugin": ("devicekit.api", "unregister_plugin"),
     "DeviceInfo": ("devicekit.registry", "DeviceInfo"),
     "Program": ("devicekit.runtime", "Program"),
+    "Plan": ("devicekit.plan", "Plan"),
     "Buffer": ("devicekit.memory", "Buffer"),
     "BufferOptions": ("devicekit.memory", "BufferOptions"),
+    "from_numpy": ("devicekit.memory", "from_numpy"),
+    "from_dlpack": ("devicekit.memory", "from_dlpack"),
     "Allocator": ("devicekit.memory", "Allocator"),
     "Device": ("devicekit.targets", "Device"),
     "Target": ("devicekit.targets", "Target"),
@@ -51,7 +54,7 @@ __all__ = [  # noqa: RUF022 - grouped as in the design
     "device", "target", "devices", "run", "Buffer", "BufferOptions", "Device", "Target", "DeviceSpec", "DeviceInfo",
     "hookimpl", "ir", "dtypes", "Program", "Allocator", "Compiler", "CompiledSpec", "register_plugin",
     "unregister_plugin", "cache_info", "cache_clear", "CompileError", "DeviceKitError", "DeviceNotFoundError",
-    "DeviceUnavailableError", "PluginError", "SettingError",
+    "DeviceUnavailableError", "PluginError", "SettingError", "from_numpy", "from_dlpack", "Plan",
 ]
 
 

@@ -22,7 +22,7 @@ def resolve_device(dev: Device | DeviceSpec | str | None) -> Device:
     return dev
 
 
-_RUN_OPTIONS = ("device", "global_size", "local_size")
+_RUN_OPTIONS = ("device", "global_size", "local_size", "pair")
 
 
 def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
@@ -31,12 +31,14 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
 
     `kernel` is an ir.Kernel, or a Program (e.g. from `dev.program_from_source`: it runs where it was loaded).
     Named arguments: one numpy array per param (dtype and size checked; writable params may be omitted when their
-    size is known: they are allocated zeroed, sized from the vars) and one value per var (an int; a float var takes
-    a number) and per scalar (k.scalar: a value of its dtype's kind, `alpha=1.5`). `global_size`/`local_size` are the launch dims when the program does not compute them itself (a
-    hand-written GPU kernel). Arrays passed in are never modified. A returned array has the shape of the array
-    passed for it when the sizes agree, else it is flat.
+    size is known: they are allocated zeroed, sized from the vars), or a Buffer on the device (used as it is, no
+    copy; a writable one comes back as that Buffer, still on the device), and one value per var (an int; a float
+    var takes a number) and per scalar (k.scalar: a value of its dtype's kind, `alpha=1.5`). `global_size`/
+    `local_size` are the launch dims when the program does not compute them itself (a hand-written GPU kernel);
+    `pair` picks the device's compiler pair (a name or an index), as `Device.compile` does. Arrays passed in are
+    never modified. A returned array has the shape of the array passed for it when the sizes agree, else it is flat.
 
-    A kernel's param or var may be named `device`, `global_size` or `local_size` (any identifier is a valid name):
+    A kernel's param or var may be named `device`, `global_size`, `local_size` or `pair` (any identifier is valid):
     then that keyword is the argument, and the device goes second, positionally: `run(k, "CPU", device=arr)`.
     """
     import numpy as np
@@ -53,14 +55,18 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
             raise TypeError("run() got the device twice (positionally and as device=)")
         device = opts["device"]
     global_size, local_size = opts.get("global_size"), opts.get("local_size")
+    if device is None:  # resident Buffers say where to run
+        device = next((x.device for x in named.values() if isinstance(x, Buffer)), None)
 
     if isinstance(kernel, Program):
+        if opts.get("pair") is not None:
+            raise TypeError(f"{kernel.name}: pair= is for compiling an ir.Kernel; this Program is already compiled")
         program = kernel  # it runs where it was loaded: its buffers go to its device
         dev = program.device or resolve_device(device)
     else:
         kernel = as_kernel(kernel, "dk.run")  # before the device: a forgotten .build() is the error to show
         dev = resolve_device(device)
-        program = dev.compile(kernel)
+        program = dev.compile(kernel, pair=opts.get("pair"))
     spec = program.spec
     pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
     if extra := sorted(set(named) - set(pnames) - set(vnames)):
@@ -92,9 +98,12 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         vals.append(int(x))
     var_vals = spec.check_vars(vals)
     sizes = spec.buffer_sizes(var_vals)
-    buffers, shapes = [], {}
+    buffers, shapes, kept = [], {}, {}
     for p, n in zip(spec.user_params, sizes):
-        if p.name in named:
+        if isinstance(named.get(p.name), Buffer):
+            buf = named[p.name]  # resident data: used as it is (execute checks its device, dtype and size)
+            kept[p.name] = buf
+        elif p.name in named:
             try:  # the data rule of Buffer.copyin (ir/accept.py): lists and scalars of the param's dtype too
                 arr = host_array(named[p.name], p.dtype)
             except TypeError as e:
@@ -119,7 +128,9 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     program.execute(buffers, vals, global_size=global_size, local_size=local_size, wait=True)
     out = {}
     for p, buf in zip(spec.user_params, buffers):
-        if p.writable:
+        if p.writable and p.name in kept:
+            out[p.name] = buf  # it stays on the device: no copy out
+        elif p.writable:
             a = buf.numpy()
             shape = shapes.get(p.name)
             out[p.name] = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a

@@ -17,7 +17,7 @@ from .ir.dtypes import DType, dtypes, from_numpy_values, to_numpy_values
 if TYPE_CHECKING:
     from .targets import Device
 
-__all__ = ["Allocator", "Buffer", "BufferOptions", "HostAllocator", "LRUAllocator"]
+__all__ = ["Allocator", "Buffer", "BufferOptions", "HostAllocator", "LRUAllocator", "from_dlpack", "from_numpy"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,8 @@ class Allocator(ABC):
     """Allocates and moves device memory. Handles are opaque to the core.
 
     Required: `_alloc`, `_free`, `copyin`, `copyout`. Optional (the core checks `supports(...)`): `offset` (views),
-    `as_buffer` (zero-copy host access), `transfer` (device-to-device copy). `alloc` turns any failure of `_alloc`
+    `as_buffer` (zero-copy host access: also what `Buffer.__dlpack__` exports), `from_host` (a handle on host memory
+    someone else owns: `Buffer.from_numpy`/`from_dlpack` without a copy), `transfer` (device-to-device copy). `alloc` turns any failure of `_alloc`
     into a MemoryError naming the device and the size.
     """
 
@@ -90,6 +91,11 @@ class Allocator(ABC):
     def as_buffer(self, handle: Any, nbytes: int) -> memoryview:
         """A memoryview of the allocation itself (zero-copy host access)."""
         raise NotImplementedError(f"{self.device}: this allocator does not map memory to the host")
+
+    def from_host(self, mem: memoryview) -> Any:
+        """A handle on `mem` (flat bytes of host memory the caller owns and keeps alive), sharing it: zero-copy wrap.
+        Only allocators whose handles are host memory that kernels read directly implement it."""
+        raise NotImplementedError(f"{self.device}: this allocator cannot wrap host memory")
 
     def transfer(self, dest: Any, src: Any, nbytes: int, src_allocator: Allocator | None = None) -> None:
         """Copy `nbytes` from `src` to `dest` without going through the host."""
@@ -207,8 +213,45 @@ class HostAllocator(LRUAllocator):
     def as_buffer(self, handle: np.ndarray, nbytes: int) -> memoryview:
         return memoryview(handle[:nbytes]).cast("B")
 
+    def from_host(self, mem: memoryview) -> np.ndarray:
+        return np.frombuffer(mem, dtype=np.uint8)
+
     def transfer(self, dest: np.ndarray, src: np.ndarray, nbytes: int, src_allocator: Allocator | None = None) -> None:
         dest[:nbytes] = src[:nbytes]
+
+
+def _wrap_refusal(a: np.ndarray, dt: DType, device: Any) -> str | None:
+    """Why `a` cannot become a Buffer of `dt` on `device` without a copy, or None."""
+    if not device.allocator.supports("from_host"):
+        return f"{device.spec}'s memory is not host memory (its allocator cannot wrap an array)"
+    if a.dtype != dt.np:
+        return f"the array is {a.dtype}, a {dt.name} Buffer stores {np.dtype(dt.np)}"
+    if not a.flags.c_contiguous:
+        return "the array is not C-contiguous"
+    if not a.flags.writeable:
+        return "the array is read-only (kernels may write any Buffer they are given)"
+    if a.size == 0 or a.size % dt.count:
+        return "the array is empty" if a.size == 0 else f"{a.size} scalars is not a whole number of {dt}"
+    if a.ctypes.data % dt.itemsize:
+        return f"the array's address is not aligned to {dt.itemsize} bytes"
+    return None
+
+
+def _not_host(buf: Buffer) -> str:
+    return (f"{buf.device.spec}: only host memory is exported through DLPack (its allocator has no as_buffer): use "
+            "buf.numpy() for a copy")
+
+
+def from_numpy(arr: Any, device: Device | str | None = None, *, copy: bool = False, dtype: DType | Any = None
+               ) -> Buffer:
+    """`dk.from_numpy(arr, copy=False)`: Buffer.from_numpy."""
+    return Buffer.from_numpy(arr, device, copy=copy, dtype=dtype)
+
+
+def from_dlpack(obj: Any, device: Device | str | None = None, *, copy: bool = False, dtype: DType | Any = None
+                ) -> Buffer:
+    """`dk.from_dlpack(obj)`: Buffer.from_dlpack."""
+    return Buffer.from_dlpack(obj, device, copy=copy, dtype=dtype)
 
 
 def _as_dtype(dtype: Any) -> DType:
@@ -241,6 +284,7 @@ class Buffer:
         self._base = _base
         self._byte_offset = _byte_offset
         self._handle: Any = None
+        self._foreign = False  # the handle wraps memory this Buffer does not own (from_numpy/from_dlpack): never freed
         self._lock = threading.Lock()
 
     # ---- identity
@@ -291,7 +335,7 @@ class Buffer:
 
     def __del__(self):
         with contextlib.suppress(Exception):  # interpreter shutdown, half-built object
-            if self._handle is not None and self._base is None:
+            if self._handle is not None and self._base is None and not self._foreign:
                 h, self._handle = self._handle, None
                 self.allocator.free(h, self.nbytes, self.options)
 
@@ -336,6 +380,71 @@ class Buffer:
             stored = np.zeros(self.size * self.lanes, dtype=self.dtype.np)
         out = to_numpy_values(stored, self.dtype.scalar())
         return out.reshape(self.size, self.lanes) if self.lanes > 1 else out
+
+    # ---- zero-copy interop (host memory: DLPack and numpy)
+    @classmethod
+    def from_numpy(cls, arr: Any, device: Device | str | None = None, *, copy: bool = False,
+                   dtype: DType | Any = None) -> Buffer:
+        """A Buffer over `arr`'s memory, without a copy (`copy=True`: a new Buffer with a copy of it). The device's
+        allocator must wrap host memory (CPU, PYTHON); the array must be C-contiguous, writable, aligned to its
+        element size, non-empty, of the Buffer's storage dtype (`dtype=` for a vector type or bfloat16's uint16 bits);
+        each refusal says why and that `copy=True` works. The Buffer keeps `arr` alive; writes on either side are
+        seen by the other."""
+        if isinstance(device, str) or device is None:
+            from .api import resolve_device
+            device = resolve_device(device)
+        a = np.asarray(arr)
+        dt = _as_dtype(a.dtype if dtype is None else dtype)
+        if copy:
+            return cls(device, a.size // dt.count if dt.count > 1 else a.size, dt).copyin(a)
+        why = _wrap_refusal(a, dt, device)
+        if why is not None:
+            raise ValueError(f"Buffer.from_numpy: {why}; pass copy=True to copy it into a new Buffer")
+        buf = cls(device, a.size // dt.count, dt, BufferOptions(nolru=True))
+        buf._handle = device.allocator.from_host(memoryview(a.reshape(-1).view(np.uint8)))
+        buf._foreign = True
+        return buf
+
+    @classmethod
+    def from_dlpack(cls, obj: Any, device: Device | str | None = None, *, copy: bool = False,
+                    dtype: DType | Any = None) -> Buffer:
+        """A Buffer over the memory of any DLPack exporter on the host (a numpy array, a CPU torch/jax tensor, a
+        Buffer): `from_numpy(np.from_dlpack(obj))`. Memory of another device (a CUDA tensor) is refused by name."""
+        try:
+            a = np.from_dlpack(obj)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            where = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else None
+            raise ValueError(f"Buffer.from_dlpack: {type(obj).__name__} cannot be read as host memory"
+                             f"{f' (its DLPack device is {where})' if where else ''}: {e}") from None
+        return cls.from_numpy(a, device, copy=copy, dtype=dtype)
+
+    def _host_view(self) -> np.ndarray:
+        """The Buffer's memory as a numpy array (no copy; storage dtype, shape (size,) or (size, lanes)), which keeps
+        this Buffer alive: the memory is neither freed nor reused for another Buffer while the array exists."""
+        import ctypes
+        if not self.allocator.supports("as_buffer"):
+            raise BufferError(_not_host(self))
+        self.allocator.synchronize()
+        mem = self.allocator.as_buffer(self.handle, self.nbytes)
+        keep = (ctypes.c_char * self.nbytes).from_buffer(mem)
+        keep.dk_buffer = self  # the exported array's base holds the Buffer
+        arr = np.frombuffer(keep, dtype=self.dtype.np)
+        return arr.reshape(self.size, self.lanes) if self.lanes > 1 else arr
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """DLPack export of host memory: `np.from_dlpack(buf)` (and torch/jax on the CPU) read it without a copy."""
+        kw = {} if max_version is None else {"max_version": max_version}
+        if copy is not None:
+            kw["copy"] = copy
+        if dl_device is not None:
+            kw["dl_device"] = dl_device
+        return self._host_view().__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if not self.allocator.supports("as_buffer"):
+            raise BufferError(_not_host(self))
+        return (1, 0)  # kDLCPU
 
     def view(self, size: int, dtype: DType | Any = None, offset: int = 0) -> Buffer:
         """A Buffer of `size` x `dtype` sharing this buffer's memory, starting `offset` elements (of this buffer's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,7 +16,41 @@ if TYPE_CHECKING:
     from .render.program_spec import ProgramSpec
     from .targets import Device
 
-__all__ = ["Program", "RuntimeFactory"]
+__all__ = ["Launch", "Program", "RuntimeFactory"]
+
+
+class Launch:
+    """What `execute(wait=False)` returns: a launch that may still be running. `wait()` waits for it (for every
+    launch and copy queued on its device before it: one queue per device id runs in submission order) and returns
+    the seconds from submission until `wait` saw it complete (an upper bound of the kernel's time: `execute(...,
+    wait=True)` reports the kernel's own); `done` says whether it has been waited for. A backend whose `_launch`
+    returns its own handle (an object with `wait()`: a CUDA or OpenCL event) is returned as it is."""
+
+    __slots__ = ("_device", "_t0", "seconds")
+
+    def __init__(self, device: Any, t0: float):
+        self._device, self._t0, self.seconds = device, t0, None
+
+    @property
+    def done(self) -> bool:
+        return self.seconds is not None
+
+    def wait(self) -> float:
+        if self.seconds is None:
+            if self._device is not None:
+                self._device.synchronize()
+            self.seconds = time.perf_counter() - self._t0
+        return self.seconds
+
+    def __repr__(self) -> str:
+        return f"<Launch done in {self.seconds:.6f} s>" if self.done else "<Launch submitted>"
+
+
+def launched(program: Program, t: Any, t0: float, wait: bool) -> Any:
+    """execute's return: the seconds when it waited, else a handle (the backend's own, or a Launch)."""
+    if wait or hasattr(t, "wait"):
+        return t
+    return Launch(program.device, t0)
 
 
 class Program(ABC):
@@ -78,9 +113,11 @@ class Program(ABC):
         return var_vals
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
-                local_size: tuple[int, ...] | None = None, wait: bool = False) -> float | None:
+                local_size: tuple[int, ...] | None = None, wait: bool = False) -> Any:
         """Run the kernel on `buffers` (in param order) with `vals` in declaration order: an int per var, a value of
-        its dtype's kind per k.scalar (checked and rounded to its dtype first). Seconds when `wait`."""
+        its dtype's kind per k.scalar (checked and rounded to its dtype first). Seconds when `wait`, else a Launch
+        handle (`.wait()` returns the seconds)."""
+        t0 = time.perf_counter()
         var_vals = self.check(buffers, vals)
         g, loc = self.spec.launch_dims(var_vals)
         global_size = g if global_size is None else tuple(global_size)
@@ -100,7 +137,7 @@ class Program(ABC):
             self._read_record(buffers[-1], var_vals)
         if wait and t is not None:
             dprint(2, f"ran {self.name} in {t * 1e3:.3f} ms")
-        return t
+        return launched(self, t, t0, wait)
 
     def _read_record(self, record: Any, var_vals: dict[str, int]) -> None:
         """After a checked launch (reading waits for the kernel: it is synchronous): raise the IndexError of a failed
@@ -124,7 +161,35 @@ class Program(ABC):
             return Buffer(self.device if self.device is not None else self.spec.device, size, dtypes.int64,
                           BufferOptions(zero=True))
 
-    __call__ = execute
+    def __call__(self, *args: Any, **named: Any) -> float | None:
+        """`program(buffers, vals, ...)` is `execute`; `program(x=bx, y=by, n=1024, wait=True)` launches by name: a
+        Buffer per param, a value per var (no copies: the Buffers are used as they are), and execute's options
+        (`global_size`, `local_size`, `wait`) where no param or var has that name."""
+        if args or not named or set(named) <= _EXECUTE_OPTIONS:
+            return self.execute(*args, **named)
+        buffers, vals, opts = self.bind(named)
+        return self.execute(buffers, vals, **opts)
+
+    def bind(self, named: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, Any]]:
+        """(buffers in param order, vals in var order, execute's options) from arguments by name; a TypeError names
+        what is missing or unknown. A plan or a framework binds once and launches with `execute` after."""
+        spec = self.spec
+        pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
+        taken = set(pnames) | set(vnames)
+        opts = {k: named[k] for k in _EXECUTE_OPTIONS if k in named and k not in taken}
+        if extra := sorted(set(named) - taken - set(opts)):
+            raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
+                            f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
+        if missing := [n for n in pnames + vnames if n not in named]:
+            raise TypeError(f"{spec.name}: missing argument(s) {', '.join(missing)} (a Buffer per param, a value "
+                            f"per var)")
+        return [named[n] for n in pnames], [named[n] for n in vnames], opts
+
+    def plan_record(self, handles: list, vals: list[int]) -> tuple[Callable, list[int]] | None:
+        """The plan hook: for a `dk.Plan` launch already checked, `(replay, record)` where `replay(records, n)` runs
+        `n` records packed in an int64 numpy array natively, in order; consecutive launches with the same `replay`
+        are packed into one call. None (the default): the plan calls `_launch` for this launch."""
+        return None
 
     def may_run_long(self, vals: list[int]) -> bool:
         """Whether a launch with these int vars (declaration order) may block long enough that Ctrl-C must not
@@ -143,6 +208,9 @@ class Program(ABC):
 
 
 RuntimeFactory = Callable[["CompiledSpec"], Program]
+
+
+_EXECUTE_OPTIONS = frozenset({"global_size", "local_size", "wait"})
 
 
 def _check_aliasing(spec: ProgramSpec, buffers: Sequence[Any], needed: Sequence[int]) -> None:

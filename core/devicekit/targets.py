@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -149,6 +150,24 @@ class Device(Target):
             while len(self._programs) > PROGRAM_MEMO_SIZE:  # bounded: a long-lived process compiles without end
                 self._programs.popitem(last=False)  # an evicted Program still works for whoever holds it
             return program
+
+    def compile_many(self, kernels: Sequence[Any], pair: int | str | None = None, jobs: int | None = None
+                     ) -> list[Program]:
+        """`compile` for many kernels at once, in order: `jobs` threads (default: the CPUs this process may use, at
+        most 8). Compilers spend most of their time outside the GIL (a C compiler process, LLVM's passes and codegen
+        through ctypes), so one thread renders the next kernel while another's bytes are built. The first error is
+        raised after the others finished; the memo and the compile cache make repeated kernels free."""
+        from concurrent.futures import ThreadPoolExecutor
+        kernels = list(kernels)
+        jobs = jobs if jobs is not None else min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                                 else (os.cpu_count() or 1))
+        if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+            raise ValueError(f"{self.spec}: compile_many(jobs=) takes an int >= 1, got {jobs!r}")
+        if jobs == 1 or len(kernels) < 2:
+            return [self.compile(k, pair=pair) for k in kernels]
+        with ThreadPoolExecutor(min(jobs, len(kernels)), thread_name_prefix="devicekit-compile") as ex:
+            futures = [ex.submit(self.compile, k, None, pair) for k in kernels]
+        return [f.result() for f in futures]
 
     def program_from_source(self, src: str, entry: str, **options: Any) -> Program:
         """A Program from hand-written source: `Target.program_from_source` (read the signature, compile), then

@@ -46,3 +46,12 @@ def test_mlp_on_the_best_or_a_chosen_device(run_py, device):
     out = _ok(run_py("examples/mlp.py", env={"DEVICEKIT_DEVICE": device} if device else None))
     assert f"device: {device or 'CPU'} " in out
     assert re.search(r"max abs error vs numpy [\d.e-]+: ok$", out, re.MULTILINE), out
+
+
+def test_mlp_training_through_a_plan(run_py):
+    out = _ok(run_py("examples/mlp_train.py", "PYTHON", "CPU"))
+    m = re.search(r"numpy loss ([\d.]+) -> ([\d.]+)", out)
+    assert m and float(m.group(2)) < float(m.group(1)) / 2, out  # it learns
+    for spec in ("PYTHON", "CPU"):
+        assert re.search(rf"^{spec}\s+weights after training: max abs difference from numpy \S+ ok$", out,
+                         re.MULTILINE), out

@@ -74,3 +74,32 @@ def test_a_relation_may_only_name_earlier_vars():
     x = k.param("x", dtypes.float32, n)
     with pytest.raises(ir.KernelError, match="may only use earlier vars and constants"):
         k.var("b", 0, x[0].cast(dtypes.int64))
+
+
+def _diagonal(j0_hi_offset: int = 1):
+    """One anti-diagonal of an n x n grid: a[lo + t, j0 - t] from its upper and left neighbours, t < cnt, with
+    cnt <= n - lo and cnt <= j0 <= n - j0_hi_offset: the proof must keep t < cnt and cnt's own bound together."""
+    k = ir.KernelBuilder("diagonal")
+    n = k.var("n", 2, 64)
+    lo = k.var("lo", 1, n - 1)
+    cnt = k.var("cnt", 1, n - lo)
+    j0 = k.var("j0", cnt, n - j0_hi_offset)
+    a = k.param("a", dtypes.float32, shape=(n, n), writable=True)
+    t = k.range(cnt, "global")
+    i, j = lo + t, j0 - t
+    a[i, j] = (a[i - 1, j] + a[i, j - 1]) * 0.5
+    return k.build()
+
+
+def test_bounds_that_cancel_through_a_range_are_proven_and_one_past_is_not():
+    caps = dk.device("CPU").renderer.capabilities
+    assert lower(_diagonal(), caps).checks is None  # lo + t <= lo + cnt - 1 <= n - 1 and j0 - t >= j0 - cnt + 1 >= 1
+    with pytest.raises(ir.KernelError, match="index 1 into a reaches 2, dimension 1 has 2 with n=2, lo=1, cnt=1, j0=2"):
+        _diagonal(j0_hi_offset=0)  # j0 may be n: a[i, n] is outside its row, and the verifier says where
+    a = np.arange(16, dtype=np.float32)
+    for spec in DEVICES:  # a valid diagonal agrees with numpy
+        out = dk.run(_diagonal(), spec, a=a, n=4, lo=1, cnt=3, j0=3)["a"].reshape(4, 4)
+        want = a.reshape(4, 4).copy()
+        for t in range(3):
+            want[1 + t, 3 - t] = (want[t, 3 - t] + want[1 + t, 2 - t]) * 0.5
+        np.testing.assert_allclose(out, want, err_msg=spec)

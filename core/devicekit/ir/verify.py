@@ -290,27 +290,24 @@ def _nonneg(p: Poly, lows: dict[str, int]) -> bool:
     return all(c >= 0 for c in shifted.values())
 
 
-def _sym_interval(u: UOp, lows: dict[str, int], memo: dict, rels: dict | None = None) -> tuple[Poly, Poly] | None:
+def _sym_interval(u: UOp, lows: dict[str, int], memo: dict) -> tuple[Poly, Poly] | None:
     """[lo, hi] of an index as polynomials of the vars valid for every var value (ranges r in [0, end - 1]), or
-    None outside sums, differences and products whose signs are known. `rels`: var name -> (lo, hi) expressions of
-    other vars that bound it (an index may use them; a size, which must be exact, may not)."""
+    None outside sums, differences and products whose signs are known. A var is exact (itself); its bounds are
+    applied when the interval is compared with the buffer (_nonneg_rel)."""
     if u in memo:
         return memo[u]
     r: tuple[Poly, Poly] | None = None
-    src = [] if u.op in (Ops.RANGE, Ops.VAR) else [_sym_interval(s, lows, memo, rels) for s in u.src]
+    src = [] if u.op in (Ops.RANGE, Ops.VAR) else [_sym_interval(s, lows, memo) for s in u.src]
     if any(x is None for x in src):
         src = None  # type: ignore[assignment]
     elif u.op is Ops.CONST:
         r = ({(): u.arg} if u.arg else {}, {(): u.arg} if u.arg else {})
-    elif u.op is Ops.VAR:
-        own: Poly = {(u.arg[0],): 1}
-        lo_rel, hi_rel = (rels or {}).get(u.arg[0], (None, None))
-        lo = own if lo_rel is None else (_sym_interval(lo_rel, lows, {}) or (None, None))[0]
-        hi = own if hi_rel is None else (_sym_interval(hi_rel, lows, {}) or (None, None))[1]
-        r = None if lo is None or hi is None else (lo, hi)
+    elif u.op is Ops.VAR:  # one value per launch: exact; its bounds are used by _nonneg_rel, where they keep the
+        own: Poly = {(u.arg[0],): 1}  # correlation (lo + t with t < cnt <= n - lo is at most n - 1)
+        r = (own, own)
     elif u.op is Ops.RANGE:  # start <= r <= end - 1 (the extremes of bounds over other ranges: sound, not exact)
-        end = _sym_interval(u.src[-1], lows, memo, rels)
-        start = ({}, {}) if len(u.src) == 1 else _sym_interval(u.src[0], lows, memo, rels)
+        end = _sym_interval(u.src[-1], lows, memo)
+        start = ({}, {}) if len(u.src) == 1 else _sym_interval(u.src[0], lows, memo)
         if end is not None and start is not None:
             r = (start[0], _padd(end[1], {(): -1}))
     elif u.op is Ops.CAST and u.src[0].dtype.is_int:
@@ -327,11 +324,55 @@ def _sym_interval(u: UOp, lows: dict[str, int], memo: dict, rels: dict | None = 
     return r
 
 
-def _proven_symbolically(ix: UOp, lows: dict[str, int], memo: dict, rels: dict | None = None) -> bool:
-    iv, size = _sym_interval(ix.src[1], lows, memo, rels), _sym_interval(ix.src[0].src[0], lows, {})
+def _nonneg_rel(p: Poly, lows: dict[str, int], bounds: list[tuple[str, Poly | None, Poly | None]]) -> bool:
+    """p >= 0 for every launch, using each var's bounds (latest declared first: a bound names earlier vars only).
+    Where p is linear in var v, p = v * q + r with q of known sign, p is smallest at v's lower bound (q >= 0) or at
+    its upper bound (q <= 0), so that bound (an expression of earlier vars, or the number) replaces v. What is left
+    must be >= 0 for every var at or above its lower number (_nonneg)."""
+    if _nonneg(p, lows):
+        return True
+    for name, lo, hi in reversed(bounds):
+        if not any(name in m for m in p):
+            continue
+        if any(m.count(name) > 1 for m in p):
+            continue  # not linear in it
+        q: Poly = {tuple(x for x in m if x != name): c for m, c in p.items() if name in m}
+        rest: Poly = {m: c for m, c in p.items() if name not in m}
+        if _nonneg(q, lows):
+            sub = lo
+        elif _nonneg({m: -c for m, c in q.items()}, lows):
+            sub = hi
+        else:
+            continue
+        if sub is None:
+            continue
+        p = _padd(rest, _pmul(q, sub))
+        if _nonneg(p, lows):
+            return True
+    return _nonneg(p, lows)
+
+
+def _proven_symbolically(ix: UOp, lows: dict[str, int], memo: dict,
+                         bounds: list[tuple[str, Poly | None, Poly | None]] | None = None) -> bool:
+    iv, size = _sym_interval(ix.src[1], lows, memo), _sym_interval(ix.src[0].src[0], lows, {})
     if iv is None or size is None or size[0] != size[1]:
         return False
-    return _nonneg(iv[0], lows) and _nonneg(_padd(_padd(size[1], {(): -1}), iv[1], -1), lows)
+    bounds = bounds or []
+    return _nonneg_rel(iv[0], lows, bounds) and _nonneg_rel(_padd(_padd(size[1], {(): -1}), iv[1], -1), lows, bounds)
+
+
+def _var_bound_polys(vars_) -> list[tuple[str, Poly | None, Poly | None]]:
+    """(name, lower bound, upper bound) of each var as polynomials, in declaration order: its relational bound
+    (an expression of earlier vars) where it has one and it is a polynomial, else its number."""
+    out = []
+    for v in vars_:
+        polys = []
+        for rel, num in ((getattr(v, "lo_rel", None), v.lo), (getattr(v, "hi_rel", None), v.hi)):
+            iv = None if rel is None else _sym_interval(rel, {}, {})
+            polys.append(iv[0] if iv is not None and iv[0] == iv[1] else
+                         ({(): int(num)} if num else {}) if isinstance(num, int) and abs(num) < 2**62 else None)
+        out.append((v.name, *polys))
+    return out
 
 
 def _proof_samples(vars_, periods: dict[str, int]) -> list[dict[str, int]] | None:
@@ -370,11 +411,11 @@ def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
           and _vertex_safe(ix.src[0].src[0], safe, periods) is not None}
     samples = _proof_samples(vars_, periods) if ok else []
     lows, sym = {v.name: int(v.lo) for v in _index_vars(vars_)}, {}
-    rels = {v.name: (v.lo_rel, v.hi_rel) for v in vars_ if v.related}
+    bounds = _var_bound_polys(_index_vars(vars_))
     out: list[UOp] = []
     memos: list[dict] = [{} for _ in samples or ()]
     for ix in indexes:
-        if _proven_symbolically(ix, lows, sym, rels):
+        if _proven_symbolically(ix, lows, sym, bounds):
             continue
         if ix not in ok or samples is None:
             out.append(ix)

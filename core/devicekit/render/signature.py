@@ -18,7 +18,8 @@ A plugin's `parse_source(src, entry, **options)` does two things with this modul
    - `read_param(name, type, line, where, records=..., tokens=...)` -> a `Param`, or a one-line CompileError saying
      what to do instead (structs, function pointers, pointers to pointers, void *);
    - `clang_dtype(type, records)` -> the DType of a scalar or vector type (all 8-64 bit ints, bool, half, float,
-     double, `float4`/`int2`/... as vectors: ext_vector types directly, struct vector types through `records`).
+     double, `float4`/`int2`/... as vectors: ext_vector types directly, struct vector types through `records`;
+     a 3-vector that the language pads to four lanes, OpenCL's and Metal's `float3`, is four lanes: its stride).
    A `Param` is a buffer (pointer or array param: global / constant memory), a scalar (by value, or Metal's
    `constant T&`), local (a pointer to dynamic shared memory: OpenCL `__local`, Metal `threadgroup`) or a builtin
    (Metal's `[[thread_position_in_grid]]`, filled by the launch). Address spaces come from the type's spelling
@@ -306,6 +307,9 @@ def clang_dtype(t, records: dict[str, DType] | None = None) -> DType | None:
         n = t.element_count
         if el is None or el.count != 1 or not 1 <= n <= 16:
             return None
+        size = t.get_size()
+        if n == 3 and size == 4 * el.itemsize:
+            n = 4  # OpenCL and Metal pad 3-vectors to four lanes (sizeof(float3) == 16): the buffer's stride
         return el if n == 1 else el.vec(n)
     if k == ci.TypeKind.ENUM:
         return clang_dtype(t.get_declaration().enum_type.get_canonical(), records)

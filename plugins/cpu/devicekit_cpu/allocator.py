@@ -1,4 +1,4 @@
-"""CPUAllocator: 64-byte aligned host memory with LRU reuse, views and zero-copy access."""
+"""CPUAllocator: 64-byte aligned host memory with LRU reuse, views, zero-copy access and wrapping of host arrays."""
 
 from __future__ import annotations
 
@@ -50,6 +50,9 @@ class CPUAllocator(LRUAllocator):
 
     def as_buffer(self, handle: CPUMem, nbytes: int) -> memoryview:
         return memoryview(handle.arr[:nbytes]).cast("B")
+
+    def from_host(self, mem: memoryview) -> CPUMem:
+        return CPUMem(np.frombuffer(mem, dtype=np.uint8), mem.nbytes)
 
     def transfer(self, dest: CPUMem, src: CPUMem, nbytes: int, src_allocator: Allocator | None = None) -> None:
         dest.arr[:nbytes] = src.arr[:nbytes]

@@ -10,11 +10,12 @@ from functools import partial
 from devicekit import interrupt
 from devicekit.ir.dtypes import largest_float
 from devicekit.ir.symfn import compile_sym
-from devicekit.runtime import Program
+from devicekit.runtime import Launch, Program
 
 from .hostinfo import num_threads
 from .loader import load
 from .memo import loaded
+from .replay import MAX_ARGS, run_records
 from .threadpool import pool
 
 # `"DEVICEKIT_DEBUG" in os.environ` costs a KeyError when unset; the raw mapping answers in ~50 ns
@@ -56,6 +57,9 @@ class CPUProgram(Program):
         argtypes = [ctypes.c_void_p if kind == "buffer" else _ctype(spec.vars[j].dtype) for kind, j in spec.arg_order()]
         splits = [ctypes.c_int64] * (2 if spec.core_split is not None else 0)
         self._fn = ctypes.CFUNCTYPE(None, *argtypes, *splits)(addr)
+        self._addr = addr
+        # plans replay natively (replay.py) the launches whose every argument is a pointer or an int64
+        self._int_abi = all(t in (ctypes.c_void_p, ctypes.c_int64) for t in argtypes)
         self.threads = threads or num_threads()
         # everything a launch computes from the var values, compiled once to functions of the vals tuple
         names = self._names = tuple(v.name for v in spec.vars)
@@ -96,6 +100,7 @@ class CPUProgram(Program):
         for j, lo_f, hi_f in self._rels:
             if not lo_f(vals) <= vals[j] <= hi_f(vals):
                 return super().execute(buffers, vals, global_size, local_size, wait)
+        t0 = time.perf_counter()
         handles = []
         dev, btype = self.device, self._buffer_type
         for b, dt, size in zip(buffers, self._pdtypes, self._sizes):
@@ -118,7 +123,23 @@ class CPUProgram(Program):
             t = self._launch(handles, vals, None, None, None, wait)
         if rec is not None:
             self._read_record(rec, dict(zip(self._names, vals)))
-        return t
+        return t if wait else Launch(dev, t0)
+
+    def plan_record(self, handles, vals):
+        """For dk.Plan: (replay.run_records, [fn, argc, args...]) when this launch runs on one thread with pointer
+        and int64 arguments only (no check record, not hand-written); None otherwise (the plan calls _launch)."""
+        if not self._int_abi or self._checked or self._from_source or self._order is not None:
+            return None
+        args = [h.ptr for h in handles]
+        args += vals
+        if self._split is not None:
+            extent = self._split(vals)
+            if self.chunks(extent, vals) != 1:
+                return None
+            args += [0, extent]
+        if len(args) > MAX_ARGS:
+            return None
+        return run_records, [self._addr, len(args), *args]
 
     def chunks(self, extent: int, vals) -> int:
         """How many threads a launch with this extent (and these var values, in declaration order) uses."""

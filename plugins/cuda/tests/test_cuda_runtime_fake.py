@@ -91,8 +91,9 @@ def test_timed_launch_and_sync(cuda):
             dk.Buffer(dev, n, dtypes.float32)]
     t = prog.execute(bufs, [n], wait=True)
     assert isinstance(t, float) and t >= 0
-    assert prog.execute(bufs, [n]) is None
-    dev.synchronize()
+    handle = prog.execute(bufs, [n])  # not waited: a Launch handle; wait() synchronizes the device
+    assert not handle.done and ("sync",) not in fake.calls[-1:]
+    assert handle.wait() >= 0 and handle.done
     assert ("sync",) in fake.calls
 
 

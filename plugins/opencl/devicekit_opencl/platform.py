@@ -1,5 +1,6 @@
 """Which OpenCL devices are OPENCL:0, OPENCL:1, ...: one platform (DEVICEKIT_OPENCL_PLATFORM, else the first with a
-GPU, else the first with any device) and its devices (DEVICEKIT_OPENCL_DEVICE), in the platform's order. Also the
+GPU, else the first with any device, of those whose compiler builds a one-line kernel) and its devices
+(DEVICEKIT_OPENCL_DEVICE), in the platform's order. Also the
 probe's answer, whose priority depends on what was found: a GPU outranks the CPU device (10), anything else (PoCL's
 host-CPU device, an accelerator) ranks below it, so installing PoCL never changes the default device."""
 
@@ -66,6 +67,32 @@ def _devices(p: Any) -> list[Any]:
         return []
 
 
+_SMOKE = "__kernel void dk_smoke(__global int *x) { x[get_global_id(0)] += 1; }"
+_builds: dict[tuple[str, str, str], str | None] = {}  # (platform, version, device) -> None, or why it cannot build
+
+
+def _build_failure(plat: Any, dev: Any) -> str | None:
+    """None when `dev`'s compiler builds a one-line kernel, else the first line of its log. Two PoCLs on one machine
+    are common (a distribution's and pyopencl's wheel); an old one's LLVM may not know the host CPU and fail every
+    build ("unknown target CPU 'generic'"): a platform that cannot build is skipped with that reason."""
+    key = (plat.name, plat.version, dev.name)
+    if key not in _builds:
+        import pyopencl as cl
+        prg = None
+        try:
+            prg = cl.Program(cl.Context([dev]), _SMOKE)
+            prg.build(devices=[dev])
+            _builds[key] = None
+        except Exception as e:  # noqa: BLE001 - any build or context failure makes the platform unusable here
+            try:
+                log = prg.get_build_info(dev, cl.program_build_info.LOG) if prg is not None else ""
+            except Exception:  # noqa: BLE001
+                log = ""
+            lines = [ln.strip() for ln in (log or str(e)).splitlines() if ln.strip()]
+            _builds[key] = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else repr(e))[:200]
+    return _builds[key]
+
+
 def select() -> Selection:
     """The platform and devices in use (cached per value of the two variables); Unavailable says why none."""
     want_p = settings.get("DEVICEKIT_OPENCL_PLATFORM")
@@ -84,7 +111,13 @@ def select() -> Selection:
             anyd = [pd for pd in with_devs if pd[1]]
             if not anyd:
                 raise Unavailable(f"no OpenCL platform has a device (platforms: {names})")
-            plat, devs = (gpu or anyd)[0]
+            order = gpu + [pd for pd in anyd if pd not in gpu]
+            failures = {id(p): _build_failure(p, ds[0]) for p, ds in order}
+            working = [pd for pd in order if failures[id(pd[0])] is None]
+            if not working:
+                why = "; ".join(f"{p.name} ({p.version.split('  ')[0]}): {failures[id(p)]}" for p, _ in order)
+                raise Unavailable(f"no OpenCL platform here can build a kernel: {why}")
+            plat, devs = working[0]
         else:
             text = want_p.strip()
             if text.isdigit():
@@ -97,6 +130,8 @@ def select() -> Selection:
                     raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r} matches no platform ({names})")
                 plat = hits[0]
             devs = _devices(plat)
+            if devs and (why := _build_failure(plat, devs[0])):
+                raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r}: {plat.name} cannot build a kernel here: {why}")
         kind, idx = want_d
         if kind == "index":
             if bad := [i for i in idx if i >= len(devs)]:

@@ -48,6 +48,18 @@ TYPE_MAP = {"bool": "bool", "int8": "char", "int16": "short", "int32": "int", "i
             "float32": "float", "float64": "double"}
 
 
+# OpenCL 1.2 made these core; drivers still list them (and define their macros)
+_CORE_EXTENSIONS = ("cl_khr_byte_addressable_store", "cl_khr_global_int32_base_atomics",
+                    "cl_khr_global_int32_extended_atomics", "cl_khr_local_int32_base_atomics",
+                    "cl_khr_local_int32_extended_atomics")
+
+
+def _version(text: str) -> int:
+    """CL_DEVICE_VERSION ("OpenCL 3.0 PoCL ...") -> __OPENCL_VERSION__ (300); 120 when it does not say."""
+    m = re.match(r"OpenCL (\d+)\.(\d+)", text.strip())
+    return int(m.group(1)) * 100 + int(m.group(2)) * 10 if m else 120
+
+
 def _literal(x: str) -> int | None:
     m = _INT_LITERAL.match(x)
     return int(m.group(1)) if m else None
@@ -134,8 +146,12 @@ class OpenCLRenderer(CStyleRenderer):
     repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX, Ops.IDIV, Ops.MOD})
 
     def __init__(self, fp16: bool = False, fp64: bool = True, local_max: tuple[int, ...] | None = None,
-                 local_total_max: int | None = None, shared_max: int | None = None):
+                 local_total_max: int | None = None, shared_max: int | None = None,
+                 extensions: tuple[str, ...] | None = None, version: int = 120, image_support: bool = False):
         self.fp16, self.fp64 = fp16, fp64
+        if extensions is None:  # no device named: OpenCL 1.2's core extensions and the fp flags
+            extensions = _CORE_EXTENSIONS + ("cl_khr_fp64",) * fp64 + ("cl_khr_fp16",) * fp16
+        self.extensions, self.version, self.image_support = tuple(extensions), int(version), bool(image_support)
         self.supported_dtypes = frozenset(d for d in dtypes.all() if d != dtypes.bfloat16
                                           and (fp16 or d != dtypes.float16) and (fp64 or d != dtypes.float64))
         if local_total_max is not None:
@@ -152,17 +168,31 @@ class OpenCLRenderer(CStyleRenderer):
         fp64 = "cl_khr_fp64" in ext or bool(getattr(dev, "double_fp_config", 0))
         total = int(dev.max_work_group_size)
         return cls(fp16="cl_khr_fp16" in ext, fp64=fp64, local_max=tuple(int(x) for x in dev.max_work_item_sizes[:3]),
-                   local_total_max=total, shared_max=int(dev.local_mem_size))
+                   local_total_max=total, shared_max=int(dev.local_mem_size), extensions=tuple(dev.extensions.split()),
+                   version=_version(dev.version), image_support=bool(dev.image_support))
 
     def __reduce__(self):
-        return (type(self), (self.fp16, self.fp64, self.local_max, self.local_total_max, self.shared_max))
+        return (type(self), (self.fp16, self.fp64, self.local_max, self.local_total_max, self.shared_max,
+                             self.extensions, self.version, self.image_support))
+
+    def source_macros(self) -> tuple[str, ...]:
+        """What the device's compiler predefines, as libclang flags for the signature reader: the extension macros
+        (and clang's own extension switches, `-cl-ext=-all,+...`, so `double` needs cl_khr_fp64 as it does there),
+        __OPENCL_VERSION__ and __IMAGE_SUPPORT__. A kernel whose types depend on them (`#ifdef cl_khr_fp16 typedef
+        half T; #else typedef float T;`) is then read with the types the driver compiles."""
+        out = ["-Xclang", "-cl-ext=-all" + "".join(f",+{e}" for e in self.extensions)]
+        out += [f"-D{e}=1" for e in self.extensions]
+        out.append(f"-D__OPENCL_VERSION__={self.version}")
+        if self.image_support:
+            out.append("-D__IMAGE_SUPPORT__=1")
+        return tuple(out)
 
     def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
                      shared_bytes=None):
         """A ProgramSpec for a hand-written OpenCL C kernel: its signature read with libclang (.source)."""
         from .source import parse_opencl_source
         return parse_opencl_source(src, entry, sizes=sizes, global_size=global_size, local_size=local_size,
-                                   shared_bytes=shared_bytes, device=self.device)
+                                   shared_bytes=shared_bytes, device=self.device, macros=self.source_macros())
 
     # ---- types and literals
     def render_const(self, value, dt: DType) -> str:

@@ -5,7 +5,8 @@
 - Kernel objects are per thread: clSetKernelArg is not thread-safe on one cl_kernel, and a Program may be launched
   from several threads at once (the queue itself is thread-safe).
 - Launch dims are groups x local (ProgramSpec.global_size counts work-groups): global work size = groups * local.
-  A hand-written kernel without local_size runs one work-item a group.
+  A hand-written kernel without local_size runs one work-item a group, or its reqd_work_group_size when it declares
+  one (read from the built kernel, so macros are evaluated); another local size is a ValueError saying so.
 - Generated kernels take each buffer as (cl_mem, byte offset) (meta "view_args"); a hand-written kernel's
   `__global T *` param gets the cl_mem itself, or for a view a sub-buffer, which OpenCL allows only at offsets
   aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (a clear error otherwise).
@@ -48,6 +49,7 @@ class OpenCLProgram(Program):
         self._order = spec.arg_order()
         self._var_types = [np.int64 if v.dtype is None else _NP[v.dtype.name] for v in spec.vars]
         self._align = max(1, int(ctx.device.mem_base_addr_align) // 8)  # reported in bits
+        self._reqd = _required_local_size(kernel, ctx.device) if spec.get_meta("from_source") else None
 
     def _kernel(self) -> Any:
         k = getattr(self._tls, "kernel", None)
@@ -91,10 +93,20 @@ class OpenCLProgram(Program):
                 else:
                     raise ValueError(f"{self.name}: OpenCL kernels have no builtin params")
         groups = tuple(global_size) if global_size else (1,)
-        local = tuple(local_size) if local_size else (1,) * len(groups)
+        reqd = self._reqd
+        if local_size:
+            local = tuple(local_size)
+        elif reqd is not None:  # the kernel's reqd_work_group_size is the only local size it runs with
+            local = reqd[:max(i + 1 for i, x in enumerate(reqd) if x != 1 or i == 0)]
+        else:
+            local = (1,) * len(groups)
         if len(local) != len(groups):
             n = max(len(local), len(groups))
             groups, local = groups + (1,) * (n - len(groups)), local + (1,) * (n - len(local))
+        if reqd is not None and tuple(int(x) for x in local) + (1,) * (3 - len(local)) != reqd:
+            want = ", ".join(str(x) for x in reqd)
+            raise ValueError(f"{self.name}: the kernel declares reqd_work_group_size({want}); it was launched with "
+                             f"local size {tuple(int(x) for x in local)}: pass local_size=({want}) or leave it out")
         if any(int(g) <= 0 for g in groups):
             return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
         glob = tuple(int(g) * int(lo) for g, lo in zip(groups, local))
@@ -102,9 +114,44 @@ class OpenCLProgram(Program):
         k.set_args(*args)
         ev = cl.enqueue_nd_range_kernel(self.ctx.queue, k, glob, tuple(int(x) for x in local))
         if not wait:
-            return None
+            return EventLaunch(ev)
         ev.wait()
         return (ev.profile.end - ev.profile.start) * 1e-9
+
+
+class EventLaunch:
+    """What `execute(wait=False)` returns on OpenCL: the launch's own event. `wait()` waits for that kernel only
+    (the in-order queue has run everything before it) and returns its time on the device, from the profile."""
+
+    __slots__ = ("_ev", "seconds")
+
+    def __init__(self, ev):
+        self._ev, self.seconds = ev, None
+
+    @property
+    def done(self) -> bool:
+        return self.seconds is not None
+
+    def wait(self) -> float:
+        if self.seconds is None:
+            self._ev.wait()
+            self.seconds = (self._ev.profile.end - self._ev.profile.start) * 1e-9
+        return self.seconds
+
+    def __repr__(self) -> str:
+        return f"<EventLaunch done in {self.seconds:.6f} s>" if self.done else "<EventLaunch submitted>"
+
+
+def _required_local_size(kernel, device) -> tuple[int, int, int] | None:
+    """A hand-written kernel's `__attribute__((reqd_work_group_size(x, y, z)))`, as the driver compiled it (macros
+    evaluated), or None when it declares none."""
+    import pyopencl as cl
+    try:
+        r = tuple(int(x) for x in kernel.get_work_group_info(cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE,
+                                                              device))
+    except (cl.Error, TypeError, ValueError):  # a driver that does not answer: the launch checks nothing more
+        return None
+    return r if len(r) == 3 and any(r) else None
 
 
 def factory(spec):

@@ -14,10 +14,15 @@ Conventions (docs/handwritten.md):
 - a view passed to a hand-written kernel becomes a sub-buffer, so its offset must be aligned to the device's
   CL_DEVICE_MEM_BASE_ADDR_ALIGN (128 bytes on PoCL).
 libclang reads the file as OpenCL C 1.2 (`-x cl`) with stand-ins for the types opencl-c.h declares (the libclang
-wheel has no headers): only the signature is judged here, the body is the driver's to compile.
+wheel has no headers): only the signature is judged here, the body is the driver's to compile. The preprocessor sees
+what the driver's does: the device's extension macros (`cl_khr_fp64`, `cl_khr_fp16`, ...: the renderer's
+`source_macros()`), __OPENCL_VERSION__, and the -D / -U / -I / -cl-std= / -cl-fast-relaxed-math options of
+DEVICEKIT_OPENCL_BUILD_OPTIONS, so `#ifdef` and macro-defined types resolve as they do when the driver builds it.
 """
 
 from __future__ import annotations
+
+import re
 
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
@@ -36,22 +41,57 @@ def _preamble() -> str:
              "typedef unsigned long ulong; typedef ulong size_t; typedef long ptrdiff_t; typedef long intptr_t;",
              "typedef ulong uintptr_t;"]
     for name, c in _SCALARS.items():
-        for k in (2, 3, 4, 8, 16):
-            lines.append(f"typedef {c} {name}{k} __attribute__((ext_vector_type({k})));")
+        vecs = [f"typedef {c} {name}{k} __attribute__((ext_vector_type({k})));" for k in (2, 3, 4, 8, 16)]
+        lines += ["#ifdef cl_khr_fp64", *vecs, "#endif"] if name == "double" else vecs
     return "\n".join(lines) + "\n"
+
+
+_PASSED = ("-D", "-U", "-I")  # build options that change what the preprocessor sees (with their value)
+
+
+def build_macros(options: list[str]) -> list[str]:
+    """The build options (DEVICEKIT_OPENCL_BUILD_OPTIONS' words) that the signature reader must see too: -D, -U, -I
+    (joined or with the value as the next word), -cl-std=, -cl-fast-relaxed-math (it defines
+    __FAST_RELAXED_MATH__); the rest only change code generation."""
+    out, it = [], iter(options)
+    for w in it:
+        if w in _PASSED:
+            out += [w, next(it, "")]
+        elif w.startswith(_PASSED) or w.startswith("-cl-std=") or w == "-cl-fast-relaxed-math":
+            out.append(w)
+    return out
 
 
 _PREAMBLE = _preamble()
 _OFFSET = _PREAMBLE.count("\n")
 
 
-def read_opencl(src: str, entry: str) -> sg.Signature:
-    """(In the reader process.) The Signature of the kernel `entry`."""
+def _opencl_object(t) -> bool:
+    """An image / sampler / event / queue / pipe type (libclang's OCL* and PIPE kinds; clang names them image2d_t,
+    sampler_t, ... when the bindings do not know the kind)."""
+    try:
+        name = t.get_canonical().kind.name
+    except ValueError:  # a kind newer than these bindings
+        name = ""
+    return name.startswith("OCL") or name == "PIPE" or bool(re.search(
+        r"\b(image[123]d\w*_t|sampler_t|event_t|queue_t|clk_event_t|reserve_id_t)\b|\bpipe\b", t.spelling))
+
+
+def _is_kernel(fn) -> bool:
+    """`__kernel`/`kernel` on the definition: clang's kernel attribute, whose tokens are the qualifier, also when a
+    macro spells it or the name (`__kernel void TEMPLATE(relu, Dtype)(...)`, as Caffe's OpenCL kernels are named)."""
+    return any(t.spelling in ("__kernel", "kernel") for c in fn.get_children() if c.kind.is_attribute()
+               for t in c.get_tokens())
+
+
+def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signature:
+    """(In the reader process.) The Signature of the kernel `entry`; `macros`: more libclang flags (the device's
+    predefined macros and the user's -D options)."""
     import clang.cindex as ci
 
     text = _PREAMBLE + src
     tu = sg.parse(_FILE, text, ["-x", "cl", "-cl-std=CL1.2", "-cl-no-stdinc", "-Wno-everything",
-                                "-ferror-limit=0"], src=src)
+                                "-ferror-limit=0", *macros], src=src)
     fn, names = sg.find_function(tu, entry, _FILE)
     if fn is None:
         raise CompileError(f"no function definition named {entry!r} in the source (found: "
@@ -61,9 +101,7 @@ def read_opencl(src: str, entry: str) -> sg.Signature:
     if errs := sg.signature_errors(tu, fn, _FILE, _OFFSET):
         raise CompileError(f"{entry}: its signature does not parse (only OpenCL C's own types and what the file "
                            "declares are known here)", "\n".join(errs), src)
-    toks = [t.spelling for t in fn.get_tokens()]
-    head = toks[:toks.index(entry)] if entry in toks else []
-    if not {"__kernel", "kernel"} & set(head):
+    if not _is_kernel(fn):
         raise CompileError(f"{entry}:{line}: the entry point must be a __kernel function", "", src)
     if fn.result_type.kind != ci.TypeKind.VOID:
         raise CompileError(f"{entry}:{line}: a kernel returns void", "", src)
@@ -71,6 +109,9 @@ def read_opencl(src: str, entry: str) -> sg.Signature:
     for a in fn.get_arguments():
         pline = a.location.line - _OFFSET
         where = f"{entry}:{pline}: param {a.spelling!r} ({a.type.spelling})"
+        if _opencl_object(a.type):
+            raise sg.Unsupported(f"{where}: OpenCL images, samplers, events, queues and pipes cannot be passed by "
+                                 "devicekit: take the pixels as a __global buffer (uchar4 *, float4 *) and index them")
         p = sg.read_param(a.spelling, a.type, pline, where, tokens=tuple(x.spelling for x in a.get_tokens()))
         if p.kind == "buffer" and p.space not in ("global", "constant"):
             raise CompileError(f"{where}: a pointer param of a kernel is __global, __constant or __local", "", src)
@@ -81,12 +122,15 @@ def read_opencl(src: str, entry: str) -> sg.Signature:
 
 
 def parse_opencl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
-                        shared_bytes=None, device: str = "OPENCL"):
-    """The ProgramSpec of a hand-written OpenCL C kernel (see the module docstring)."""
+                        shared_bytes=None, device: str = "OPENCL", macros: tuple[str, ...] = ()):
+    """The ProgramSpec of a hand-written OpenCL C kernel (see the module docstring). `macros`: the device's
+    predefined macros as libclang flags (OpenCLRenderer.source_macros)."""
+    from . import settings
     if not isinstance(src, str) or not isinstance(entry, str) or not entry.strip():
         raise CompileError(f"program_from_source(src, entry): expected source text and a kernel name, got "
                            f"{type(src).__name__} and {entry!r}")
     entry = entry.strip()
-    sig = bounded("devicekit_opencl.source:read_opencl", src, entry)
+    macros = (*macros, *build_macros(settings.get("DEVICEKIT_OPENCL_BUILD_OPTIONS")))
+    sig = bounded("devicekit_opencl.source:read_opencl", src, entry, macros)
     return sg.build_spec(sig, src, device=device, lang="opencl", sizes=sizes, global_size=global_size,
                          local_size=local_size, shared_bytes=shared_bytes)

@@ -4,6 +4,7 @@ compiler's identity and errors, hand-written source, threads."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import devicekit as dk
 import numpy as np
@@ -144,3 +145,109 @@ def test_division_and_shifts_follow_the_reference(cl_device):
     inputs = {"a": np.array([7, -7, mn, mn, 5, 0], np.int32), "b": np.array([2, 2, -1, 0, 0, 3], np.int32),
               "q": np.zeros(6, np.int32), "r": np.zeros(6, np.int32), "n": 6}
     check_against_reference(k.build(), inputs, cl_device, "x / 0, MIN / -1, MIN % -1, << 31")
+
+
+_SIZEOF = """{pre}
+__kernel void f(__global T *x, __global int *size) {{ size[0] = sizeof(T); }}"""
+
+
+@pytest.mark.parametrize("pre", [
+    "#ifdef cl_khr_fp16\n#pragma OPENCL EXTENSION cl_khr_fp16 : enable\ntypedef half T;\n#else\ntypedef float T;\n#endif",
+    "#if defined(cl_khr_fp64)\ntypedef double T;\n#else\ntypedef float T;\n#endif",
+    "#if __OPENCL_VERSION__ >= 200\ntypedef long T;\n#else\ntypedef short T;\n#endif",
+    "#ifdef __IMAGE_SUPPORT__\ntypedef int T;\n#else\ntypedef char T;\n#endif",
+], ids=["cl_khr_fp16", "cl_khr_fp64", "__OPENCL_VERSION__", "__IMAGE_SUPPORT__"])
+def test_the_reader_sees_the_macros_the_driver_defines(cl_device, pre):
+    """A type chosen by #ifdef on what the driver predefines: the signature's element is the one the driver
+    compiles (the kernel reports sizeof(T)); the reader used to define cl_khr_fp16 on every device, and no
+    __OPENCL_VERSION__ at all."""
+    prog = cl_device.program_from_source(_SIZEOF.format(pre=pre), "f", sizes={"x": 1, "size": 1})
+    size = dk.run(prog, cl_device, x=np.zeros(8, np.uint8).view(prog.spec.params[0].dtype.np)[:1])["size"]
+    assert size[0] == prog.spec.params[0].dtype.itemsize
+
+
+def test_the_reader_follows_the_renderer_extensions():
+    """Without a device: the renderer's extension list decides (half only with cl_khr_fp16, double only with
+    cl_khr_fp64)."""
+    from devicekit_opencl.renderer import OpenCLRenderer
+    src = (Path(__file__).parent / "corpus" / "relu_storage.cl").read_text()
+    assert OpenCLRenderer(fp16=True).parse_source(src, "relu_inplace").params[0].dtype == dtypes.float16
+    assert OpenCLRenderer().parse_source(src, "relu_inplace").params[0].dtype == dtypes.float32
+    dbl = _SIZEOF.format(pre="#ifdef cl_khr_fp64\ntypedef double T;\n#else\ntypedef float T;\n#endif")
+    assert OpenCLRenderer(fp64=False).parse_source(dbl, "f").params[0].dtype == dtypes.float32
+    with pytest.raises(dk.CompileError, match="requires cl_khr_fp64"):
+        OpenCLRenderer(fp64=False).parse_source("__kernel void f(__global double *x) {}", "f")
+
+
+def test_build_option_defines_reach_the_reader(cl_device, monkeypatch):
+    """-D in DEVICEKIT_OPENCL_BUILD_OPTIONS (joined or as two words) defines types and sizes for the reader as for
+    the driver: a kernel written for `-D REAL=double -DTILE=8` reads and builds."""
+    from devicekit_opencl.compiler import OpenCLCompiler
+    monkeypatch.setenv("DEVICEKIT_OPENCL_BUILD_OPTIONS", "-D REAL=double -DTILE=8")
+    src = "__kernel void f(__global REAL *x, __local REAL *tile) { tile[0] = x[0]; x[TILE - 1] = tile[0]; }"
+    spec = cl_device.renderer.parse_source(src, "f", shared_bytes=64)
+    assert spec.params[0].dtype == dtypes.float64
+    compiler = OpenCLCompiler(0)  # reads the options now, as a device made in this environment does
+    assert "-DTILE=8" in compiler.options and compiler.compile(spec).lib  # the driver built it with the defines
+    monkeypatch.delenv("DEVICEKIT_OPENCL_BUILD_OPTIONS")
+    with pytest.raises(dk.CompileError, match="signature does not parse"):
+        cl_device.renderer.parse_source(src, "f", shared_bytes=64)
+
+
+def test_float3_buffers_have_a_four_lane_stride(cl_device):
+    """OpenCL pads float3 to 16 bytes: a `float3 *` buffer is four lanes an element (it used to be read as three, so
+    the launch passed 12-byte elements and the kernel ran past the end)."""
+    src = "__kernel void f(__global float3 *p, int n) { int i = get_global_id(0); if (i < n) p[i] = (float3)(i, 2 * i, 3 * i); }"
+    prog = cl_device.program_from_source(src, "f", sizes={"p": "n"}, global_size=(1,), local_size=(8,))
+    assert prog.spec.params[0].dtype == dtypes.float32.vec(4)
+    got = dk.run(prog, cl_device, p=np.full((8, 4), -1, np.float32), n=8)["p"].reshape(8, 4)
+    np.testing.assert_array_equal(got[:, :3], np.arange(8)[:, None] * np.array([1, 2, 3], np.float32))
+
+
+@pytest.mark.parametrize("param", ["__read_only image2d_t img", "sampler_t smp", "__write_only image2d_t out"])
+def test_images_and_samplers_are_refused_in_one_line(param):
+    from devicekit_opencl.renderer import OpenCLRenderer
+    with pytest.raises(dk.CompileError, match="images, samplers, events, queues and pipes cannot be passed") as e:
+        OpenCLRenderer().parse_source(f"__kernel void f(__global float *x, {param}) {{ }}", "f")
+    assert "\n" not in e.value.message and "__global buffer (uchar4 *, float4 *)" in e.value.message
+
+
+def test_kernel_qualifier_is_read_from_the_attribute_not_the_tokens():
+    """A name or qualifier spelled by a macro is still a kernel (it used to be refused: the check looked for the
+    entry's name among the raw tokens); another attribute does not make a helper a kernel."""
+    from devicekit_opencl.renderer import OpenCLRenderer
+    r = OpenCLRenderer()
+    for src in ("#define NAME scale\n__kernel void NAME(__global float *x) { }",
+                "#define KERNEL __kernel\n#define N(a) a##_f\nKERNEL void N(scale)(__global float *x) { }"):
+        entry = "scale" if "NAME" in src else "scale_f"
+        assert [p.name for p in r.parse_source(src, entry).params] == ["x"]
+    with pytest.raises(dk.CompileError, match="must be a __kernel function"):
+        r.parse_source("__attribute__((always_inline)) void helper(__global float *x) { }", "helper")
+
+
+def test_reqd_work_group_size_is_the_default_and_checked(cl_device):
+    """A kernel that declares reqd_work_group_size (through macros, as NVIDIA's samples do) runs with it when the
+    launch gives no local size, and another local size is refused saying which (it was a bare
+    INVALID_WORK_GROUP_SIZE from the driver)."""
+    src = """#define BX 16
+    #define BY 4
+    __kernel __attribute__((reqd_work_group_size(BX, BY, 1))) void fill(__global int *out, int w) {
+      out[get_global_id(1) * w + get_global_id(0)] = get_local_size(0) * 100 + get_local_size(1);
+    }"""
+    prog = cl_device.program_from_source(src, "fill", sizes={"out": "w * 8"}, global_size=(2, 2))
+    got = dk.run(prog, cl_device, w=32)["out"]
+    assert (got == 1604).all() and got.size == 256
+    with pytest.raises(ValueError, match=r"declares reqd_work_group_size\(16, 4, 1\); it was launched with local "
+                                         r"size \(8, 8\): pass local_size=\(16, 4, 1\)"):
+        dk.run(prog, cl_device, w=32, global_size=(4, 1), local_size=(8, 8))
+
+
+def test_a_launch_not_waited_for_is_its_event(cl_device):
+    from devicekit_opencl.runtime import EventLaunch
+    prog = cl_device.compile(kernels.elementwise("a * b", name="evmul"))
+    bufs = [dk.Buffer(cl_device, 4096, "float32").copyin(np.full(4096, 3, np.float32)) for _ in range(3)]
+    h = prog.execute(bufs, [4096])
+    assert isinstance(h, EventLaunch) and not h.done
+    t = h.wait()
+    assert h.done and 0 <= t < 10 and h.wait() == t  # the kernel's time from the event's profile, once
+    np.testing.assert_array_equal(bufs[2].numpy(), np.full(4096, 9, np.float32))

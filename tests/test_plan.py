@@ -1,0 +1,99 @@
+"""Launch plans: captured launches replay in order with new plan-var values; checks happen when a set of values is
+first run (or at capture when nothing is left open), never per replay; errors name what was wrong."""
+
+from __future__ import annotations
+
+import devicekit as dk
+import numpy as np
+import pytest
+from devicekit import ir, kernels
+from devicekit.ir import dtypes
+
+
+def _shift_add():
+    """y[i] += x[i + s] for i < n: a var `s` that a plan binds per run."""
+    k = ir.KernelBuilder("plan_shift")
+    n, s = k.var("n", 1, 4096), k.var("s", 0, 64)
+    x, y = k.param("x", dtypes.float32, size=n + 64), k.param("y", dtypes.float32, size=n, writable=True)
+    i = k.range(n, "global")
+    y[i] = y[i] + x[i + s]
+    return k.build()
+
+
+@pytest.mark.parametrize("spec", ["CPU", "PYTHON"])
+def test_plan_replays_in_order_with_new_values(spec):
+    dev = dk.device(spec)
+    fma = dev.compile(kernels.elementwise("a * b + 1.0", name="plan_fma"))
+    shift = dev.compile(_shift_add())
+    xs = np.arange(128 + 64, dtype=np.float32)
+    x, y = dk.Buffer(dev, 192, "float32").copyin(xs), dk.Buffer(dev, 128, "float32").copyin(np.zeros(128, np.float32))
+    t = dk.Buffer(dev, 128, "float32")
+    plan = dk.Plan(dev)
+    plan.add(shift, x=x, y=y, n=128, s="s").add(fma, a=y, b=y, out=t, n=128).add(shift, x=x, y=y, n=128, s=0)
+    assert len(plan) == 3 and plan.plan_vars == ("s",)
+    want = np.zeros(128, np.float32)
+    for s in (3, 3, 10, 3):
+        plan.run(s=s, wait=True)
+        want = want + xs[s:s + 128]
+        tw = want * want + 1
+        want = want + xs[:128]
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(t.numpy(), tw, rtol=1e-6)
+
+
+def test_plan_checks_at_capture_and_per_new_values():
+    dev = dk.device("CPU")
+    shift = dev.compile(_shift_add())
+    x, y = dk.Buffer(dev, 100, "float32"), dk.Buffer(dev, 128, "float32")
+    with pytest.raises(ValueError, match="'x' needs 192 elements"):  # fully bound: checked at capture
+        dk.Plan(dev).add(shift, x=x, y=y, n=128, s=0)
+    plan = dk.Plan(dev).add(shift, x=dk.Buffer(dev, 192, "float32"), y=y, n=128, s="s")
+    with pytest.raises(ValueError, match="s"):  # out of the var's bounds: checked on the first run of s=65
+        plan.run(s=65)
+    with pytest.raises(TypeError, match=r"Plan.run: missing plan var\(s\) s \(the plan's vars: s\)"):
+        plan.run()
+    with pytest.raises(TypeError, match=r"unknown plan var\(s\) t"):
+        plan.run(s=1, t=2)
+    with pytest.raises(TypeError, match="Plan.add takes a Program"):
+        plan.add(_shift_add(), x=x)
+    with pytest.raises(TypeError, match=r"missing argument\(s\) y"):
+        plan.add(shift, x=x, n=1, s=0)
+    with pytest.raises(ValueError, match="runs on PYTHON, the plan on CPU"):
+        plan.add(dk.device("PYTHON").compile(_shift_add()), x=x, y=y, n=1, s=0)
+
+
+def test_checked_kernels_still_raise_in_a_plan():
+    dev = dk.device("CPU")
+    k = ir.KernelBuilder("plan_gather")
+    n = k.var("n", 1, 64)
+    idx, x = k.param("idx", dtypes.int32, size=n), k.param("x", dtypes.float32, size=8)
+    out = k.param("out", dtypes.float32, size=n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[idx[i]]
+    prog = dev.compile(k.build())
+    bidx = dk.Buffer(dev, 4, "int32").copyin(np.array([0, 1, 2, 3], np.int32))
+    plan = dk.Plan(dev).add(prog, idx=bidx, x=dk.Buffer(dev, 8, "float32"), out=dk.Buffer(dev, 4, "float32"), n=4)
+    plan.run()
+    bidx.copyin(np.array([0, 1, 99, 3], np.int32))
+    with pytest.raises(IndexError, match="99"):
+        plan.run()
+
+
+def test_native_replay_on_cpu_mixes_with_threaded_and_checked_launches():
+    """Small launches are packed into one native call; a launch split across threads and a checked one in between
+    run through their own paths, in order: every result as numpy computes it, on the first and later runs."""
+    dev = dk.device("CPU")
+    fma = dev.compile(kernels.elementwise("a * b + 1.0", name="plan_native_fma"))
+    small = [dev.compile(kernels.elementwise(f"a + {i}.0", inputs=("a",), name=f"plan_small_{i}")) for i in range(3)]
+    big_n = 1 << 20
+    assert fma.plan_record([dk.Buffer(dev, 16, "float32").handle] * 3, [16]) is not None  # a one-thread launch
+    assert fma.plan_record([dk.Buffer(dev, big_n, "float32").handle] * 3, [big_n]) is None  # split over threads
+    x = dk.Buffer(dev, big_n, "float32").copyin(np.full(big_n, 0.5, np.float32))
+    y, z = dk.Buffer(dev, big_n, "float32"), dk.Buffer(dev, 16, "float32")
+    plan = dk.Plan(dev)
+    plan.add(small[0], a=x, out=z, n=16).add(small[1], a=z, out=y, n=16)
+    plan.add(fma, a=x, b=x, out=y, n=big_n).add(small[2], a=y, out=z, n=16)
+    for _ in range(2):
+        plan.run(wait=True)
+        np.testing.assert_allclose(y.numpy(), np.full(big_n, 1.25, np.float32))
+        np.testing.assert_allclose(z.numpy(), np.full(16, 3.25, np.float32))
