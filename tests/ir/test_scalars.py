@@ -271,3 +271,24 @@ def test_to_python_prints_scalars():
     exec(PRELUDE + src, ns)  # noqa: S102 - the printed source is ours
     k2, inputs2 = ns["build"]()
     assert k2.key == kern.key and inputs2["alpha"] == 1.5 and inputs2["neg"] is True
+
+
+def test_scalars_in_named_launches_and_plans():
+    """A scalar binds by name in a named launch and may be a plan var: each `Plan.run` value is checked and rounded
+    like an execute's (a wrong kind is refused naming the scalar), with one compile for all."""
+    dev = dk.device("CPU")
+    prog = dev.compile(gemv_ab())
+    n = 5
+    rng = np.random.default_rng(4)
+    a, x, y0 = rng.standard_normal((n, n)), rng.standard_normal(n), rng.standard_normal(n)
+    ba, bx, by0 = (dk.Buffer(dev, v.size, dtypes.float64).copyin(v.reshape(-1)) for v in (a, x, y0))
+    by = dk.Buffer(dev, n, dtypes.float64)
+    prog(A=ba, x=bx, y0=by0, y=by, n=n, alpha=1.5, beta=0.5, shift=2, neg=False, wait=True)
+    np.testing.assert_allclose(by.numpy(), 1.5 * (a @ x) + 0.5 * y0 + 2, rtol=1e-12)
+    plan = dk.Plan(dev).add(prog, A=ba, x=bx, y0=by0, y=by, n=n, alpha="al", beta=0.0, shift=0, neg="flip")
+    for al, flip in ((2.0, False), (-0.25, True), (3, False)):
+        plan.run(al=al, flip=flip, wait=True)
+        want = al * (a @ x)
+        np.testing.assert_allclose(by.numpy(), -want if flip else want, rtol=1e-12)
+    with pytest.raises(TypeError, match=r"scalar neg \(bool\) takes a bool"):
+        plan.run(al=1.0, flip=1)
