@@ -33,10 +33,10 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     Named arguments: one numpy array per param (dtype and size checked; writable params may be omitted when their
     size is known: they are allocated zeroed, sized from the vars), or a Buffer on the device (used as it is, no
     copy; a writable one comes back as that Buffer, still on the device), and one value per var (an int; a float
-    var takes a number). `global_size`/`local_size` are the launch dims when the program does not compute them
-    itself (a hand-written GPU kernel); `pair` picks the device's compiler pair (a name or an index), as
-    `Device.compile` does. Arrays passed in are never modified. A returned array has the shape of the array passed
-    for it when the sizes agree, else it is flat.
+    var takes a number) and per scalar (k.scalar: a value of its dtype's kind, `alpha=1.5`). `global_size`/
+    `local_size` are the launch dims when the program does not compute them itself (a hand-written GPU kernel);
+    `pair` picks the device's compiler pair (a name or an index), as `Device.compile` does. Arrays passed in are
+    never modified. A returned array has the shape of the array passed for it when the sizes agree, else it is flat.
 
     A kernel's param or var may be named `device`, `global_size`, `local_size` or `pair` (any identifier is valid):
     then that keyword is the argument, and the device goes second, positionally: `run(k, "CPU", device=arr)`.
@@ -72,12 +72,18 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     if extra := sorted(set(named) - set(pnames) - set(vnames)):
         raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
                         f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
-    if missing := [v for v in vnames if v not in named]:
+    if missing := [v.name for v in spec.vars if v.name not in named and v.scalar is None]:
         kind = "" if any(v.is_float for v in spec.vars) else "int "
         raise TypeError(f"{spec.name}: missing {kind}var(s) {', '.join(missing)}")
+    if missing := [f"{v.name} ({v.scalar.name})" for v in spec.vars if v.name not in named and v.scalar is not None]:
+        raise TypeError(f"{spec.name}: missing scalar(s) {', '.join(missing)}: a k.scalar takes its value at every "
+                        f"launch")
     vals = []
     for v in spec.vars:
         x = named[v.name]
+        if v.scalar is not None:  # checked and rounded to its dtype by check_vars (program_spec.scalar_value)
+            vals.append(x)
+            continue
         if v.is_float:
             if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
                 raise TypeError(f"{spec.name}: var {v.name!r} must be a number, got {type(x).__name__}")

@@ -114,8 +114,9 @@ class Program(ABC):
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
                 local_size: tuple[int, ...] | None = None, wait: bool = False) -> Any:
-        """Run the kernel on `buffers` (in param order) with int `vals` (in var order). Seconds when `wait`, else a
-        Launch handle (`.wait()` returns the seconds)."""
+        """Run the kernel on `buffers` (in param order) with `vals` in declaration order: an int per var, a value of
+        its dtype's kind per k.scalar (checked and rounded to its dtype first). Seconds when `wait`, else a Launch
+        handle (`.wait()` returns the seconds)."""
         t0 = time.perf_counter()
         var_vals = self.check(buffers, vals)
         g, loc = self.spec.launch_dims(var_vals)
@@ -236,6 +237,8 @@ def _check_int_vals(spec: ProgramSpec, vals: Any) -> None:
         raise TypeError(f"{spec.name}: vals must be a list of ints in var order, got {type(vals).__name__}")
     for j, x in enumerate(vals):
         v = spec.vars[j] if j < len(spec.vars) else None
+        if v is not None and v.scalar is not None:
+            continue  # a k.scalar: its kind and range are its dtype's (program_spec.scalar_value, in check_vars)
         want = numbers.Real if v is not None and v.is_float else numbers.Integral
         is_bool_var = v is not None and v.dtype is not None and v.dtype.is_bool
         if (isinstance(x, bool) and not is_bool_var) or not isinstance(x, want):  # numpy bools are not Integral

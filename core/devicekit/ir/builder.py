@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import names
 from .accept import as_dtype
-from .dtypes import DType, dtypes
+from .dtypes import DType, dtypes, scalar_wire
 from .ops import RANGE_KINDS, Ops
 from .uop import KernelError, SymInt, UOp, as_uop
 
@@ -33,7 +33,8 @@ class Kernel:
         import hashlib
         h = hashlib.sha256(self.sink.key)
         h.update(repr((self.name, [(p.name, p.dtype.name, p.writable) for p in self.params],
-                       [(v.name, v.lo, v.hi) for v in self.vars])).encode())
+                       [(v.name, v.lo, v.hi) if v.scalar is None else (v.name, v.scalar.name)
+                        for v in self.vars])).encode())
         for v in self.vars:  # bounds that name other vars
             for r in (v.lo_rel, v.hi_rel):
                 h.update(b"-" if r is None else r.key)
@@ -80,6 +81,7 @@ class BufferRef:
         flat = None
         for k, (c, d) in enumerate(zip(idx, self.shape)):
             c = as_uop(c, dtypes.index if not isinstance(c, UOp) else None)
+            no_scalars(c, f"in index {k} into {self.name}")
             if not c.dtype.is_int or c.dtype.count != 1:
                 raise KernelError(f"index {k} into {self.name} must be a scalar integer, got {c.dtype}", c)
             c = c if c.dtype == dtypes.index else c.cast(dtypes.index)
@@ -94,6 +96,7 @@ class BufferRef:
                                               else UOp.const(dtypes.index, self.uop.arg[1]))]
         ok = None
         for c, d in comps:
+            no_scalars(c, f"in an index into {self.name}")
             t = (c >= 0) & (c < d)
             ok = t if ok is None else ok & t
         return ok
@@ -108,6 +111,7 @@ class BufferRef:
         if isinstance(idx, tuple):
             idx = self._flat(idx, gate)
         idx = as_uop(idx, dtypes.index if not isinstance(idx, UOp) else None)
+        no_scalars(idx, f"in an index into {self.name}")
         if not idx.dtype.scalar().is_int or idx.dtype.count != 1:
             raise KernelError(f"index into {self.name} must be a scalar integer, got {idx.dtype}", idx)
         if idx.dtype != dtypes.index:
@@ -143,7 +147,8 @@ class BufferRef:
 
 
 class KernelBuilder:
-    """Builds one kernel. Params and vars keep their declaration order: that is the kernel's signature."""
+    """Builds one kernel. Params and vars (and scalars) keep their declaration order: that is the kernel's
+    signature."""
 
     def __init__(self, name: str = "kernel"):
         self.name = names.check(name, "kernel name")
@@ -196,8 +201,23 @@ class KernelBuilder:
             self._rels[name] = (rel.get("lo"), rel.get("hi"))
         return v
 
+    def scalar(self, name: str, dtype: DType | Any) -> UOp:
+        """A scalar argument of any dtype (float16/32/64, bfloat16, int8..int64, uint8..uint64, bool), given at every
+        launch by name like a var (`dk.run(k, ..., alpha=1.5)`): a value for expressions (`alpha * x[i]`), never a
+        size, index or range bound (an int that is one is a `var`, with bounds). Its value is not part of the
+        compiled program: one compile serves every value. `dtype` as `ir.accept` takes it."""
+        self._claim(name, "scalar")
+        dtype = as_dtype(dtype, f"scalar {name}")
+        if dtype.count != 1 or dtype == dtypes.void:
+            raise TypeError(f"scalar {name}: dtype must be a scalar dtype (e.g. dtypes.float64, np.int32), got "
+                            f"{dtype!r}")
+        s = UOp(Ops.SCALAR, dtype, (), name)
+        self._vars.append(s)
+        return s
+
     def _relation(self, name: str, what: str, b: UOp) -> UOp:
         """A bound of var `name` that names earlier vars: integer arithmetic of vars and constants only."""
+        no_scalars(b, f"in the {what} bound of var {name}")
         if not b.dtype.is_int or b.dtype.count != 1:
             raise KernelError(f"var {name}: {what} must be an int or an integer expression of earlier vars", b)
         for u in b.toposort():
@@ -233,6 +253,7 @@ class KernelBuilder:
         elif size is None:
             raise TypeError(f"param {name}: a size (or a shape) is required")
         size_u = as_uop(size)
+        no_scalars(size_u, f"in the size of param {name}")
         if not size_u.dtype.is_int:
             raise KernelError(f"param {name}: size must be an integer expression", size_u)
         for u in size_u.toposort():
@@ -265,6 +286,7 @@ class KernelBuilder:
             if b is None:
                 continue
             bu = as_uop(b)
+            no_scalars(bu, f"as a range's {what}")
             if not bu.dtype.is_int or bu.dtype.count != 1:
                 raise KernelError(f"range {what} must be an integer", bu)
             if bu.dtype != dtypes.index:
@@ -312,7 +334,8 @@ class KernelBuilder:
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
         sink = UOp(Ops.SINK, dtypes.void, tuple(self._stmts), self.name)
-        vars_ = tuple(VarSpec(*v.arg, None, *self._rels.get(v.arg[0], (None, None))) for v in self._vars)
+        vars_ = tuple(VarSpec(*v.arg, None, *self._rels.get(v.arg[0], (None, None))) if v.op is Ops.VAR
+                      else scalar_spec(v) for v in self._vars)
         if self._dims:
             from .verify import check_dimensions
             check_dimensions(self._dims, vars_)
@@ -324,3 +347,18 @@ class KernelBuilder:
 
 def _sym(u: UOp) -> SymInt:
     return u.arg if u.op is Ops.CONST else u
+
+
+def scalar_spec(u: UOp) -> VarSpec:
+    """The signature entry of a SCALAR node: its dtype, the type it travels as and that type's range."""
+    from ..render.program_spec import VarSpec
+    wire = scalar_wire(u.dtype)
+    lo, hi = (0, 1) if u.dtype.is_bool else (wire.min(), wire.max())
+    return VarSpec(u.arg, lo, hi, wire, scalar=u.dtype)
+
+
+def no_scalars(u: UOp, use: str) -> None:
+    """A KernelError when `u` depends on a k.scalar: a scalar is a value, never an index, a size or a bound (the
+    verifier refuses it too, in graphs assembled by hand)."""
+    from .verify import scalar_use
+    scalar_use(u, use)

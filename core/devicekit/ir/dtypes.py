@@ -7,6 +7,7 @@ as uint16 bits and converted through float32 (`to_numpy_values` / `from_numpy_va
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,3 +195,39 @@ def from_numpy_values(values: Any, dt: DType) -> np.ndarray:
         arr = np.asarray(values)
         return arr.astype(np.uint16) if arr.dtype == np.uint16 else f32_to_bf16(arr.astype(np.float32))
     return np.asarray(values, dtype=dt.np)
+
+
+# significand bits (with the implicit one) and exponent of the smallest normal number of each float dtype
+_FLOAT_FORMAT = {"float16": (11, -14), "bfloat16": (8, -126), "float32": (24, -126), "float64": (53, -1022)}
+
+
+def round_float(x: float, dt: DType) -> float:
+    """`x` rounded to the nearest `dt` value, ties to even, in one rounding (float64 -> bfloat16 directly, not
+    through float32), as a Python float; a finite x past the largest finite value becomes inf (the caller decides
+    whether that is an error)."""
+    mant, emin = _FLOAT_FORMAT[dt.scalar().name]
+    if mant == 53 or x == 0 or not math.isfinite(x):
+        return float(x)
+    e = math.frexp(x)[1] - 1  # x = 1.f * 2**e
+    q = max(e, emin) - (mant - 1)  # the spacing of dt's values around x is 2**q (subnormals below emin)
+    r = math.ldexp(round(math.ldexp(x, -q)), q)  # exact scalings; round() is ties-to-even
+    if abs(r) > largest_float(dt):
+        return math.copysign(math.inf, x)
+    return math.copysign(r, x) if r == 0 else r
+
+
+def largest_float(dt: DType) -> float:
+    """The largest finite value of float dtype `dt`."""
+    mant, _ = _FLOAT_FORMAT[dt.scalar().name]
+    return math.ldexp(2 ** mant - 1, _max_exp(dt) - (mant - 1))
+
+
+def _max_exp(dt: DType) -> int:
+    return {"float16": 15, "bfloat16": 127, "float32": 127, "float64": 1023}[dt.scalar().name]
+
+
+def scalar_wire(dt: DType) -> DType:
+    """The dtype a k.scalar of dtype `dt` is passed to a kernel as: every runtime's ABI passes these (OpenCL C has
+    no bool kernel arguments, and half/bfloat16 arguments need extensions): bool as uint8, float16 and bfloat16 as
+    float32 (the launch rounds the value to `dt` first, so the kernel's conversion back is exact)."""
+    return {"bool": dtypes.uint8, "float16": dtypes.float32, "bfloat16": dtypes.float32}.get(dt.name, dt)

@@ -17,7 +17,7 @@ from typing import Any
 from . import semantics
 from .bounds import ERROR_PARAM, BoundsChecks, guard_accesses, is_record
 from .builder import Kernel
-from .dtypes import dtypes
+from .dtypes import dtypes, scalar_wire
 from .ops import Ops
 from .order import is_ordered_load, stmt_index
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
@@ -48,6 +48,11 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink = graph_rewrite(kernel.sink, _strip_orderings)
     sink, err, checks = guard_accesses(kernel, sink)  # before anything else: proofs hold on the user's graph
     param_uops = kernel.param_uops if err is None else (*kernel.param_uops, err)
+    # scalars travel as their wire dtype (bool as uint8, half/bfloat16 as float32) and are converted once, inside
+    wire = {v: v.replace(dtype=scalar_wire(v.dtype)) for v in kernel.var_uops
+            if v.op is Ops.SCALAR and scalar_wire(v.dtype) != v.dtype}
+    if wire:
+        sink = substitute(sink, {v: w.cast(v.dtype) for v, w in wire.items()})
     sink = promote_half(sink)
     sink = expand_unroll(sink)
     sink = simplify(sink)
@@ -59,7 +64,7 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink = simplify(sink)
     if caps.vectors:
         sink = group_vectors(sink, getattr(caps, "unaligned_vectors", False))
-    _check_dtypes(sink, caps)
+    _check_dtypes(sink, caps, kernel.var_uops)
     params = tuple(p.replace(src=()) if p.dtype != dtypes.bfloat16 or dtypes.bfloat16 in caps.dtypes
                    else p.replace(src=(), dtype=dtypes.uint16) for p in param_uops)
     sink = substitute(sink, {p: q for p, q in zip(param_uops, params) if p is not q})
@@ -68,7 +73,7 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     if split is not None:
         core_vars = tuple(u for u in sink.toposort() if u.op is Ops.VAR and u.arg[0] in ("core_start", "core_end"))
         core_vars = tuple(sorted(core_vars, key=lambda u: u.arg[0] != "core_start"))
-    head = [*params, *kernel.var_uops, *core_vars]
+    head = [*params, *(wire.get(v, v) for v in kernel.var_uops), *core_vars]
     uops = _Scheduler(sink, caps, head, guard).run()
     outs = tuple(sorted({u.src[0].src[0].arg[0] for u in uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}))
     ins = tuple(sorted({u.src[0].src[0].arg[0] for u in uops if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM}))
@@ -97,8 +102,11 @@ def _sym(u: UOp) -> SymInt:
     return u.arg if u.op is Ops.CONST else u
 
 
-def _check_dtypes(sink: UOp, caps: Any) -> None:
+def _check_dtypes(sink: UOp, caps: Any, scalars: tuple[UOp, ...] = ()) -> None:
     allowed = set(caps.dtypes) | {dtypes.void, dtypes.bool, dtypes.index}
+    for v in scalars:  # also the unused ones: each is an argument of the kernel
+        if v.op is Ops.SCALAR and scalar_wire(v.dtype) not in allowed:
+            raise KernelError(f"scalar {v.arg}: the renderer does not support {scalar_wire(v.dtype)}", v)
     for u in sink.toposort():
         s = u.dtype.scalar()
         if s not in allowed:

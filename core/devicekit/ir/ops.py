@@ -10,6 +10,7 @@ class Ops(Enum):
     SINK = auto()  # src: the STOREs (and BARRIERs) of a kernel; arg: kernel name
     PARAM = auto()  # global buffer; arg: (slot, name, writable); src: (size,) in elements
     VAR = auto()  # int scalar argument; arg: (name, lo, hi)
+    SCALAR = auto()  # per-launch scalar value of any dtype (k.scalar); arg: name; never an index, size or bound
     CONST = auto()  # arg: python value
     RANGE = auto()  # src: (end,); arg: (id, kind) — kind in RANGE_KINDS
     REDUCE = auto()  # src: (value, range, ...); arg: the combining op (ADD, MAX, MUL)

@@ -64,7 +64,10 @@ def check_structure(k: Kernel, nodes: list[UOp]) -> None:
             raise KernelError(f"kernel {k.name}: param {p.name}'s size in the signature ({p.size}) is not the size "
                               f"of its node", pu)
     for v, vu in zip(k.vars, k.var_uops):
-        if vu.op is not Ops.VAR or vu.arg != (v.name, v.lo, v.hi):
+        if v.scalar is not None:
+            if vu.op is not Ops.SCALAR or vu.arg != v.name or vu.dtype != v.scalar:
+                raise KernelError(f"kernel {k.name}: scalar {v.name} does not match its node {vu.short()}", vu)
+        elif vu.op is not Ops.VAR or vu.arg != (v.name, v.lo, v.hi):
             raise KernelError(f"kernel {k.name}: var {v.name} does not match its node {vu.short()}", vu)
     for u in nodes:
         op, src, n = u.op, u.src, len(u.src)
@@ -86,6 +89,9 @@ def check_structure(k: Kernel, nodes: list[UOp]) -> None:
                 _fail("needs arg (name, lo, hi), no operands, dtype index", u)
             if not all(_const_ok(b, dtypes.index) for b in u.arg[1:]) or u.arg[1] > u.arg[2]:
                 _fail(f"bounds {u.arg[1]!r}..{u.arg[2]!r} must be ints of its dtype with lo <= hi", u)
+        elif op is Ops.SCALAR:
+            if n or not isinstance(u.arg, str) or u.dtype.count != 1 or u.dtype == dtypes.void:
+                _fail("needs arg (its name), no operands and a scalar dtype", u)
         elif op is Ops.CONST:
             if n or not _const_ok(u.arg, u.dtype):
                 _fail(f"value {u.arg!r} is not a {u.dtype} constant", u)

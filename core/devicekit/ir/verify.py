@@ -28,10 +28,52 @@ def free_ranges(nodes: list[UOp]) -> dict[UOp, frozenset[UOp]]:
     return free
 
 
+def scalar_use(u: UOp, use: str, memo: dict | None = None) -> None:
+    """KernelError naming the k.scalar that `u` depends on, if any, and the use (`as a range's end`, `in the size of
+    param A`): a scalar is a per-launch value for expressions; sizes, indices and bounds are vars (bounded, proven)."""
+    s = _scalar_in(u, {} if memo is None else memo)
+    if s is None:
+        return
+    hint = (f"; an int that {'is an index' if 'index' in use else 'sizes or bounds something'} is a var: "
+            f"k.var({s.arg!r}, lo, hi), checked against its bounds at launch" if s.dtype.is_int else "")
+    raise KernelError(f"scalar {s.arg} ({s.dtype.name}) used {use}: a k.scalar is a value for expressions, never a "
+                      f"size, index or range bound{hint}", s)
+
+
+def _scalar_in(u: UOp, memo: dict) -> UOp | None:
+    """The first SCALAR node `u` depends on, or None."""
+    if u in memo:
+        return memo[u]
+    found = None
+    for x in u.toposort():
+        if x not in memo:
+            memo[x] = x if x.op is Ops.SCALAR else next((memo[y] for y in x.src if memo[y] is not None), None)
+    found = memo[u]
+    return found
+
+
+def _check_scalar_uses(k: Kernel, nodes: list[UOp]) -> None:
+    memo: dict = {}
+    for u in nodes:
+        if u.op is Ops.INDEX:
+            buf = u.src[0]
+            scalar_use(u.src[1], f"in an index into {buf.arg[1] if buf.op is Ops.PARAM else buf.arg[0]}", memo)
+        elif u.op is Ops.RANGE:
+            for what, b in zip(("start", "end") if len(u.src) == 2 else ("end",), u.src):
+                scalar_use(b, f"as a range's {what}", memo)
+        elif u.op is Ops.PARAM and u.src:
+            scalar_use(u.src[0], f"in the size of param {u.arg[1]}", memo)
+    for v in k.vars:
+        for what, r in (("lo", v.lo_rel), ("hi", v.hi_rel)):
+            if isinstance(r, UOp):
+                scalar_use(r, f"in the {what} bound of var {v.name}", memo)
+
+
 def verify(k: Kernel) -> None:
     from .structure import check_structure
     nodes = k.sink.toposort()
     check_structure(k, nodes)
+    _check_scalar_uses(k, nodes)
     params, vars_ = set(k.param_uops), set(k.var_uops)
     free = free_ranges(nodes)
     reduced_by: dict[UOp, list[UOp]] = {}
@@ -44,6 +86,8 @@ def verify(k: Kernel) -> None:
             raise KernelError(f"param {u.arg[1]} belongs to another kernel", u)
         elif u.op is Ops.VAR and u not in vars_:
             raise KernelError(f"var {u.arg[0]} belongs to another kernel", u)
+        elif u.op is Ops.SCALAR and u not in vars_:
+            raise KernelError(f"scalar {u.arg} belongs to another kernel", u)
         elif u.op is Ops.INDEX:
             if u.src[0].op not in (Ops.PARAM, Ops.DEFINE_LOCAL):
                 raise KernelError("only params and local arrays can be indexed", u)
@@ -91,6 +135,11 @@ def _var_samples(k: Kernel) -> list[dict[str, int]]:
     return _samples_of(k.vars)
 
 
+def _index_vars(vars_) -> list:
+    """The vars that sizes, indices and bounds may use: not the scalars (they are values only)."""
+    return [v for v in vars_ if v.scalar is None]
+
+
 def _rel_bounds(v, env: dict[str, int]) -> tuple[int, int]:
     """A var's bounds for the earlier vars' values in env: its box, narrowed by bounds that name other vars."""
     lo = v.lo if v.lo_rel is None else max(v.lo, sym_eval(v.lo_rel, env))
@@ -101,7 +150,7 @@ def _rel_bounds(v, env: dict[str, int]) -> tuple[int, int]:
 def _samples_of(vars_) -> list[dict[str, int]]:
     """Var values to test bounds at: every combination of lo, lo + 1 and hi (up to 4 vars; else all-lo and
     all-hi), a var whose bounds name earlier vars taking them for those vars' values (none where it has none)."""
-    vs = list(vars_)
+    vs = _index_vars(vars_)
     if not vs:
         return [{}]
     if len(vs) > 4:
@@ -330,7 +379,7 @@ def _proof_samples(vars_, periods: dict[str, int]) -> list[dict[str, int]] | Non
     """Every vertex of the var box, each var also at both ends of each residue class of its period (a var whose
     bounds name earlier vars: the vertices of its bounds for their values)."""
     envs: list[dict[str, int]] = [{}]
-    for v in vars_:
+    for v in _index_vars(vars_):
         nxt = []
         for env in envs:
             vlo, vhi = _rel_bounds(v, env)
@@ -361,8 +410,8 @@ def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
     ok = {ix for ix in indexes if _vertex_safe(ix.src[1], safe, periods) is not None
           and _vertex_safe(ix.src[0].src[0], safe, periods) is not None}
     samples = _proof_samples(vars_, periods) if ok else []
-    lows, sym = {v.name: int(v.lo) for v in vars_}, {}
-    bounds = _var_bound_polys(vars_)
+    lows, sym = {v.name: int(v.lo) for v in _index_vars(vars_)}, {}
+    bounds = _var_bound_polys(_index_vars(vars_))
     out: list[UOp] = []
     memos: list[dict] = [{} for _ in samples or ()]
     for ix in indexes:

@@ -180,6 +180,8 @@ class Interpreter:
             return semantics.const_array(u.arg, d).reshape(self._shape1())
         if op is Ops.VAR:
             return np.asarray(self.vars[u.arg[0]], np.int64).reshape(self._shape1())
+        if op is Ops.SCALAR:  # the launch rounded it to its dtype (program_spec.scalar_value)
+            return semantics.const_array(self.vars[u.arg], d).reshape(self._shape1())
         if op is Ops.RANGE:
             lo, hi = ctx.get("chunk", {}).get(u, (0, self.extent[u]))
             return self._range_array(u, lo, hi)

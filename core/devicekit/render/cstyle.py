@@ -45,11 +45,12 @@ class KernelParam:
     its own way (OpenCL passes a buffer as a base pointer plus a byte offset, for views that sub-buffers cannot
     express) instead of rewriting a rendered string.
 
-    `name` is how the body spells it (`dku_a`, `core_start`); `kind` is "buffer", "var" (an int64 var, in
-    `ProgramSpec.vars` order) or "split" (`core_start` / `core_end`, when `core_split` applies); `dtype` is a
-    buffer's storage element dtype (bfloat16 params arrive as uint16 bits) and int64 for vars; `writable` is the
+    `name` is how the body spells it (`dku_a`, `core_start`); `kind` is "buffer", "var" (an int64 var or a k.scalar,
+    in `ProgramSpec.vars` order) or "split" (`core_start` / `core_end`, when `core_split` applies); `dtype` is a
+    buffer's storage element dtype (bfloat16 params arrive as uint16 bits), int64 for vars and a scalar's wire dtype
+    (`ir.dtypes.scalar_wire`); `writable` is the
     buffer's; `user_name` is the ProgramSpec's name; `index` the position in `ProgramSpec.params` or `.vars`;
-    `decl` the base's rendering (`render_param` / `render_var`), which the default `render_kernel` joins."""
+    `decl` the base's rendering (`render_param` / `render_var` / `render_scalar`), which the default `render_kernel` joins."""
 
     name: str
     kind: str
@@ -206,6 +207,11 @@ class CStyleRenderer(Renderer):
         """One int var parameter declaration (vars are int64)."""
         return f"{self.arg_int_prefix} {name}"
 
+    def render_scalar(self, name: str, dt: DType) -> str:
+        """One k.scalar parameter declaration; `dt` is its wire dtype (ir.dtypes.scalar_wire: never bool, half or
+        bfloat16). Metal: 'constant float& name'."""
+        return f"{self.render_dtype(dt)} {name}"
+
     def render_preamble(self, used: set[DType]) -> str:
         """Text before the kernel: includes, typedefs for the vector types in `used`, helpers."""
         return ""
@@ -331,11 +337,15 @@ class CStyleRenderer(Renderer):
                            self.render_param(param_names[p.name], dt, p.writable))
                for i, (p, dt) in enumerate(zip(lk.params, pdt))]
         sig += [KernelParam(var_names[v.name], "var", dtypes.int64, False, v.name, j, self.render_var(var_names[v.name]))
+                if v.scalar is None else
+                KernelParam(var_names[v.name], "var", v.dtype, False, v.name, j,
+                            self.render_scalar(var_names[v.name], v.dtype))
                 for j, v in enumerate(lk.vars)]
         if lk.core_split is not None:
             sig += [KernelParam(n, "split", dtypes.int64, False, n, j, self.render_var(n))
                     for j, n in enumerate(("core_start", "core_end"))]
         used.update(pdt)
+        used.update(v.dtype for v in lk.vars if v.scalar is not None)  # an unused scalar's type is declared too
 
         for u in uops:
             op, dt, src = u.op, u.dtype, u.src
@@ -345,6 +355,8 @@ class CStyleRenderer(Renderer):
                 r[u] = param_names.get(u.arg[1]) or self.user_name(u.arg[1])
             elif op is Ops.VAR:
                 r[u] = var_names.get(u.arg[0], u.arg[0])
+            elif op is Ops.SCALAR:
+                r[u] = var_names[u.arg]
             elif op is Ops.CONST:
                 r[u] = self.render_const(u.arg, dt)
             elif op is Ops.SPECIAL:

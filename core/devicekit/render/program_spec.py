@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import numpy as np
+
+from ..ir.accept import a, described
 from ..ir.bounds import BoundsChecks
-from ..ir.dtypes import DType
+from ..ir.dtypes import DType, largest_float, round_float
 from ..ir.symfn import compile_sym
 from ..ir.uop import SymInt
 
@@ -27,7 +32,11 @@ class VarSpec:
     """One scalar argument, in declaration order, with its declared bounds (inclusive).
 
     `dtype` None is an int64 index var (every generated kernel); a hand-written kernel states its C type (int32,
-    uint8, float32, float64, ...). A float var takes any real number (bounds -inf..inf) and appears in no size."""
+    uint8, float32, float64, ...). A float var takes any real number (bounds -inf..inf) and appears in no size.
+
+    `scalar` set: a k.scalar of that dtype (any dtype; a value in expressions, never a size, index or bound). A launch
+    checks the value's kind and range against it and rounds it to it (`scalar_value`); `dtype` is then the type it
+    travels as (`ir.dtypes.scalar_wire`: bool as uint8, float16 and bfloat16 as float32) and lo/hi its range."""
 
     name: str
     lo: int | float
@@ -37,6 +46,7 @@ class VarSpec:
     # the other vars' bounds, and a launch also checks lo_rel <= value <= hi_rel
     lo_rel: SymInt | None = None
     hi_rel: SymInt | None = None
+    scalar: DType | None = None
 
     @property
     def related(self) -> bool:
@@ -84,15 +94,16 @@ class ProgramSpec:
     def var_dict(self, vals: list[int] | tuple[int, ...]) -> dict[str, int]:
         if len(vals) != len(self.vars):
             names = ", ".join(v.name for v in self.vars) or "none"
-            kind = "" if any(v.is_float for v in self.vars) else "int "
+            kind = "" if any(v.is_float or v.scalar is not None for v in self.vars) else "int "
             raise TypeError(f"{self.name}: expected {len(self.vars)} {kind}vars ({names}), got {len(vals)}")
-        return {v.name: v.coerce(x) for v, x in zip(self.vars, vals)}
+        return {v.name: v.coerce(x) if v.scalar is None else scalar_value(self.name, v, x)
+                for v, x in zip(self.vars, vals)}
 
     def check_vars(self, vals: list[int] | tuple[int, ...]) -> dict[str, int]:
-        """Name the vars and check each against its declared bounds."""
+        """Name the vars and check each against its declared bounds (a scalar: its kind and dtype's range)."""
         d = self.var_dict(vals)
         for v in self.vars:
-            if not v.is_float and not v.lo <= d[v.name] <= v.hi:
+            if v.scalar is None and not v.is_float and not v.lo <= d[v.name] <= v.hi:
                 raise ValueError(f"{self.name}: var {v.name}={d[v.name]} is outside its declared range [{v.lo}, {v.hi}]")
             if v.related:
                 check_relation(self.name, v, d)
@@ -140,6 +151,37 @@ class ProgramSpec:
         if order is not None:
             return order
         return tuple(("buffer", i) for i in range(len(self.params))) + tuple(("var", j) for j in range(len(self.vars)))
+
+
+def scalar_value(kernel: str, v: VarSpec, x: Any) -> int | float:
+    """The value a k.scalar `v` receives for the launch value `x`: a bool for a bool scalar, an int of the dtype's
+    range for an int one, a real number for a float one (rounded to its dtype, ties to even; a finite value past its
+    largest finite value is refused). TypeError or ValueError naming the kernel and the scalar otherwise."""
+    dt = v.scalar
+    what = f"{kernel}: scalar {v.name} ({dt.name})"
+    if dt.is_bool:
+        if not isinstance(x, (bool, np.bool_)):
+            raise TypeError(f"{what} takes a bool (True or False), got {described(x)}")
+        return int(bool(x))
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{what} takes {'an int' if dt.is_int else 'a number'}, got {described(x)}")
+    if dt.is_int:
+        if not isinstance(x, numbers.Integral):
+            raise TypeError(f"{what} takes an int, got {described(x)}: an int scalar never truncates a float; "
+                            f"round it yourself, or declare the scalar with a float dtype")
+        if not dt.min() <= int(x) <= dt.max():
+            raise ValueError(f"{what}: {int(x)} is outside {a(dt.name)}'s range {dt.min()}..{dt.max()}")
+        return int(x)
+    try:
+        f, finite = float(x), True
+        finite = math.isfinite(f) or isinstance(x, numbers.Integral)  # an int too large for a float64 is finite
+    except OverflowError:
+        f, finite = (math.inf if x > 0 else -math.inf), True
+    r = round_float(f, dt)
+    if math.isinf(r) and finite:
+        raise ValueError(f"{what}: {x!r} is outside {a(dt.name)}'s range (largest finite value "
+                         f"{largest_float(dt)!r}); pass inf explicitly if that is what you mean")
+    return r
 
 
 def check_relation(kernel: str, v: VarSpec, var_vals: dict[str, Any]) -> None:

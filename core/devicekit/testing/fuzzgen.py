@@ -6,7 +6,8 @@ bounds or are gated.
 Shapes: elementwise, a store per lane of an unroll range, a store per step of a loop range, reductions (sum, max,
 prod; over a reduce range, an unroll range, or vector lanes), vectors of 2/4/8 lanes, gathers (`gather_kernel`:
 data-dependent indices, sometimes out of bounds, where every device must raise the reference's IndexError). Extras
-mixed in: a signed int var used as a value and as an index offset (gated loads), gated stores, every ALU op; a
+mixed in: a signed int var used as a value and as an index offset (gated loads), k.scalar params of the kernel's
+dtypes used as values (`SCALAR_FRACTION` of the kernels), gated stores, every ALU op; a
 quarter of the kernels name their kernel, params and vars from `names.HOSTILE_NAMES` (`int`, `INFINITY`, `alu0`,
 `entry`, ...).
 """
@@ -193,6 +194,10 @@ def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[s
             sv = g.convert(s, d) if not d.is_bool else s.ne(0)
             v = _vec([sv] * lanes)
             leaves.setdefault(v.dtype, []).append(v)
+    scalars = _scalars(seed, k, nm, pool, [*in_dts, out_dt])
+    for sc, _ in scalars:
+        v = _vec([sc] * lanes)
+        leaves.setdefault(v.dtype, []).append(v)
     want = out_dt.vec(lanes) if lanes > 1 else out_dt
     val = g.expr(want, leaves, r.randint(1, max_depth))
 
@@ -234,6 +239,7 @@ def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[s
         inputs[nm["m"]] = m_val
     if s is not None:
         inputs[nm["s"]] = s_val
+    inputs.update((sc.arg, x) for sc, x in scalars)
     _add_specials(inputs, seed, _unordered_float_reduce(kern))
     return RandomKernel(kern, inputs, seed)
 
@@ -242,6 +248,33 @@ def _unordered_float_reduce(kern) -> bool:
     """Whether the kernel sums or multiplies floats in a REDUCE, whose order docs/ir.md leaves unspecified (the llvm
     pair keeps four partial sums): there ±max/2 terms that cancel make the result depend on the order."""
     return any(u.op is Ops.REDUCE and u.arg in (Ops.ADD, Ops.MUL) and u.dtype.scalar().is_float for u in kern.uops())
+
+
+SCALAR_FRACTION = 0.3  # of fuzz_kernel's kernels take one or two k.scalar params, used as leaves of the expression
+
+
+def _scalars(seed: int, k: ir.KernelBuilder, nm: dict[str, str], pool: tuple[DType, ...],
+             used: list[DType]) -> list[tuple[UOp, Any]]:
+    """(scalar node, its launch value) for the SCALAR_FRACTION of seeds that get k.scalar params: a dtype of the
+    kernel's own (mostly) or of the pool, a value of that dtype's kind (floats that no narrower type holds exactly,
+    both ends of an int type, either bool). Drawn from a stream of their own, so the other seeds' kernels stay."""
+    sr = random.Random(seed * 15485863 + 11)
+    if sr.random() >= SCALAR_FRACTION:
+        return []
+    hostile = nm["kernel"] != f"fz{seed}"
+    free = [h for h in HOSTILE_NAMES if h not in set(nm.values())]
+    out = []
+    for j in range(sr.choice([1, 1, 2])):
+        dt = sr.choice(used) if sr.random() < 0.7 else sr.choice(pool)
+        name = sr.choice([f for f in free if f not in {u.arg for u, _ in out}]) if hostile else f"sc{j}"
+        if dt.is_bool:
+            x: Any = sr.random() < 0.5
+        elif dt.is_float:
+            x = sr.choice([0.0, 1.0, -0.5, 0.1, 1 / 3, -2.7182818284590453, 1e-3, round(sr.uniform(-8, 8), 6)])
+        else:
+            x = sr.choice([0, 1, dt.max(), dt.min(), sr.randint(max(dt.min(), -100), min(dt.max(), 100))])
+        out.append((k.scalar(name, dt), x))
+    return out
 
 
 def _add_specials(inputs: dict[str, Any], seed: int, unordered: bool = False) -> None:

@@ -97,6 +97,10 @@ def _input_candidates(k: Kernel, inputs: dict) -> list[dict]:
     out = []
     for v in k.vars:
         cur = inputs[v.name]
+        if v.scalar is not None:  # a k.scalar: 0, else 1, of its kind (no cycles: 0 is where it ends)
+            zero, one = _simple_const(v.scalar)
+            out += [dict(inputs, **{v.name: x}) for x in ((zero,) if cur == one else (zero, one)) if cur != zero]
+            continue
         for value in sorted({v.lo, max(v.lo, 0), 1, cur // 2, cur - 1} - {cur}, key=abs):
             if v.lo <= value <= v.hi and abs(value) < abs(cur):  # strictly smaller: no cycles
                 for tail in (False, True):
@@ -177,6 +181,10 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
 
     specs = {v.name: v for v in kernel.vars}
     for v in kernel.var_uops:
+        if v.op is Ops.SCALAR:
+            names[v] = f"s_{v.arg}"
+            lines.append(f"    s_{v.arg} = k.scalar({v.arg!r}, {_dt(v.dtype)})")
+            continue
         names[v] = v.arg[0]
         spec = specs.get(v.arg[0])
         lo, hi = v.arg[1], v.arg[2]
@@ -255,7 +263,7 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
         emit(st)
     lines.append("    inputs = {")
     for key, val in inputs.items():
-        lines.append(f"        {key!r}: {_array_src(np.asarray(val)) if not isinstance(val, int) else val},")
+        lines.append(f"        {key!r}: {_lit(val) if isinstance(val, (int, float)) else _array_src(np.asarray(val))},")
     lines.append("    }")
     lines.append("    return k.build(), inputs")
     return "\n".join(lines)

@@ -64,6 +64,29 @@ def test_one_program_serves_several_sizes(dk_device):
         np.testing.assert_allclose(out.numpy(), a * b + c, rtol=1e-5, atol=1e-6, err_msg=f"n={n}")
 
 
+def test_scalar_params_match_reference(dk_device):
+    """k.scalar params of every dtype the renderer supports (bool always), each used in an expression, at both ends
+    of the int types and at floats no narrower type holds: the runtime passes each as its wire dtype
+    (`VarSpec.dtype`, docs/ir.md: Scalar params) and the result is the reference's, with every pair."""
+    from devicekit import ir
+    values = {"bool": True, "int8": -128, "int16": 32767, "int32": -2**31, "int64": 2**62 + 7, "uint8": 255,
+              "uint16": 65535, "uint32": 2**32 - 1, "uint64": 2**64 - 3, "float16": 1.3, "bfloat16": -2.7,
+              "float32": 0.1, "float64": 1 / 3}
+    for (renderer, _), pair in zip(dk_device.compilers, dk_device.pair_names):
+        dts = [d for d in dtype_pool(renderer) if d.name in values]
+        k = ir.KernelBuilder("dk_conf_scalars")  # one output a dtype, no inputs: 27 buffer slots fit Metal's 31
+        n = k.var("n", 1, 64)
+        i = k.range(n, "global")
+        inputs: dict = {"n": 9}
+        for dt in dts:
+            s = k.scalar(f"s_{dt.name}", dt)
+            o = k.param(f"o_{dt.name}", dt, n, writable=True)
+            x = (i % 2).ne(0) if dt.is_bool else (i - 4).cast(dt)
+            o[i] = x ^ s if dt.is_bool else x * s + s
+            inputs[f"s_{dt.name}"] = values[dt.name]
+        check_against_reference(k.build(), inputs, dk_device, f"scalars [{pair}]", pair)
+
+
 def test_random_kernels_match_reference(dk_device, dk_seeds):
     """Each compiler pair, with random kernels over the dtypes its renderer supports."""
     if not dk_seeds:

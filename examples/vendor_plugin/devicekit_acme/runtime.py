@@ -35,18 +35,26 @@ def _load(lib: bytes, symbol: str) -> tuple[ctypes.CDLL, int]:
         return dll, addr
 
 
+# the ctypes type of each scalar argument a generated kernel takes (ir.dtypes.scalar_wire never gives bool or half)
+_CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+           "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+           "float32": ctypes.c_float, "float64": ctypes.c_double}
+
+
 class AcmeProgram(Program):
-    """The C signature is: buffer pointers (param order), int64 vars (declaration order), then `core_start,
-    core_end` when the spec has a core split. ACME runs the whole range in one call (ctypes releases the GIL, so
-    several threads may launch at once)."""
+    """The C signature is: buffer pointers (param order), int64 vars and k.scalar params of their wire dtype
+    (`VarSpec.dtype`: a bool as a uint8, half/bfloat16 as a float) in declaration order, then `core_start, core_end`
+    when the spec has a core split. ACME runs the whole range in one call (ctypes releases the GIL, so several
+    threads may launch at once)."""
 
     def __init__(self, compiled, device=None, home=None):
         super().__init__(compiled, device)
         self.home = home  # the DeviceSpec this Program serves (ACME memory is host memory: no context to pick)
         spec = compiled.spec
         self._dll, addr = _load(compiled.lib, spec.entry)
-        ints = len(spec.vars) + (2 if spec.core_split is not None else 0)
-        self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(spec.params) + [ctypes.c_int64] * ints))(addr)
+        scalars = [ctypes.c_int64 if v.dtype is None else _CTYPES[v.dtype.name] for v in spec.vars]
+        splits = [ctypes.c_int64] * (2 if spec.core_split is not None else 0)
+        self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(spec.params) + scalars + splits))(addr)
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         t0 = time.perf_counter()

@@ -484,6 +484,8 @@ class _Emitter:
             self.r[u] = self.pnames.get(u.arg[1], f"%arg{u.arg[0]}")
         elif op is Ops.VAR:
             self.r[u] = self.vmap[u.arg[0]]
+        elif op is Ops.SCALAR:
+            self.r[u] = self.vmap[u.arg]
         elif op is Ops.CONST:
             pass
         elif op is Ops.RANGE:
@@ -553,7 +555,8 @@ class _Emitter:
             args.append(f"ptr {attrs} align {p.dtype.itemsize} {nm}")
         vnames = [v.name for v in lk.vars] + (["core_start", "core_end"] if lk.core_split is not None else [])
         for i, vn in enumerate(vnames):
-            args.append(f"i64 %{mangle(vn) if i < len(lk.vars) else vn}")
+            ty = "i64" if i >= len(lk.vars) or lk.vars[i].scalar is None else lty(lk.vars[i].dtype)  # k.scalar: wire type
+            args.append(f"{ty} %{mangle(vn) if i < len(lk.vars) else vn}")
         self.pnames = pnames
         self.vmap = {vn: a.split(" ", 1)[1] for vn, a in zip(vnames, args[len(lk.params):])}
         for i, u in enumerate(self.uops):

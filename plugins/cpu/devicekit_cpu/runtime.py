@@ -8,6 +8,7 @@ import time
 from functools import partial
 
 from devicekit import interrupt
+from devicekit.ir.dtypes import largest_float
 from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Launch, Program
 
@@ -69,7 +70,7 @@ class CPUProgram(Program):
         self._buffer_type = Buffer
         self._pdtypes = tuple(p.dtype for p in spec.user_params)
         self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
-        self._vbounds = tuple((v.lo, v.hi) for v in spec.vars)
+        self._vbounds = tuple(_fast_bounds(v) for v in spec.vars)
         # bounds that name other vars (k.var("kk", 0, n - 1)), compiled: (slot, lo fn, hi fn)
         self._rels = tuple((j, compile_sym(v.lo if v.lo_rel is None else v.lo_rel, names),
                             compile_sym(v.hi if v.hi_rel is None else v.hi_rel, names))
@@ -93,8 +94,8 @@ class CPUProgram(Program):
         if (global_size is not None or local_size is not None or type(buffers) not in _SEQ or type(vals) not in _SEQ
                 or len(buffers) != len(self._pdtypes) or len(vals) != len(self._vbounds) or _debugging()):
             return super().execute(buffers, vals, global_size, local_size, wait)
-        for v, (lo, hi) in zip(vals, self._vbounds):
-            if type(v) is not int or not lo <= v <= hi:
+        for v, (lo, hi, t) in zip(vals, self._vbounds):
+            if type(v) is not t or not lo <= v <= hi:
                 return super().execute(buffers, vals, global_size, local_size, wait)
         for j, lo_f, hi_f in self._rels:
             if not lo_f(vals) <= vals[j] <= hi_f(vals):
@@ -170,6 +171,19 @@ class CPUProgram(Program):
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
            "uint64": ctypes.c_uint64, "float32": ctypes.c_float, "float64": ctypes.c_double}
+
+
+def _fast_bounds(v) -> tuple:
+    """(lo, hi, type) of the values the fast path passes to the kernel as they are: ints within a var's bounds or an
+    int scalar's dtype, finite Python floats within a float32/float64 scalar's range (ctypes rounds to float32 to
+    nearest even, as the launch check does). Anything else (a half or bool scalar, whose value is rounded or
+    converted first, inf, nan, a numpy number) takes the base class's check."""
+    if v.scalar is None or v.scalar.is_int:
+        return (v.lo, v.hi, int)
+    if v.scalar.name in ("float32", "float64"):
+        big = largest_float(v.scalar)
+        return (-big, big, float)
+    return (1, 0, int)  # bounds no value meets
 
 
 def _ctype(dt):

@@ -33,8 +33,11 @@ class CUDAProgram(Program):
                                    f"it was compiled by {compiled.compiler_id}") from e
             self.function = self.module.get_function(spec.get_meta("symbol") or spec.entry)
             self.max_threads = self.function.get_attribute(cuda.function_attribute.MAX_THREADS_PER_BLOCK)
-        # generated kernels take int64 vars; a hand-written one states its C types (devicekit_cuda.source)
-        self.function.prepare(spec.get_meta("arg_format") or "P" * len(spec.params) + "q" * len(spec.vars))
+        # generated kernels take int64 vars and scalars of their wire dtype; a hand-written one states its C types
+        # (devicekit_cuda.source)
+        from .source import _ARG_FORMAT
+        self.function.prepare(spec.get_meta("arg_format") or "P" * len(spec.params)
+                              + "".join("q" if v.dtype is None else _ARG_FORMAT[v.dtype.name] for v in spec.vars))
         self.order = spec.get_meta("args")
         self.dynamic_shared = spec.get_meta("dynamic_shared") is not None
         self.shared_limit = 48 * 1024  # dynamic shared memory a launch gets without opting in
@@ -61,7 +64,8 @@ class CUDAProgram(Program):
             raise ValueError(f"{self.name}: a block of {block} = {math.prod(block)} threads exceeds this kernel's "
                              f"limit of {self.max_threads} on {self.ctx.name}")
         if self.order is None:
-            args = [int(h) for h in handles] + [int(v) for v in vals]
+            # int vars as ints; a k.scalar as the launch checked it (a float scalar a float, rounded to its dtype)
+            args = [int(h) for h in handles] + [int(v) if sv.dtype is None else v for v, sv in zip(vals, self.spec.vars)]
         else:  # a hand-written kernel: its params in declaration order, scalars as their C types
             args = [int(handles[j]) if kind == "buffer" else vals[j] for kind, j in self.order]
         shared = launch_shared(self.spec, var_vals)[0] if self.dynamic_shared else 0

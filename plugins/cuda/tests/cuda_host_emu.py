@@ -74,7 +74,7 @@ class HostKernel:
     def __call__(self, **kw) -> dict[str, np.ndarray]:
         """Run like dk.run: arrays by param name (writable ones come back; omitted ones start zeroed), ints by var."""
         spec = self.spec
-        var_vals = {v.name: v.coerce(kw[v.name]) for v in spec.vars}
+        var_vals = spec.var_dict([kw[v.name] for v in spec.vars])  # a k.scalar checked and rounded to its dtype
         g, loc = spec.launch_dims(var_vals)
         g3 = (tuple(g or ()) + (1, 1, 1))[:3]
         l3 = (tuple(loc or ()) + (1, 1, 1))[:3]

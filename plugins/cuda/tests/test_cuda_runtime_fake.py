@@ -154,3 +154,43 @@ def test_without_pycuda_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setattr(context, "_contexts", {})
     with pytest.raises(RuntimeError, match=r"devicekit-cuda\[runtime\]"):
         context.get(0)
+
+
+def _scalar_kernel(name, dts):
+    """o_<dt>[i] = x_<dt>[i] * s_<dt> + s_<dt> (bool: x ^ s) for each dtype, with a k.scalar s_<dt> of each."""
+    from devicekit import ir
+    k = ir.KernelBuilder(name)
+    n = k.var("n", 1, 64)
+    i = k.range(n, "global")
+    for dt in dts:
+        s = k.scalar(f"s_{dt.name}", dt)
+        x, o = k.param(f"x_{dt.name}", dt, n), k.param(f"o_{dt.name}", dt, n, writable=True)
+        o[i] = x[i] ^ s if dt.is_bool else x[i] * s + s
+    return k.build()
+
+
+def test_scalars_compile_with_nvrtc_and_pack_as_their_wire_dtype(cuda):
+    """k.scalar of every dtype: NVRTC compiles the kernel, the runtime prepares each scalar in its wire dtype's
+    format (bool a byte, half/bfloat16 a float: ir.dtypes.scalar_wire) and the result matches the reference."""
+    from devicekit.ir.dtypes import from_numpy_values
+    values = {"bool": True, "int8": -128, "int16": 32767, "int32": -2**31, "int64": 2**62 + 7, "uint8": 255,
+              "uint16": 65535, "uint32": 2**32 - 1, "uint64": 2**64 - 3, "float16": 1.3, "bfloat16": -2.7,
+              "float32": 0.1, "float64": 1 / 3}
+    groups = [list(dtypes.ints()), [dtypes.bool, dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64]]
+    kernels = [_scalar_kernel(f"scalars{g}", dts) for g, dts in enumerate(groups)]
+    _hosts.update(host_compile_many(kernels))
+    dev = cuda()
+    rng = np.random.default_rng(2)
+    for kern, dts in zip(kernels, groups):
+        args = {"n": 5}
+        for dt in dts:
+            x = rng.random(5) < 0.5 if dt.is_bool else (rng.standard_normal(5) * 3).astype(dt.np_compute) \
+                if dt.is_float else np.arange(5).astype(dt.np)
+            args[f"x_{dt.name}"] = x if dt != dtypes.bfloat16 else from_numpy_values(x, dt)
+            args[f"s_{dt.name}"] = values[dt.name]
+        _check(dev, kern, args)
+        fmt = dev.compile(kern).function.fmt
+        wire = {"bool": "B", "float16": "f", "bfloat16": "f"}
+        assert fmt == "P" * 2 * len(dts) + "q" + "".join(
+            wire.get(d.name) or {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+                                 "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}[d.name] for d in dts)

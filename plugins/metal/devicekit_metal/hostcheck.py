@@ -102,10 +102,6 @@ _BUILTIN_XYZ = {
     "thread_execution_width": ("32",),
     "simdgroups_per_threadgroup": ("(group[0]*group[1]*group[2]+31)/32",),
 }
-# a var's 64-bit slot read back as the kernel's C type (the runtime passes each in its own size)
-_SCALAR_C = {"bool": "bool", "int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "uint16": "uint16_t",
-             "int32": "int32_t", "uint32": "uint32_t", "int64": "int64_t", "uint64": "uint64_t", "float16": "half",
-             "bfloat16": "bfloat", "float32": "float"}
 # kernels whose threads talk to each other run as real threads (a std::barrier per threadgroup and per simdgroup)
 THREADED_MARKERS = ("threadgroup_barrier", "simdgroup_barrier", "simd_", "quad_")
 
@@ -167,13 +163,15 @@ def harness_source(spec, renderer, threaded: bool = False) -> str:
                         f"({_c_type(renderer, spec.params[k].dtype)}*)bufs[{k}]")
         elif kind == "var":
             dt = spec.vars[k].dtype
-            args.append(f"vals[{k}]" if dt is None else f"*({_SCALAR_C[dt.name]}*)&vals[{k}]")
+            # a scalar of any type: the slot read as the parameter's own type (MSL's char is not the host's int8_t)
+            args.append(f"vals[{k}]" if dt is None else f"dk_ref{{&vals[{k}]}}")
         elif kind == "local":
             args.append(f"dk_ptr{{tg[{k}].data()}}")
         else:
             args.append(_builtin_expr(*extra))
     call = f"{spec.entry}({', '.join(args)});"
-    prelude = "struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };\n"  # any buffer
+    prelude = ("struct dk_ptr { void* p; template <class T> operator T*() const { return (T*)p; } };\n"  # any buffer
+               "struct dk_ref { void* p; template <class T> operator T&() const { return *(T*)p; } };\n")  # any scalar
     # threadgroup args: the launch's bytes, then a canary; a kernel writing past its argument (shared_bytes too
     # small) makes dk_host_run return 1 + the argument's index instead of corrupting the host's heap
     tg_alloc = ("std::vector<std::vector<long double>> tg(ntg);\n"
@@ -293,7 +291,8 @@ class HostKernel:
             if not a.flags.c_contiguous or a.dtype != p.dtype.np:
                 raise ValueError(f"{spec.name}: {p.name} must be a contiguous {p.dtype.np} array")
         bufs = (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
-        cvals = (ctypes.c_long * max(1, len(vals)))(*var_slots(spec, vals))
+        # the checked values (a k.scalar rounded to its dtype), not the raw ones
+        cvals = (ctypes.c_long * max(1, len(vals)))(*var_slots(spec, [var_vals[v.name] for v in spec.vars]))
         from devicekit.render.signature import launch_shared
         tg = launch_shared(spec, var_vals)[1]
         rc = self._fn(bufs, cvals, (ctypes.c_long * 3)(*grid), (ctypes.c_long * 3)(*group), len(tg),

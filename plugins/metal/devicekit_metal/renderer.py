@@ -203,13 +203,17 @@ class MetalRenderer(CStyleRenderer):
                                 shared_bytes=shared_bytes, device=self.device)
 
     # ================= file
+    def render_scalar(self, name: str, dt: DType) -> str:
+        """A k.scalar is bound like an int var: a constant reference to its bytes (setBytes)."""
+        return f"constant {self.render_dtype(dt)}& {name}"
+
     def render_preamble(self, used: set[DType]) -> str:
         return "#include <metal_stdlib>\nusing namespace metal;"
 
     def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
         if len(params) > MAX_BUFFERS:
-            raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params + int vars) but Metal has "
-                              f"{MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")
+            raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params, int vars and scalars) but Metal "
+                              f"has {MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")
         params = [dataclasses.replace(p, decl=f"{p.decl} [[buffer({i})]]") for i, p in enumerate(params)]
         return super().render_kernel(name, params, body, used)
 

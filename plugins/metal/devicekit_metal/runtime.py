@@ -70,9 +70,13 @@ class MetalProgram(Program):
         if self.binding is None:
             for i, h in enumerate(handles):
                 enc.setBuffer_offset_atIndex_(h.buf, h.offset, i)
-            for j, v in enumerate(vals, start=len(handles)):
-                arg = ctypes.c_int64(int(v))
-                enc.setBytes_length_atIndex_(arg, 8, j)
+            for j, (v, spec_v) in enumerate(zip(vals, self.spec.vars), start=len(handles)):
+                if spec_v.dtype is None:  # an int var: int64
+                    arg = ctypes.c_int64(int(v))
+                    enc.setBytes_length_atIndex_(arg, 8, j)
+                else:  # a k.scalar: the bytes of its wire dtype
+                    raw = scalar_bytes(v, spec_v.dtype)
+                    enc.setBytes_length_atIndex_(raw, len(raw), j)
         else:
             tg = launch_shared(self.spec, var_vals)[1]
             if sum(tg) > self.ctx.max_threadgroup_memory:

@@ -135,6 +135,8 @@ class FakeCommandBuffer:
                 count = (len(buf.data) - off) // p.dtype.itemsize
                 arrays.append(np.frombuffer(buf.data, dtype=p.dtype.np, count=count, offset=off))
             vals = [_unpack(byts[slot["var", j]], v.dtype) for j, v in enumerate(spec.vars)]
+            # a bool k.scalar travels as a uint8 (ir.dtypes.scalar_wire): the launch value is the bool again
+            vals = [bool(x) if v.scalar is not None and v.scalar.is_bool else x for x, v in zip(vals, spec.vars)]
             self.log.append((pso.name, grid, group, vals))
             hk = _HOST_KERNELS.get(pso.src)
             if hk is None:

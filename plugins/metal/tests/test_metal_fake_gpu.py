@@ -293,3 +293,46 @@ def test_show_asm(fake_xcode, fake_metal):
     src = MetalRenderer().render(_kernel()).src
     assert MetalXcrunCompiler().disassemble(src).startswith("; ModuleID")
     assert MetalCompiler().disassemble(b"").startswith("(no disassembly")
+
+
+def _scalar_kernel(name, dts):
+    """o_<dt>[i] = x_<dt>[i] * s_<dt> + s_<dt> (bool: x ^ s) for each dtype, a k.scalar s_<dt> of each."""
+    k = ir.KernelBuilder(name)
+    n = k.var("n", 1, 64)
+    i = k.range(n, "global")
+    for dt in dts:
+        s = k.scalar(f"s_{dt.name}", dt)
+        x, o = k.param(f"x_{dt.name}", dt, n), k.param(f"o_{dt.name}", dt, n, writable=True)
+        o[i] = x[i] ^ s if dt.is_bool else x[i] * s + s
+    return k.build()
+
+
+def test_scalars_of_every_metal_dtype_bind_their_bytes(fake_metal):
+    """A k.scalar is set with setBytes in its wire dtype's size (bool 1 byte, half/bfloat16 as a 4-byte float) and
+    the kernel computes what the reference does; Metal has no double, so a float64 scalar is refused at render."""
+    import devicekit as dk
+    from devicekit.ir.dtypes import from_numpy_values
+    values = {"bool": True, "int8": -128, "int16": 32767, "int32": -2**31, "int64": 2**62 + 7, "uint8": 255,
+              "uint16": 65535, "uint32": 2**32 - 1, "uint64": 2**64 - 3, "float16": 1.3, "bfloat16": -2.7,
+              "float32": 0.1}
+    with pytest.raises(ir.KernelError, match="does not support dtypes.float64"):
+        MetalRenderer().render(_scalar_kernel("f64", [dtypes.float64]))
+    dev = _device()
+    rng = np.random.default_rng(1)
+    groups = [[d for d in dtypes.ints()], [dtypes.bool, dtypes.float16, dtypes.bfloat16, dtypes.float32]]
+    for g, dts in enumerate(groups):
+        kern = _scalar_kernel(f"fake_scalars{g}", dts)
+        SPECS[f"dku_fake_scalars{g}"] = MetalRenderer().render(kern)
+        args = {"n": 5}
+        for dt in dts:
+            x = rng.random(5) < 0.5 if dt.is_bool else (rng.standard_normal(5) * 3).astype(dt.np_compute) \
+                if dt.is_float else np.arange(5).astype(dt.np)
+            args[f"x_{dt.name}"] = x if dt != dtypes.bfloat16 else from_numpy_values(x, dt)
+            args[f"s_{dt.name}"] = values[dt.name]
+        got = dk.run(kern, device=dev, **args)
+        want = dk.run(kern, device="PYTHON", **args)
+        for dt in dts:
+            np.testing.assert_array_equal(got[f"o_{dt.name}"], want[f"o_{dt.name}"], err_msg=dt.name)
+        _, _, _, vals = fake_metal.log[-1]
+        for dt, v in zip(dts, vals[1:]):  # the bytes as set: exact ints and bools, floats rounded to their dtype
+            assert v == values[dt.name] if not dt.is_float else v == pytest.approx(values[dt.name], rel=1e-2)

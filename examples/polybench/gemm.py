@@ -1,0 +1,57 @@
+"""PolyBench/C 4.2 gemm: C = alpha * A B + beta * C (A: ni x nk, B: nk x nj, C: ni x nj), in place on C."""
+
+from __future__ import annotations
+
+import sys
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+SIZES = {"MINI": {"ni": 20, "nj": 25, "nk": 30}, "SMALL": {"ni": 60, "nj": 70, "nk": 80},
+         "MEDIUM": {"ni": 200, "nj": 220, "nk": 240}}
+ALPHA, BETA = 1.5, 1.2  # PolyBench's init_array values
+
+
+def kernel() -> ir.Kernel:
+    """One thread per C[i, j]: C[i][j] *= beta, then C[i][j] += alpha * A[i][k] * B[k][j] summed over k."""
+    k = ir.KernelBuilder("gemm")
+    ni, nj, nk = k.var("ni", 1, 1 << 14), k.var("nj", 1, 1 << 14), k.var("nk", 1, 1 << 14)
+    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
+    a = k.param("A", dtypes.float64, shape=(ni, nk))
+    b = k.param("B", dtypes.float64, shape=(nk, nj))
+    c = k.param("C", dtypes.float64, shape=(ni, nj), writable=True)
+    i, j = k.range(ni, "global"), k.range(nj, "global")
+    kk = k.range(nk, "reduce")
+    c[i, j] = beta * c[i, j] + (alpha * a[i, kk] * b[kk, j]).sum(kk)
+    return k.build()
+
+
+def init_arrays(ni: int, nj: int, nk: int) -> dict[str, np.ndarray]:
+    """PolyBench's init_array."""
+    i, j = np.arange(ni)[:, None], np.arange(nj)[None, :]
+    c = ((i * j + 1) % ni) / ni
+    i, kk = np.arange(ni)[:, None], np.arange(nk)[None, :]
+    a = (i * (kk + 1) % nk) / nk
+    kk, j = np.arange(nk)[:, None], np.arange(nj)[None, :]
+    b = (kk * (j + 2) % nj) / nj
+    return {"A": a, "B": b, "C": c}
+
+
+def reference(A: np.ndarray, B: np.ndarray, C: np.ndarray, alpha: float, beta: float) -> dict[str, np.ndarray]:
+    return {"C": beta * C + alpha * (A @ B)}
+
+
+def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    dims = SIZES[size]
+    return dk.run(kernel(), device, **init_arrays(**dims), **dims, alpha=alpha, beta=beta)
+
+
+if __name__ == "__main__":
+    got = run()["C"]
+    want = reference(**init_arrays(**SIZES["MINI"]), alpha=ALPHA, beta=BETA)["C"]
+    err = float(np.max(np.abs(got - want)))
+    print(f"gemm MINI on {dk.device().spec}: max |error| {err:.2e}")
+    sys.exit(0 if err < 1e-9 else 1)

@@ -1,0 +1,77 @@
+"""PolyBench/C 4.2 gemver: A += u1 v1^T + u2 v2^T; x += beta * A^T y + z; w += alpha * A x (A: n x n).
+
+Each step reads what the one before wrote in other lanes (x reads a column of the updated A, w every updated x), so
+the benchmark is three kernels launched in order, as on a GPU."""
+
+from __future__ import annotations
+
+import sys
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
+ALPHA, BETA = 1.5, 1.2
+
+
+def kernels() -> tuple[ir.Kernel, ir.Kernel, ir.Kernel]:
+    """(rank-2 update of A, x update, w update)."""
+    k = ir.KernelBuilder("gemver_a")
+    n = k.var("n", 1, 1 << 14)
+    a = k.param("A", dtypes.float64, shape=(n, n), writable=True)
+    u1, v1, u2, v2 = (k.param(nm, dtypes.float64, n) for nm in ("u1", "v1", "u2", "v2"))
+    i, j = k.range(n, "global"), k.range(n, "global")
+    a[i, j] = a[i, j] + u1[i] * v1[j] + u2[i] * v2[j]
+    ka = k.build()
+
+    k = ir.KernelBuilder("gemver_x")
+    n = k.var("n", 1, 1 << 14)
+    beta = k.scalar("beta", dtypes.float64)
+    a = k.param("A", dtypes.float64, shape=(n, n))
+    y, z = k.param("y", dtypes.float64, n), k.param("z", dtypes.float64, n)
+    x = k.param("x", dtypes.float64, n, writable=True)
+    i, j = k.range(n, "global"), k.range(n, "reduce")
+    x[i] = x[i] + (beta * a[j, i] * y[j]).sum(j) + z[i]
+    kx = k.build()
+
+    k = ir.KernelBuilder("gemver_w")
+    n = k.var("n", 1, 1 << 14)
+    alpha = k.scalar("alpha", dtypes.float64)
+    a, x = k.param("A", dtypes.float64, shape=(n, n)), k.param("x", dtypes.float64, n)
+    w = k.param("w", dtypes.float64, n, writable=True)
+    i, j = k.range(n, "global"), k.range(n, "reduce")
+    w[i] = w[i] + (alpha * a[i, j] * x[j]).sum(j)
+    return ka, kx, k.build()
+
+
+def init_arrays(n: int) -> dict[str, np.ndarray]:
+    f = (np.arange(n) + 1) / n
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    return {"A": (i * j % n) / n, "u1": np.arange(n, dtype=np.float64), "u2": f / 2.0, "v1": f / 4.0,
+            "v2": f / 6.0, "y": f / 8.0, "z": f / 9.0, "x": np.zeros(n), "w": np.zeros(n)}
+
+
+def reference(A, u1, v1, u2, v2, y, z, x, w, alpha: float, beta: float) -> dict[str, np.ndarray]:
+    a = A + np.outer(u1, v1) + np.outer(u2, v2)
+    x = x + beta * (a.T @ y) + z
+    return {"A": a, "x": x, "w": w + alpha * (a @ x)}
+
+
+def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
+    n = SIZES[size]["n"]
+    d = init_arrays(n)
+    ka, kx, kw = kernels()
+    a = dk.run(ka, device, A=d["A"], u1=d["u1"], v1=d["v1"], u2=d["u2"], v2=d["v2"], n=n)["A"]
+    x = dk.run(kx, device, A=a, y=d["y"], z=d["z"], x=d["x"], n=n, beta=beta)["x"]
+    w = dk.run(kw, device, A=a, x=x, w=d["w"], n=n, alpha=alpha)["w"]
+    return {"A": a, "x": x, "w": w}
+
+
+if __name__ == "__main__":
+    got = run()["w"]
+    want = reference(**init_arrays(SIZES["MINI"]["n"]), alpha=ALPHA, beta=BETA)["w"]
+    err = float(np.max(np.abs(got - want) / np.maximum(1, np.abs(want))))
+    print(f"gemver MINI on {dk.device().spec}: max relative error {err:.2e}")
+    sys.exit(0 if err < 1e-9 else 1)

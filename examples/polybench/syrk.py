@@ -1,0 +1,53 @@
+"""PolyBench/C 4.2 syrk: the lower triangle of C = alpha * A A^T + beta * C (A: n x m, C: n x n), in place; the
+strict upper triangle of C is left as it was."""
+
+from __future__ import annotations
+
+import sys
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
+ALPHA, BETA = 1.5, 1.2
+
+
+def kernel() -> ir.Kernel:
+    """One thread per row i, a triangular loop j <= i (the loop does only the triangle's work)."""
+    k = ir.KernelBuilder("syrk")
+    m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
+    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
+    a = k.param("A", dtypes.float64, shape=(n, m))
+    c = k.param("C", dtypes.float64, shape=(n, n), writable=True)
+    i = k.range(n, "global")
+    j = k.range(i + 1, kind="loop")
+    kk = k.range(m, "reduce")
+    c[i, j] = beta * c[i, j] + (alpha * a[i, kk] * a[j, kk]).sum(kk)
+    return k.build()
+
+
+def init_arrays(m: int, n: int) -> dict[str, np.ndarray]:
+    i, j = np.arange(n)[:, None], np.arange(m)[None, :]
+    a = ((i * j + 1) % n) / n
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    return {"A": a, "C": ((i * j + 2) % m) / m}
+
+
+def reference(A: np.ndarray, C: np.ndarray, alpha: float, beta: float) -> dict[str, np.ndarray]:
+    lower = np.tril(np.ones(C.shape, bool))
+    return {"C": np.where(lower, beta * C + alpha * (A @ A.T), C)}
+
+
+def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
+    dims = SIZES[size]
+    return dk.run(kernel(), device, **init_arrays(**dims), **dims, alpha=alpha, beta=beta)
+
+
+if __name__ == "__main__":
+    got = run()["C"]
+    want = reference(**init_arrays(**SIZES["MINI"]), alpha=ALPHA, beta=BETA)["C"]
+    err = float(np.max(np.abs(got - want)))
+    print(f"syrk MINI on {dk.device().spec}: max |error| {err:.2e}")
+    sys.exit(0 if err < 1e-9 else 1)
