@@ -32,7 +32,8 @@ def run(kernel: Any, device: Any, inputs: dict[str, Any]) -> dict[str, np.ndarra
 
     program = device.compile(kernel)
     spec = program.spec
-    vals = [inputs[v.name] for v in spec.vars]
+    vals = [inputs[v.name] if v.scalar is not None else float(inputs[v.name]) if v.is_float else int(inputs[v.name])
+            for v in spec.vars]  # as dk.run passes them
     var_vals = spec.check_vars(vals)
     sizes = spec.buffer_sizes(var_vals)
     views, bases, shapes = [], [], {}
