@@ -114,3 +114,21 @@ def test_run_picks_the_compiler_pair(devices):
     prog = dk.device("CPU").compile(kernel)
     with pytest.raises(TypeError, match="pair= is for compiling an ir.Kernel"):
         dk.run(prog, x=x, y=y, n=8, pair="c")
+
+
+def test_run_shapes_outputs_by_the_params_shape():
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    k = ir.KernelBuilder("outer")
+    n, m = k.var("n", 1, 64), k.var("m", 1, 64)
+    x, y = k.param("x", dtypes.float32, size=n), k.param("y", dtypes.float32, size=m)
+    o = k.param("o", dtypes.float32, shape=(n, m), writable=True)
+    i, j = k.range(n, "global"), k.range(m, "global")
+    o[i, j] = x[i] * y[j]
+    kern = k.build()
+    xs, ys = np.arange(3, dtype=np.float32), np.arange(4, dtype=np.float32)
+    got = dk.run(kern, "PYTHON", x=xs, y=ys, n=3, m=4)["o"]
+    assert got.shape == (3, 4)
+    np.testing.assert_array_equal(got, np.outer(xs, ys))
+    flat = dk.run(kern, "PYTHON", x=xs, y=ys, n=3, m=4, o=np.zeros(12, np.float32))["o"]
+    assert flat.shape == (12,)  # the array passed for it decides first

@@ -99,6 +99,9 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     var_vals = spec.check_vars(vals)
     sizes = spec.buffer_sizes(var_vals)
     buffers, shapes, kept = [], {}, {}
+    from .ir.uop import sym_eval
+    declared = {p.name: tuple(sym_eval(d, var_vals) for d in shp)  # a k.param(shape=...) shapes its output
+                for p, shp in zip(spec.user_params, getattr(own, "shapes", ())) if shp is not None}
     for p, n in zip(spec.user_params, sizes):
         if isinstance(named.get(p.name), Buffer):
             buf = named[p.name]  # resident data: used as it is (execute checks its device, dtype and size)
@@ -132,6 +135,6 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
             out[p.name] = buf  # it stays on the device: no copy out
         elif p.writable:
             a = buf.numpy()
-            shape = shapes.get(p.name)
+            shape = shapes.get(p.name) or declared.get(p.name)
             out[p.name] = a.reshape(shape) if shape is not None and int(np.prod(shape)) == a.size else a
     return out

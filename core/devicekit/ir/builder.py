@@ -27,6 +27,7 @@ class Kernel:
     param_uops: tuple[UOp, ...] = field(repr=False)
     var_uops: tuple[UOp, ...] = field(repr=False)
     checked: bool = True  # False: no run-time bounds checks (ir/bounds.py); `build(checked=False)`
+    shapes: tuple[tuple[SymInt, ...] | None, ...] = ()  # per param: its `shape=` (dk.run shapes outputs by it)
 
     @property
     def key(self) -> bytes:
@@ -153,6 +154,7 @@ class KernelBuilder:
     def __init__(self, name: str = "kernel"):
         self.name = names.check(name, "kernel name")
         self._params: list[UOp] = []
+        self._shapes: list[tuple[SymInt, ...] | None] = []
         self._vars: list[UOp] = []
         self._stmts: list[UOp] = []
         self._names: set[str] = set()
@@ -261,6 +263,7 @@ class KernelBuilder:
                 raise KernelError(f"param {name}: size may only use vars and constants, found {u.op.name}", u)
         p = UOp(Ops.PARAM, dtype, (size_u.cast(dtypes.index),), (len(self._params), name, bool(writable)))
         self._params.append(p)
+        self._shapes.append(None if dims is None else tuple(_sym(d) for d in dims))
         return BufferRef(self, p, dims)
 
     def local(self, name: str, dtype: DType | Any, size: int) -> BufferRef:
@@ -340,7 +343,8 @@ class KernelBuilder:
             from .verify import check_dimensions
             check_dimensions(self._dims, vars_)
         params = tuple(ParamSpec(p.arg[1], p.dtype, _sym(p.src[0]), p.arg[2]) for p in self._params)
-        k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars), bool(checked))  # verifies
+        k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars), bool(checked),
+                   tuple(self._shapes))  # verifies
         self._built = True
         return k
 
