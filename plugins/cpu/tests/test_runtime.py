@@ -266,3 +266,30 @@ def test_thread_pool_runs_every_chunk_once():
             raise RuntimeError("chunk 2 failed")
     with pytest.raises(RuntimeError, match="chunk 2"):
         tp.run(boom, [(i,) for i in range(4)])
+
+
+def test_a_repeated_launch_skips_the_checks_and_a_changed_one_does_not():
+    """The fast path remembers the last launch it checked (the same Buffers, equal values of the same types): a
+    repeat calls the kernel at once; anything else is checked again, so every refusal still happens."""
+    import devicekit as dk
+    from devicekit import kernels
+    dev = dk.device("CPU")
+    prog = dev.compile(kernels.elementwise("a * b + 1.0", name="memo_fma"))
+    a, b = (dk.Buffer(dev, 16, "float32").copyin(np.full(16, 2, np.float32)) for _ in range(2))
+    out = dk.Buffer(dev, 16, "float32")
+    prog.execute([a, b, out], [16])
+    assert prog._last is not None and prog._last[3] is not None  # remembered, as one native call
+    out.copyin(np.zeros(16, np.float32))
+    prog.execute([a, b, out], [16], wait=True)
+    np.testing.assert_array_equal(out.numpy(), np.full(16, 5, np.float32))
+    with pytest.raises(ValueError, match="needs 17 elements"):
+        prog.execute([a, b, out], [17])
+    prog.execute([a, b, out], [16])
+    with pytest.raises(TypeError):
+        prog.execute([a, b, out], [16.0])  # 16.0 == 16, but a float is not an int var's value
+    with pytest.raises(TypeError):
+        prog.execute([a, b, out], [True])
+    with pytest.raises(ValueError, match="needs 16 elements"):
+        prog.execute([a, b, dk.Buffer(dev, 8, "float32")], [16])
+    with pytest.raises(ValueError, match="share memory|alias|same"):
+        prog.execute([a, b, a], [16])  # a written while read
