@@ -332,6 +332,7 @@ _TESTS = "devicekit tests"
 register("DEVICEKIT_SLOW", flag, False, "run the long tests (fuzz campaigns, soaks)", _TESTS)
 register("DEVICEKIT_FUZZ_N", int_in(1), 400, "kernels per CPU pair in the CI fuzz test", _TESTS)
 register("DEVICEKIT_FUZZ_LONG_N", int_in(1), 20000, "kernels per profile in the long fuzz test", _TESTS)
+register("DEVICEKIT_NO_APT", flag, False, "scripts/dev-setup.sh never installs the distribution's PoCL with apt", _TESTS)
 
 
 @_accepting("a number of seconds > 0")
