@@ -61,8 +61,10 @@ def test_unknown_kind_is_a_usage_error(run_py):
 
 
 def test_kit_catches_an_off_by_one_device(run_py):
-    p = run_py(*KIT, "-p", "dkfix_buggy_pytest", "--devicekit-device=BUGGY",
-               env={"PYTHONPATH": str(FIXTURES)})
+    # the modules whose checks the assertions below name (the whole kit would only add passing tests: 2x the time)
+    p = run_py(*KIT, "-p", "dkfix_buggy_pytest", "--devicekit-device=BUGGY", "-k",
+               "library_kernel or several_sizes or random_kernels or round_trip or hook or render or plugin_loaded "
+               "or declared_pairs", env={"PYTHONPATH": str(FIXTURES)})
     assert p.returncode == 1, p.stdout[-4000:] + p.stderr[-2000:]
     failed = set(re.findall(r"FAILED \S+::(\w+)", p.stdout))
     assert {"test_library_kernel_matches_reference", "test_one_program_serves_several_sizes",
