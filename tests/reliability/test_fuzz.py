@@ -217,3 +217,19 @@ def test_no_cancelling_huge_terms_in_unordered_float_reductions():
             assert not huge, seed
         seen[unordered] += huge or unordered
     assert seen[True] >= 5 and seen[False] >= 5, seen  # both kinds occur, and the others still get ±max/2
+
+
+def test_a_fuzz_run_in_this_process_leaves_the_disk_cache_alone(tmp_path, monkeypatch):
+    """`--jobs 1` ran in the caller's process with its disk cache: a 40,000-kernel campaign left 114,000 entries in
+    ~/.cache/devicekit. Memory only unless --disk-cache, in-process too; the caller's setting comes back after."""
+    from devicekit.compile.cache import reset_default_cache
+    from devicekit.testing.fuzz import fuzz
+
+    monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path / "dk"))
+    reset_default_cache()
+    rep = fuzz(4, seed=5150, pairs=["llvm"], jobs=1)
+    assert rep.tried == 4 and not rep.findings
+    assert not [p for p in (tmp_path / "dk").rglob("*") if p.is_file() and p.suffix == ".dkc"]
+    assert "DEVICEKIT_CACHE" not in os.environ
+    fuzz(2, seed=5150, pairs=["llvm"], jobs=1, disk_cache=True)
+    assert [p for p in (tmp_path / "dk").rglob("*.dkc")]  # asked for: stored

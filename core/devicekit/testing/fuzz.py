@@ -13,6 +13,7 @@ unless `--disk-cache`. Exit status 1 when anything was found.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -200,6 +201,24 @@ def _worker(args: tuple) -> Report:
     return fuzz_seeds(seeds, kind, pairs, profile)
 
 
+@contextlib.contextmanager
+def _memory_only_cache():
+    """DEVICEKIT_CACHE=0 for the block, the process's compile cache rebuilt on entry and exit: a fuzz run in this
+    process must not fill the user's disk cache (a 40,000-kernel campaign left 114,000 entries)."""
+    from devicekit.compile.cache import reset_default_cache
+    old = os.environ.get("DEVICEKIT_CACHE")
+    os.environ["DEVICEKIT_CACHE"] = "0"
+    reset_default_cache()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("DEVICEKIT_CACHE", None)
+        else:
+            os.environ["DEVICEKIT_CACHE"] = old
+        reset_default_cache()
+
+
 def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None = None, profile: str = "mixed",
          jobs: int = 1, disk_cache: bool = False, chunk: int = 100, worker: Any = None,
          progress: Callable[[Report, int], None] | None = None) -> Report:
@@ -209,6 +228,9 @@ def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None =
     t0 = time.perf_counter()
     pairs = list(pairs) if pairs else None
     seeds = list(range(seed, seed + n))
+    if jobs <= 1 and not disk_cache:  # in this process too: a memory-only cache (the workers set it for theirs)
+        with _memory_only_cache():
+            return fuzz(n, seed, kind, pairs, profile, jobs, True, chunk, worker, progress)
     if jobs <= 1:
         if progress is None:
             rep = fuzz_seeds(seeds, kind, pairs, profile)
