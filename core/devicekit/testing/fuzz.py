@@ -206,7 +206,7 @@ def _memory_only_cache():
     """DEVICEKIT_CACHE=0 for the block, the process's compile cache rebuilt on entry and exit: a fuzz run in this
     process must not fill the user's disk cache (a 40,000-kernel campaign left 114,000 entries)."""
     from devicekit.compile.cache import reset_default_cache
-    old = os.environ.get("DEVICEKIT_CACHE")
+    old = os.environ.pop("DEVICEKIT_CACHE", None)  # the caller's raw value, put back as it was (not a read)
     os.environ["DEVICEKIT_CACHE"] = "0"
     reset_default_cache()
     try:
