@@ -1,7 +1,7 @@
 """Run a kernel with red zones: every buffer is a view into a larger allocation whose bytes before and after it hold
 a known pattern, checked after the launch. A store that lands outside its buffer (a vector store past the tail, a
 bounds check that let an index through) changes a red zone and is reported by param and side, where the plain run
-might corrupt a neighbour silently and crash the process later (a c-pair fuzz campaign died in libpython that way).
+might corrupt a neighbour silently and crash the process later.
 
 Used by the differential fuzzer (`fuzz.Runner.check_one`) on devices whose allocator has views and host access.
 """
@@ -44,7 +44,7 @@ def run(kernel: Any, device: Any, inputs: dict[str, Any]) -> dict[str, np.ndarra
         nbytes = count * p.dtype.nbytes
         base = Buffer(device, nbytes + 2 * PAD, "uint8")
         device.allocator.copyin(base.handle, memoryview(np.full(nbytes + 2 * PAD, PATTERN, np.uint8)))
-        view = base.view(count, p.dtype, offset=PAD) if count else base.view(0, p.dtype, offset=PAD)
+        view = base.view(count, p.dtype, offset=PAD)
         view.copyin(arr if arr is not None else np.zeros(count * p.dtype.count, p.dtype.np))
         if arr is not None:
             shapes[p.name] = np.asarray(given).shape
