@@ -155,14 +155,8 @@ class CPUProgram(Program):
         and int64 arguments only (no check record, not hand-written); None otherwise (the plan calls _launch)."""
         if not self._int_abi or self._checked or self._from_source or self._order is not None:
             return None
-        args = [h.ptr for h in handles]
-        args += vals
-        if self._split is not None:
-            extent = self._split(vals)
-            if self.chunks(extent, vals) != 1:
-                return None
-            args += [0, extent]
-        if len(args) > MAX_ARGS:
+        args = self._one_call(handles, vals)
+        if args is None or len(args) > MAX_ARGS:
             return None
         return run_records, [self._addr, len(args), *args]
 
