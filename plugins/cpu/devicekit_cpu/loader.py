@@ -4,6 +4,10 @@ Both first pass `elfcheck.check` (on ELF hosts) unless the bytes are trusted (`C
 bytes raise MalformedObjectError instead of aborting LLVM's object reader or crashing the dynamic loader. Neither leaves a file behind: a .so is written to a uniquely
 named file in a private temp dir, dlopened and removed at once (the mapping keeps the code alive). A unique path matters: the dynamic loader reuses an already
 loaded library whose path string matches, so /proc/self/fd/N paths (reused fd numbers) are not safe.
+
+A shared object is dlclosed when its last keepalive goes (`SharedObject`): ctypes never closes what it opens, and
+each library holds ~5 memory mappings, so a process that built ~13,000 distinct c-pair kernels reached the kernel's
+vm.max_map_count (65,530) and dlopen failed, or the next mmap of Python crashed.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import weakref
 
 from devicekit.forksafe import private_tmpdir
 
@@ -31,6 +36,33 @@ def load_object(lib: bytes, symbol: str) -> tuple[object, int]:
     return llvm_jit.link_object(lib, symbol)
 
 
+def _dlclose():
+    """The platform's dlclose (POSIX), None where there is none (Windows: the plugin loads no .dll)."""
+    import _ctypes
+    return getattr(_ctypes, "dlclose", None)
+
+
+class SharedObject:
+    """Keeps a dlopened library mapped while referenced; dlclosed when collected. Its functions must not be called
+    after that: every holder of an address (a CPUProgram, a plan's steps through their Programs) holds this too."""
+
+    __slots__ = ("dll", "__weakref__")
+
+    def __init__(self, dll: ctypes.CDLL):
+        self.dll = dll
+        close = _dlclose()
+        if close is not None:
+            weakref.finalize(self, close, dll._handle).atexit = False  # at exit the process unmaps everything anyway
+
+
+def _map_count() -> int | None:
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
+
+
 def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
     """(keepalive, address) of `symbol` in a shared object."""
     with private_tmpdir(prefix="devicekit_so_") as d:
@@ -42,13 +74,18 @@ def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
             os.close(fd)
         try:
             dll = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        except OSError as e:
+            maps = _map_count()
+            hint = (f"; this process holds {maps} memory mappings (Linux's vm.max_map_count limits them): drop "
+                    "Programs that are no longer used") if maps is not None and maps > 60000 else ""
+            raise RuntimeError(f"dlopen of a compiled kernel failed: {e}{hint}") from None
         finally:
             os.unlink(path)
     try:
         fn = getattr(dll, symbol)
     except AttributeError:
         raise RuntimeError(f"symbol {symbol!r} not found in the shared object") from None
-    return dll, ctypes.cast(fn, ctypes.c_void_p).value
+    return SharedObject(dll), ctypes.cast(fn, ctypes.c_void_p).value
 
 
 def load(lib: bytes, symbol: str, trusted: bool = False, program: str | None = None) -> tuple[object, int]:

@@ -144,6 +144,53 @@ def test_shared_object_leaves_no_files(cpu, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+def _maps() -> int:
+    with open("/proc/self/maps", "rb") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="counts mappings through Linux's /proc")
+def test_shared_objects_are_unmapped_when_dropped(cpu):
+    """A dlopened kernel is dlclosed when nothing holds it: a process that builds kernels without end (a fuzz
+    campaign, a JIT compiling per shape) must not run into vm.max_map_count (~13,000 kernels used to)."""
+    import gc
+
+    from devicekit_cpu.loader import load_shared
+    compiled = cpu.pair("c")[1].compile(cpu.pair("c")[0].render(_heavy(f"unmap_{time.time_ns()}")))
+    entry = compiled.spec.entry
+    keep, _ = load_shared(compiled.lib, entry)  # a library of the same bytes stays loaded throughout
+    gc.collect()
+    before = _maps()
+    for _ in range(300):  # each load is a fresh dlopen (unique path), ~5 mappings
+        load_shared(compiled.lib, entry)
+    gc.collect()
+    assert _maps() - before < 100, f"{_maps() - before} mappings left behind by 300 dropped loads"
+    held = [load_shared(compiled.lib, entry) for _ in range(20)]
+    assert _maps() - before >= 20  # the count does see loads that are held
+    del held, keep
+
+
+def test_dropped_program_releases_its_library(cpu, monkeypatch):
+    """The per-process memo of loaded objects is bounded, and an evicted library is closed once its last Program
+    goes (a Program still held keeps working)."""
+    import gc
+    import weakref
+
+    from devicekit_cpu import memo
+    monkeypatch.setattr(memo, "_loaded", memo.LRU(1))
+    r, c = cpu.pair("c")
+    from devicekit_cpu.runtime import CPUProgram
+    progs = [CPUProgram(c.compile(r.render(_heavy(f"evict{j}_{time.time_ns()}"))), cpu) for j in range(2)]
+    first, second = weakref.ref(progs[0]._keep), weakref.ref(progs[1]._keep)
+    a = np.arange(6, dtype=np.float32)
+    ab, ob = dk.Buffer(cpu, 6, dtypes.float32).copyin(a), dk.Buffer(cpu, 2, dtypes.float32)
+    progs[0].execute([ab, ob], [2, 3])  # evicted from the memo, still held by its Program: still runs
+    np.testing.assert_allclose(ob.numpy(), (a.reshape(2, 3) ** 2).sum(1) + np.arange(2))
+    del progs[0]
+    gc.collect()
+    assert first() is None and second() is not None  # the memo holds the last one loaded, and nothing the first
+
+
 def test_launch_overhead(cpu):
     k = ir.KernelBuilder("tiny")
     o = k.param("o", dtypes.float32, size=1, writable=True)
