@@ -125,12 +125,49 @@ def _map_ranges(sink: UOp, caps: Any):
     zero = UOp.const(dtypes.index, 0)
     mapping: dict[UOp, UOp] = {}  # global/local ranges -> GPU indices or the CPU split; every other range: to_loop
     gsize = lsize = split = guard = None
+    all_glob = [r for r in stmt_ranges if r.arg[1] == "global"]
+    uses = [{r for r in free[st] if r.arg[1] == "global"} for st in sink.src if st.op is Ops.STORE]
+    # independent iteration spaces (bicg: s over j, q over i, no statement using both): one index over their
+    # concatenation, each space's range clipped to the piece a thread (GPU) or a chunk (CPU) owns; never a cross
+    # product (each statement recomputed for every lane of the other) and never a space run by every chunk
+    spaces = len(all_glob) > 1 and all(len(u) <= 1 for u in uses)
+
+    def concatenated(start: UOp, stop: UOp) -> UOp:
+        """Map each space to its part of [start, stop) of the concatenation; the total extent."""
+        total = all_glob[0].src[0]
+        for g in all_glob[1:]:
+            total = total + g.src[0]
+        off: UOp | None = None
+        for g in all_glob:
+            end = g.src[0]
+            lo = start if off is None else (start - off).maximum(0)
+            hi = (stop if off is None else stop - off).minimum(end)
+            mapping[g] = UOp(Ops.RANGE, dtypes.index, (lo, hi), g.arg)
+            off = end if off is None else off + end
+        return total
+
     if caps.gpu_indexing:
-        glob = [r for r in stmt_ranges if r.arg[1] == "global"][:3]
+        glob = all_glob[:3]
         loc = [r for r in stmt_ranges if r.arg[1] == "local"]
         if len(loc) > 3:
             raise KernelError("at most 3 local ranges", loc[3])
-        if loc:
+        if spaces and not loc:  # one thread per element of the concatenation: its one iteration of one space
+            lmax = caps.local_max[0] if caps.local_max else 256
+            width = min(256, lmax)
+            total = sum((g.src[0].arg for g in all_glob), 0) if all(g.src[0].op is Ops.CONST for g in all_glob) \
+                else None
+            if total is not None and total < width:
+                width = max(1, total)
+            ends = all_glob[0].src[0]
+            for g in all_glob[1:]:
+                ends = ends + g.src[0]
+            nblocks = -(-total // width) if total is not None else (ends + (width - 1)) // width
+            g0 = UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, nblocks) if isinstance(nblocks, int)
+                                                 else nblocks,), ("gidx0", 0))
+            idx = g0 * width + UOp(Ops.SPECIAL, dtypes.index, (UOp.const(dtypes.index, width),), ("lidx0", 0))
+            concatenated(idx, idx + 1)
+            gsize, lsize = (_sym(nblocks) if isinstance(nblocks, UOp) else nblocks,), (width,)
+        elif loc:
             for k, g in enumerate(glob):
                 mapping[g] = UOp(Ops.SPECIAL, dtypes.index, (g.src[0],), (f"gidx{k}", k))
             for k, lr in enumerate(loc):
@@ -157,24 +194,12 @@ def _map_ranges(sink: UOp, caps: Any):
         else:
             gsize, lsize = (1,), (1,)
     elif caps.core_split:
-        glob = [r for r in stmt_ranges if r.arg[1] == "global"]
-        uses = [{r for r in free[st] if r.arg[1] == "global"} for st in sink.src if st.op is Ops.STORE]
-        if len(glob) > 1 and all(len(u) <= 1 for u in uses):
-            # independent iteration spaces (bicg: s over j, q over i): one split over their concatenation, each
-            # space's loop clipped to the chunk, never a cross product and never a space run by every chunk
-            total = glob[0].src[0]
-            for g in glob[1:]:
-                total = total + g.src[0]
-            start = UOp(Ops.VAR, dtypes.index, (), ("core_start", 0, total.vmax))
-            stop = UOp(Ops.VAR, dtypes.index, (), ("core_end", 0, total.vmax))
-            off: UOp | None = None
-            for g in glob:
-                end = g.src[0]
-                lo = start if off is None else (start - off).maximum(0)
-                hi = (stop if off is None else stop - off).minimum(end)
-                mapping[g] = UOp(Ops.RANGE, dtypes.index, (lo, hi), g.arg)
-                off = end if off is None else off + end
-            split = _sym(total)
+        glob = all_glob
+        if spaces:
+            vmax = sum(g.src[0].vmax for g in glob)
+            start = UOp(Ops.VAR, dtypes.index, (), ("core_start", 0, vmax))
+            stop = UOp(Ops.VAR, dtypes.index, (), ("core_end", 0, vmax))
+            split = _sym(concatenated(start, stop))
         elif glob:
             g = glob[0]
             hi = g.src[0].vmax

@@ -3,8 +3,10 @@ IR constructs of docs/ir.md's "Triangular ranges", "Related vars" and "Shaped pa
 
 Each kernel reads an n x n param `x` through `x[a, b]` and `x.get(...)`, where the indices are the lane's global
 range i, a `loop` range j that may start at i + c or end at i + 1, a `reduce` range over a triangle (l in [i + c, n),
-[0, i + 1), [j, n) or [kk, n)), and a var kk bounded by n - 1; it writes its own row of the n x n output. So every
-kernel is defined, and a difference between a device and the reference is a finding.
+[0, i + 1), [j, n) or [kk, n)), and a var kk bounded by n - 1; it writes its own row of the n x n output. A third
+of them also write a second output over an unrelated global range (independent iteration spaces, bicg's shape:
+each element computed once, by one thread). So every kernel is defined, and a difference between a device and the
+reference is a finding.
 """
 
 from __future__ import annotations
@@ -42,9 +44,19 @@ def shaped_kernel(seed: int, pool: tuple = DTYPES) -> RandomKernel:
         term = gen.expr(dt, {dt: [x[i, lr], x[lr, j], x.get((lr + 1, i))]}, 1)
         value = value + (term.maximum(term - term) if r.random() < 0.3 else term).sum(lr)
     out[i, j] = value
+    spaces = r.random() < 1 / 3
+    if spaces:
+        n2 = k.var("n2", 1, 300)
+        out2 = k.param("out2", dt, n2, writable=True)
+        g = k.range(n2, "global")
+        gn = g % n
+        out2[g] = gen.expr(dt, {dt: [x[gn, gn], x[kk, gn], x.get((gn + 1, kk))]}, 2)
     kern = k.build()
     nrng = np.random.default_rng(seed)
     n_val = r.choice([1, 2, 3, 5, 8, 13])
     inputs = {"n": n_val, "kk": r.randrange(n_val), "x": _array(nrng, dt, n_val * n_val),
               "out": np.zeros(n_val * n_val, dt.np)}
+    if spaces:
+        n2_val = r.choice([1, 7, 255, 300])
+        inputs.update(n2=n2_val, out2=np.zeros(n2_val, dt.np))
     return RandomKernel(kern, inputs, seed)
