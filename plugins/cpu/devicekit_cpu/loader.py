@@ -46,7 +46,7 @@ class SharedObject:
     """Keeps a dlopened library mapped while referenced; dlclosed when collected. Its functions must not be called
     after that: every holder of an address (a CPUProgram, a plan's steps through their Programs) holds this too."""
 
-    __slots__ = ("dll", "__weakref__")
+    __slots__ = ("__weakref__", "dll")
 
     def __init__(self, dll: ctypes.CDLL):
         self.dll = dll
