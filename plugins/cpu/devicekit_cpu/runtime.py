@@ -128,15 +128,21 @@ class CPUProgram(Program):
         if self._checked:  # the hidden bounds-check record (ir/bounds.py), from the base class's pool
             rec = self._record(self.spec.checks.size)
             handles.append(rec.handle)
-        if self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK) \
-                and interrupt.on_main_thread():
+        long = self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK)
+        if long and interrupt.on_main_thread():
             t = interrupt.call(self._launch, (handles, vals, None, None, None, wait), [*buffers, rec])
+        elif rec is None and not self._from_source and not long:
+            # short: its one native call (when on one thread) is made here and kept, so a repeat may skip the
+            # checks and the Ctrl-C path; the arguments are built once (not again by _launch)
+            one = self._one_call(handles, vals)
+            if one is not None:
+                self._fn(*one)
+                t = time.perf_counter() - t0 if wait else None
+            else:
+                t = self._launch(handles, vals, None, None, None, wait)
+            self._last = (tuple(buffers), vals, handles, one, type(given)(given), list(map(type, vals)))
         else:
             t = self._launch(handles, vals, None, None, None, wait)
-            if rec is None and not self._from_source and (not self._maybe_long
-                                                          or self._work(vals) < INTERRUPTIBLE_MIN_WORK):
-                self._last = (tuple(buffers), vals, handles, self._one_call(handles, vals), type(given)(given),
-                              list(map(type, vals)))  # short: a repeat may skip the checks and the Ctrl-C path
         if rec is not None:
             self._read_record(rec, dict(zip(self._names, vals)))
         return t if wait else Launch(dev, t0)
