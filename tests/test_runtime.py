@@ -153,5 +153,7 @@ def test_named_launch_binds_params_and_vars_by_name(dev, prog):
     with pytest.raises(TypeError, match=r"saxpy: unexpected argument\(s\) z; the kernel takes params x, y, out "
                                         r"and vars n"):
         prog(x=x, y=y, out=out, n=8, z=1)
+    with pytest.raises(TypeError, match=r"unexpected argument\(s\) m;"):  # as many names as the kernel's, one wrong
+        prog(x=x, y=y, out=out, m=8)
     with pytest.raises(TypeError, match="param 'x' must be a devicekit Buffer"):  # execute's own checks apply
         prog(x=np.zeros(8, np.float32), y=y, out=out, n=8)

@@ -165,7 +165,7 @@ class Program(ABC):
         """`program(buffers, vals, ...)` is `execute`; `program(x=bx, y=by, n=1024, wait=True)` launches by name: a
         Buffer per param, a value per var (no copies: the Buffers are used as they are), and execute's options
         (`global_size`, `local_size`, `wait`) where no param or var has that name."""
-        if args or not named or set(named) <= _EXECUTE_OPTIONS:
+        if args or not named or named.keys() <= _EXECUTE_OPTIONS:
             return self.execute(*args, **named)
         buffers, vals, opts = self.bind(named)
         return self.execute(buffers, vals, **opts)
@@ -174,8 +174,15 @@ class Program(ABC):
         """(buffers in param order, vals in var order, execute's options) from arguments by name; a TypeError names
         what is missing or unknown. A plan or a framework binds once and launches with `execute` after."""
         spec = self.spec
-        pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
-        taken = set(pnames) | set(vnames)
+        if (names := getattr(self, "_bind_names", None)) is None:  # computed once: a named launch is a hot path
+            pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
+            names = self._bind_names = (pnames, vnames, frozenset(pnames) | frozenset(vnames))
+        pnames, vnames, taken = names
+        if len(named) == len(taken):  # exactly the params and vars (all present, so nothing else): no options
+            try:
+                return [named[n] for n in pnames], [named[n] for n in vnames], {}
+            except KeyError:
+                pass
         opts = {k: named[k] for k in _EXECUTE_OPTIONS if k in named and k not in taken}
         if extra := sorted(set(named) - taken - set(opts)):
             raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
