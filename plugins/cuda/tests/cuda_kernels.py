@@ -104,16 +104,6 @@ def structure_kernels():
     i, j = k.range(m, kind="global"), k.range(n, kind="global")
     o[j * m + i] = a[i * n + j]
     out.append(("transpose2d", k.build(), {"a": np.arange(37 * 53, dtype=np.float32), "m": 37, "n": 53}))
-    # independent iteration spaces (bicg): one 1-D grid over their concatenation, each thread one element of one
-    k = ir.KernelBuilder("spaces")
-    m, n = k.var("m", lo=1, hi=4096), k.var("n", lo=1, hi=4096)
-    a = k.param("a", dtypes.float32, size=m * n)
-    s, q = k.param("s", dtypes.float32, size=n, writable=True), k.param("q", dtypes.float32, size=m, writable=True)
-    j, r = k.range(n, kind="global"), k.range(m, kind="reduce")
-    s[j] = a[r * n + j].sum(r)
-    i, r2 = k.range(m, kind="global"), k.range(n, kind="reduce")
-    q[i] = a[i * n + r2].sum(r2)
-    out.append(("spaces", k.build(), {"a": np.arange(37 * 300, dtype=np.float32) % 11, "m": 37, "n": 300}))
     # gated load with a default and a gated store
     k = ir.KernelBuilder("gated")
     n = k.var("n", lo=1, hi=2**20)
@@ -148,6 +138,16 @@ def structure_kernels():
     i, j = k.range(n, kind="global"), k.range(8, kind="loop")
     o[i * 8 + j] = x[i * 8 + j] + j.cast(dtypes.float32)
     out.append(("inner_loop", k.build(), {"x": np.ones(40 * 8, np.float32), "n": 40}))
+    # (last: tests pick the kernels above by position) independent iteration spaces (bicg): one 1-D grid over their concatenation, each thread one element of one
+    k = ir.KernelBuilder("spaces")
+    m, n = k.var("m", lo=1, hi=4096), k.var("n", lo=1, hi=4096)
+    a = k.param("a", dtypes.float32, size=m * n)
+    s, q = k.param("s", dtypes.float32, size=n, writable=True), k.param("q", dtypes.float32, size=m, writable=True)
+    j, r = k.range(n, kind="global"), k.range(m, kind="reduce")
+    s[j] = a[r * n + j].sum(r)
+    i, r2 = k.range(m, kind="global"), k.range(n, kind="reduce")
+    q[i] = a[i * n + r2].sum(r2)
+    out.append(("spaces", k.build(), {"a": np.arange(37 * 300, dtype=np.float32) % 11, "m": 37, "n": 300}))
     return out
 
 
