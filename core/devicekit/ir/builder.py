@@ -307,6 +307,13 @@ class KernelBuilder:
             raise KernelError("an unroll range needs a constant end and no start", bounds[-1])
         if start is not None and bounds[0].op is Ops.CONST and bounds[0].arg == 0:
             bounds = bounds[1:]  # k.range(0, n) is k.range(n)
+        if len(bounds) == 2 and kind in ("global", "local"):
+            # a lane range is 0-based (GPU indices, the CPU split): start + k.range(max(end - start, 0)). The
+            # lowering used to read the start as the end (k.range(1, n - 1, "global") ran lane 0 alone)
+            lo, hi = bounds
+            ext = (UOp.const(dtypes.index, max(hi.arg - lo.arg, 0)) if lo.op is Ops.CONST and hi.op is Ops.CONST
+                   else (hi - lo).maximum(0))
+            return lo + UOp(Ops.RANGE, dtypes.index, (ext,), (next(self._range_ids), kind))
         return UOp(Ops.RANGE, dtypes.index, tuple(bounds), (next(self._range_ids), kind))
 
     def barrier(self) -> None:
