@@ -1,8 +1,19 @@
-"""PolyBench/C 4.2 kernels written with the kernel builder (issue 14's suite): one module per kernel, each with its
-PolyBench sizes, the benchmark's own initialisation, the kernel(s), a numpy reference and `run(device, size)`.
+"""PolyBench/C 4.2 written with the kernel builder (issue 14's suite): one module per kernel, each with its
+PolyBench sizes (SIZES: MINI, SMALL, MEDIUM), the benchmark's own initialisation (init_arrays), the kernel(s) built
+with the IR, a numpy reference, `compute(device, arrays, sizes, **scalars)` and `run(device, size, **scalars)`.
 alpha and beta are `k.scalar` float64 params, so one compile serves every value (docs/ir.md, Scalar params).
+tests/ir/test_polybench.py checks each against its reference; the module docstrings say how each is written.
 
-    .venv/bin/python -m examples.polybench.gemm        # or gemver, gesummv, syrk: runs MINI on the default device
+    .venv/bin/python -m examples.polybench.gemm        # any module of KERNELS: runs MINI on the default device
 """
 
-KERNELS = ("gemm", "gemver", "gesummv", "syrk")
+NAMES = {  # module -> PolyBench's name, in PolyBench's order (linear algebra, solvers, data mining, medley, stencils)
+    "mm2": "2mm", "mm3": "3mm", "atax": "atax", "bicg": "bicg", "doitgen": "doitgen", "mvt": "mvt",
+    "gemm": "gemm", "gemver": "gemver", "gesummv": "gesummv", "symm": "symm", "syr2k": "syr2k", "syrk": "syrk",
+    "trmm": "trmm", "cholesky": "cholesky", "durbin": "durbin", "gramschmidt": "gramschmidt", "lu": "lu",
+    "ludcmp": "ludcmp", "trisolv": "trisolv", "correlation": "correlation", "covariance": "covariance",
+    "deriche": "deriche", "floyd_warshall": "floyd-warshall", "nussinov": "nussinov", "adi": "adi",
+    "fdtd_2d": "fdtd-2d", "heat_3d": "heat-3d", "jacobi_1d": "jacobi-1d", "jacobi_2d": "jacobi-2d",
+    "seidel_2d": "seidel-2d",
+}
+KERNELS = tuple(NAMES)

@@ -11,7 +11,8 @@ from devicekit.ir import dtypes
 
 SIZES = {"MINI": {"ni": 20, "nj": 25, "nk": 30}, "SMALL": {"ni": 60, "nj": 70, "nk": 80},
          "MEDIUM": {"ni": 200, "nj": 220, "nk": 240}}
-ALPHA, BETA = 1.5, 1.2  # PolyBench's init_array values
+SCALARS = {"alpha": 1.5, "beta": 1.2}
+ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]  # PolyBench's init_array values
 
 
 def kernel() -> ir.Kernel:
@@ -43,10 +44,15 @@ def reference(A: np.ndarray, B: np.ndarray, C: np.ndarray, alpha: float, beta: f
     return {"C": beta * C + alpha * (A @ B)}
 
 
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA,
+            beta: float = BETA) -> dict[str, np.ndarray]:
+    """The kernel on `device` for these arrays and sizes (what bench/polybench.py times)."""
+    return dk.run(kernel(), device, **arrs, **dims, alpha=alpha, beta=beta)
+
+
 def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
     """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    dims = SIZES[size]
-    return dk.run(kernel(), device, **init_arrays(**dims), **dims, alpha=alpha, beta=beta)
+    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha, beta)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,11 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
+from ._common import as_device, fetch, resident
+
 SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
-ALPHA, BETA = 1.5, 1.2
+SCALARS = {"alpha": 1.5, "beta": 1.2}
+ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
 def kernels() -> tuple[ir.Kernel, ir.Kernel, ir.Kernel]:
@@ -59,14 +62,21 @@ def reference(A, u1, v1, u2, v2, y, z, x, w, alpha: float, beta: float) -> dict[
     return {"A": a, "x": x, "w": w + alpha * (a @ x)}
 
 
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA,
+            beta: float = BETA) -> dict[str, np.ndarray]:
+    """The three kernels on `device`, in order, on resident buffers (what bench/polybench.py times)."""
+    dev = as_device(device)
+    ka, kx, kw = (dev.compile(x) for x in kernels())
+    b, n = resident(dev, arrs), dims["n"]
+    ka(A=b["A"], u1=b["u1"], v1=b["v1"], u2=b["u2"], v2=b["v2"], n=n)
+    kx(A=b["A"], y=b["y"], z=b["z"], x=b["x"], n=n, beta=beta)
+    kw(A=b["A"], x=b["x"], w=b["w"], n=n, alpha=alpha)
+    return fetch(b, arrs, ("A", "x", "w"))
+
+
 def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
-    n = SIZES[size]["n"]
-    d = init_arrays(n)
-    ka, kx, kw = kernels()
-    a = dk.run(ka, device, A=d["A"], u1=d["u1"], v1=d["v1"], u2=d["u2"], v2=d["v2"], n=n)["A"]
-    x = dk.run(kx, device, A=a, y=d["y"], z=d["z"], x=d["x"], n=n, beta=beta)["x"]
-    w = dk.run(kw, device, A=a, x=x, w=d["w"], n=n, alpha=alpha)["w"]
-    return {"A": a, "x": x, "w": w}
+    """The kernels on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha, beta)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from devicekit import ir
 from devicekit.ir import dtypes
 
 SIZES = {"MINI": {"n": 30}, "SMALL": {"n": 90}, "MEDIUM": {"n": 250}}
-ALPHA, BETA = 1.5, 1.2
+SCALARS = {"alpha": 1.5, "beta": 1.2}
+ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
 def kernel() -> ir.Kernel:
@@ -38,9 +39,15 @@ def reference(A: np.ndarray, B: np.ndarray, x: np.ndarray, alpha: float, beta: f
     return {"tmp": tmp, "y": alpha * tmp + beta * (B @ x)}
 
 
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA,
+            beta: float = BETA) -> dict[str, np.ndarray]:
+    """The kernel on `device` for these arrays and sizes (what bench/polybench.py times)."""
+    return dk.run(kernel(), device, **arrs, **dims, alpha=alpha, beta=beta)
+
+
 def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
-    dims = SIZES[size]
-    return dk.run(kernel(), device, **init_arrays(**dims), **dims, alpha=alpha, beta=beta)
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha, beta)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ from devicekit import ir
 from devicekit.ir import dtypes
 
 SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
-ALPHA, BETA = 1.5, 1.2
+SCALARS = {"alpha": 1.5, "beta": 1.2}
+ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
 def kernel() -> ir.Kernel:
@@ -40,9 +41,15 @@ def reference(A: np.ndarray, C: np.ndarray, alpha: float, beta: float) -> dict[s
     return {"C": np.where(lower, beta * C + alpha * (A @ A.T), C)}
 
 
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA,
+            beta: float = BETA) -> dict[str, np.ndarray]:
+    """The kernel on `device` for these arrays and sizes (what bench/polybench.py times)."""
+    return dk.run(kernel(), device, **arrs, **dims, alpha=alpha, beta=beta)
+
+
 def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
-    dims = SIZES[size]
-    return dk.run(kernel(), device, **init_arrays(**dims), **dims, alpha=alpha, beta=beta)
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha, beta)
 
 
 if __name__ == "__main__":

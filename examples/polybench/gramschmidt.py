@@ -1,0 +1,75 @@
+"""PolyBench/C 4.2 gramschmidt: A = Q R by modified Gram-Schmidt (A, Q: m x n, R: n x n); A is overwritten.
+
+Column k needs every column before it finished, so the kernel is one lane running PolyBench's loops in order.
+
+PolyBench's A has m < n and rank below m (15 at MINI), so past the first R[k][k] near 0 its outputs are rounding
+noise in every implementation; the tests check a full-rank A of m > n (TEST_SIZES, test_arrays) instead."""
+
+from __future__ import annotations
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+from ._common import main
+
+SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
+TOL = 1e-10
+TEST_SIZES = {"MINI": {"m": 30, "n": 20}, "SMALL": {"m": 80, "n": 60}}
+
+
+def kernel() -> ir.Kernel:
+    k = ir.KernelBuilder("gramschmidt")
+    m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
+    a = k.param("A", dtypes.float64, shape=(m, n), writable=True)
+    r = k.param("R", dtypes.float64, shape=(n, n), writable=True)
+    q = k.param("Q", dtypes.float64, shape=(m, n), writable=True)
+    kk = k.range(n, "loop")
+    i = k.range(m, "reduce")
+    r[kk, kk] = ir.sqrt((a[i, kk] * a[i, kk]).sum(i))
+    i2 = k.range(m, "loop")
+    q[i2, kk] = a[i2, kk] / r[kk, kk]
+    j = k.range(kk + 1, n, "loop")
+    i3 = k.range(m, "reduce")
+    r[kk, j] = (q[i3, kk] * a[i3, j]).sum(i3)
+    i4 = k.range(m, "loop")
+    a[i4, j] = a[i4, j] - q[i4, kk] * r[kk, j]
+    return k.build()
+
+
+def init_arrays(m: int, n: int) -> dict[str, np.ndarray]:
+    """PolyBench's init_array."""
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    return {"A": ((i * j % m) / m) * 100 + 10, "R": np.zeros((n, n)), "Q": np.zeros((m, n))}
+
+
+def test_arrays(m: int, n: int) -> dict[str, np.ndarray]:
+    """PolyBench's A plus 100 on its diagonal: full column rank, so every output is well defined."""
+    d = init_arrays(m, n)
+    d["A"] = d["A"] + 100 * np.eye(m, n)
+    return d
+
+
+def reference(A, R, Q) -> dict[str, np.ndarray]:
+    """PolyBench's loops, one column at a time."""
+    a, r, q = A.copy(), R.copy(), Q.copy()
+    for k in range(a.shape[1]):
+        r[k, k] = np.sqrt(a[:, k] @ a[:, k])
+        q[:, k] = a[:, k] / r[k, k]
+        r[k, k + 1:] = q[:, k] @ a[:, k + 1:]
+        a[:, k + 1:] -= np.outer(q[:, k], r[k, k + 1:])
+    return {"A": a, "R": r, "Q": q}
+
+
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
+    return dk.run(kernel(), device, **arrs, **dims)
+
+
+def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+
+
+if __name__ == "__main__":
+    main(__import__(__name__))

@@ -1,0 +1,58 @@
+"""PolyBench/C 4.2 jacobi-1d: tsteps of the 3-point stencil, A -> B then B -> A (A, B: n).
+
+One kernel, one lane per interior point (a global range of n - 2 lanes starting at 1); the time loop is a dk.Plan of 2 * tsteps launches on resident buffers."""
+
+from __future__ import annotations
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+from ._common import as_device, call, fetch, main, resident
+
+SIZES = {"MINI": {"tsteps": 20, "n": 30}, "SMALL": {"tsteps": 40, "n": 120}, "MEDIUM": {"tsteps": 100, "n": 400}}
+
+
+def kernel() -> ir.Kernel:
+    """dst[i] = 0.33333 * (src[i-1] + src[i] + src[i+1]) for 1 <= i < n-1."""
+    k = ir.KernelBuilder("jacobi_1d")
+    n = k.var("n", 3, 1 << 24)
+    src, dst = k.param("src", dtypes.float64, n), k.param("dst", dtypes.float64, n, writable=True)
+    i = k.range(1, n - 1, "global")
+    dst[i] = 0.33333 * (src[i - 1] + src[i] + src[i + 1])
+    return k.build()
+
+
+def init_arrays(n: int) -> dict[str, np.ndarray]:
+    """PolyBench's init_array."""
+    r = np.arange(n)
+    return {"A": (r + 2) / n, "B": (r + 3) / n}
+
+
+def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
+    a, b = A.copy(), B.copy()
+    for _ in range(tsteps):
+        b[1:-1] = 0.33333 * (a[:-2] + a[1:-1] + a[2:])
+        a[1:-1] = 0.33333 * (b[:-2] + b[1:-1] + b[2:])
+    return {"A": a, "B": b}
+
+
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
+    dev = as_device(device)
+    step = dev.compile(kernel())
+    b = resident(dev, arrs)
+    plan = dk.Plan(dev)
+    for _ in range(dims["tsteps"]):
+        plan.add(step, src=b["A"], dst=b["B"], n=dims["n"]).add(step, src=b["B"], dst=b["A"], n=dims["n"])
+    plan.run()
+    return fetch(b, arrs, ("A", "B"))
+
+
+def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, call(init_arrays, **SIZES[size]), SIZES[size])
+
+
+if __name__ == "__main__":
+    main(__import__(__name__))

@@ -1,0 +1,58 @@
+"""PolyBench/C 4.2 jacobi-2d: tsteps of the 5-point stencil, A -> B then B -> A (A, B: n x n).
+
+One kernel, one lane per interior point (a global range of n - 2 lanes starting at 1); the time loop is a dk.Plan of 2 * tsteps launches on resident buffers."""
+
+from __future__ import annotations
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+from ._common import as_device, call, fetch, main, resident
+
+SIZES = {"MINI": {"tsteps": 20, "n": 30}, "SMALL": {"tsteps": 40, "n": 90}, "MEDIUM": {"tsteps": 100, "n": 250}}
+
+
+def kernel() -> ir.Kernel:
+    k = ir.KernelBuilder("jacobi_2d")
+    n = k.var("n", 3, 1 << 14)
+    src = k.param("src", dtypes.float64, shape=(n, n))
+    dst = k.param("dst", dtypes.float64, shape=(n, n), writable=True)
+    i, j = k.range(1, n - 1, "global"), k.range(1, n - 1, "global")
+    dst[i, j] = 0.2 * (src[i, j] + src[i, j - 1] + src[i, j + 1] + src[i + 1, j] + src[i - 1, j])
+    return k.build()
+
+
+def init_arrays(n: int) -> dict[str, np.ndarray]:
+    """PolyBench's init_array."""
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    return {"A": (i * (j + 2) + 2) / n, "B": (i * (j + 3) + 3) / n}
+
+
+def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
+    a, b = A.copy(), B.copy()
+    for _ in range(tsteps):
+        for s, d in ((a, b), (b, a)):
+            d[1:-1, 1:-1] = 0.2 * (s[1:-1, 1:-1] + s[1:-1, :-2] + s[1:-1, 2:] + s[2:, 1:-1] + s[:-2, 1:-1])
+    return {"A": a, "B": b}
+
+
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
+    dev = as_device(device)
+    step = dev.compile(kernel())
+    b = resident(dev, arrs)
+    plan = dk.Plan(dev)
+    for _ in range(dims["tsteps"]):
+        plan.add(step, src=b["A"], dst=b["B"], n=dims["n"]).add(step, src=b["B"], dst=b["A"], n=dims["n"])
+    plan.run()
+    return fetch(b, arrs, ("A", "B"))
+
+
+def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, call(init_arrays, **SIZES[size]), SIZES[size])
+
+
+if __name__ == "__main__":
+    main(__import__(__name__))

@@ -1,0 +1,56 @@
+"""PolyBench/C 4.2 syr2k: the lower triangle of C = alpha * (A B^T + B A^T) + beta * C (A, B: n x m, C: n x n), in
+place; the strict upper triangle of C is left as it was."""
+
+from __future__ import annotations
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+from ._common import main
+
+SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
+SCALARS = {"alpha": 1.5, "beta": 1.2}
+ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
+
+
+def kernel() -> ir.Kernel:
+    """One lane per row i, a triangular loop j <= i (only the triangle's work)."""
+    k = ir.KernelBuilder("syr2k")
+    m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
+    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
+    a, b = k.param("A", dtypes.float64, shape=(n, m)), k.param("B", dtypes.float64, shape=(n, m))
+    c = k.param("C", dtypes.float64, shape=(n, n), writable=True)
+    i = k.range(n, "global")
+    j = k.range(i + 1, kind="loop")
+    kk = k.range(m, "reduce")
+    c[i, j] = beta * c[i, j] + (a[j, kk] * alpha * b[i, kk] + b[j, kk] * alpha * a[i, kk]).sum(kk)
+    return k.build()
+
+
+def init_arrays(m: int, n: int) -> dict[str, np.ndarray]:
+    """PolyBench's init_array."""
+    i, j = np.arange(n)[:, None], np.arange(m)[None, :]
+    a, b = ((i * j + 1) % n) / n, ((i * j + 2) % m) / m
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    return {"A": a, "B": b, "C": ((i * j + 3) % n) / m}
+
+
+def reference(A, B, C, alpha: float, beta: float) -> dict[str, np.ndarray]:
+    lower = np.tril(np.ones(C.shape, bool))
+    return {"C": np.where(lower, beta * C + alpha * (A @ B.T + B @ A.T).T, C)}
+
+
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA,
+            beta: float = BETA) -> dict[str, np.ndarray]:
+    return dk.run(kernel(), device, **arrs, **dims, alpha=alpha, beta=beta)
+
+
+def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha, beta)
+
+
+if __name__ == "__main__":
+    main(__import__(__name__))

@@ -1,0 +1,53 @@
+"""PolyBench/C 4.2 trisolv: solve L x = b by forward substitution (L: n x n lower triangular).
+
+One lane, rows in order: x[i] reads the x[j < i] that earlier iterations of the `loop` range stored."""
+
+from __future__ import annotations
+
+import devicekit as dk
+import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
+
+from ._common import main
+
+SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
+TOL = 1e-10
+
+
+def kernel() -> ir.Kernel:
+    k = ir.KernelBuilder("trisolv")
+    n = k.var("n", 1, 1 << 14)
+    lmat, b = k.param("L", dtypes.float64, shape=(n, n)), k.param("b", dtypes.float64, n)
+    x = k.param("x", dtypes.float64, n, writable=True)
+    i = k.range(n, "loop")
+    j = k.range(i, "reduce")
+    x[i] = (b[i] - (lmat[i, j] * x[j]).sum(j)) / lmat[i, i]
+    return k.build()
+
+
+def init_arrays(n: int) -> dict[str, np.ndarray]:
+    """PolyBench's init_array (the upper triangle of L is never read: zero here)."""
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    return {"L": np.where(j <= i, (i + n - j + 1) * 2 / n, 0.0), "b": np.arange(n, dtype=np.float64),
+            "x": np.full(n, -999.0)}
+
+
+def reference(L, b, x) -> dict[str, np.ndarray]:
+    x = np.zeros(len(b))
+    for i in range(len(b)):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return {"x": x}
+
+
+def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
+    return dk.run(kernel(), device, **arrs, **dims)
+
+
+def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
+    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
+    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+
+
+if __name__ == "__main__":
+    main(__import__(__name__))
