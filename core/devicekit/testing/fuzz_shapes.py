@@ -2,7 +2,7 @@
 IR constructs of docs/ir.md's "Triangular ranges", "Related vars" and "Shaped params".
 
 Each kernel reads an n x n param `x` through `x[a, b]` and `x.get(...)`, where the indices are the lane's global
-range i, a `loop` range j that may start at i + c or end at i + 1, a `reduce` range over a triangle (l in [i + c, n),
+range i (a quarter of them starting at 1 or 2), a `loop` range j that may start at i + c or end at i + 1, a `reduce` range over a triangle (l in [i + c, n),
 [0, i + 1), [j, n) or [kk, n)), and a var kk bounded by n - 1; it writes its own row of the n x n output. A third
 of them also write a second output over an unrelated global range (independent iteration spaces, bicg's shape:
 each element computed once, by one thread). So every kernel is defined, and a difference between a device and the
@@ -32,7 +32,8 @@ def shaped_kernel(seed: int, pool: tuple = DTYPES) -> RandomKernel:
     kk = k.var("kk", 0, n - 1)
     x = k.param("x", dt, shape=(n, n))
     out = k.param("out", dt, shape=(n, n), writable=True)
-    i = k.range(n, "global")
+    # a quarter of the lane ranges start past 0 (a stencil's interior: k.range(1, n, "global"))
+    i = k.range(n, "global") if r.random() < 0.75 else k.range(r.choice([1, 2]), n, "global")
     c = r.choice([0, 1, 2])
     j = r.choice([k.range(n, "loop"), k.range(i + c, n, "loop"), k.range(i + 1, kind="loop")])
     gen = ExprGen(r, (dt,))
