@@ -45,6 +45,19 @@ def fetch(bufs: dict[str, dk.Buffer], arrs: dict[str, np.ndarray], names: tuple[
     return {k: bufs[k].numpy().reshape(arrs[k].shape) for k in names}
 
 
+def ping_pong(device: Any, kernel: Any, arrs: dict[str, np.ndarray], tsteps: int, n: int) -> dict[str, np.ndarray]:
+    """The A -> B, B -> A time steps of the stencils (jacobi-1d, jacobi-2d, heat-3d): one Program, 2 * tsteps
+    launches in a dk.Plan on resident Buffers; A and B back."""
+    dev = as_device(device)
+    step = dev.compile(kernel)
+    b = resident(dev, arrs)
+    plan = dk.Plan(dev)
+    for _ in range(tsteps):
+        plan.add(step, src=b["A"], dst=b["B"], n=n).add(step, src=b["B"], dst=b["A"], n=n)
+    plan.run()
+    return fetch(b, arrs, ("A", "B"))
+
+
 def main(mod: ModuleType) -> None:
     """Run `mod` at MINI on the default device and exit non-zero when an output is off the reference."""
     scalars = getattr(mod, "SCALARS", {})

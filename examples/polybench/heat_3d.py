@@ -4,12 +4,11 @@ One kernel, one lane per interior point (a global range of n - 2 lanes starting 
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, call, fetch, main, resident
+from ._common import call, main, ping_pong
 
 SIZES = {"MINI": {"tsteps": 20, "n": 10}, "SMALL": {"tsteps": 40, "n": 20}, "MEDIUM": {"tsteps": 100, "n": 40}}
 
@@ -54,14 +53,7 @@ def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
 
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    dev = as_device(device)
-    step = dev.compile(kernel())
-    b = resident(dev, arrs)
-    plan = dk.Plan(dev)
-    for _ in range(dims["tsteps"]):
-        plan.add(step, src=b["A"], dst=b["B"], n=dims["n"]).add(step, src=b["B"], dst=b["A"], n=dims["n"])
-    plan.run()
-    return fetch(b, arrs, ("A", "B"))
+    return ping_pong(device, kernel(), arrs, dims["tsteps"], dims["n"])
 
 
 def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
