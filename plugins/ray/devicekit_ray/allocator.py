@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from devicekit.memory import Allocator, BufferOptions, LRUAllocator
 
-from .connection import Connection
+from .connection import Connection, RemoteDeviceLost
 
 __all__ = ["RayAllocator", "RemoteHandle", "allocator_for"]
 
@@ -37,6 +37,16 @@ class RayAllocator(LRUAllocator):
     def __init__(self, conn: Connection, max_cached_bytes: int = 64 << 20):
         super().__init__(conn.name, max_cached_bytes)
         self.conn = conn
+
+    def alloc(self, nbytes: int, options: BufferOptions | None = None) -> RemoteHandle:
+        """As any allocator's, but a lost device is a RemoteDeviceLost, not a MemoryError (no memory can help)."""
+        self.conn.check()
+        try:
+            return super().alloc(nbytes, options)
+        except MemoryError as e:
+            if isinstance(e.__cause__, RemoteDeviceLost):
+                raise e.__cause__ from None
+            raise
 
     def _alloc(self, nbytes: int, options: BufferOptions) -> RemoteHandle:
         buf_id = next(self.conn.buffer_ids)

@@ -62,11 +62,27 @@ def reachable() -> str | None:
     if not address:
         return ("no Ray cluster: RAY_ADDRESS is not set and this process has not called ray.init(); devicekit never "
                 "starts a cluster (start one with `ray start --head` and set RAY_ADDRESS, or call ray.init() first)")
+    if (why := _unanswered(address)) is not None:
+        return f"cannot connect to the Ray cluster at RAY_ADDRESS={address}: {why}"
     try:
         import ray
         ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     except Exception as e:  # noqa: BLE001 - unreachable is an answer, not a failure
         return f"cannot connect to the Ray cluster at RAY_ADDRESS={address}: {type(e).__name__}: {e}"
+    return None
+
+
+def _unanswered(address: str, limit: float = 2.0) -> str | None:
+    """Why nothing accepts a TCP connection at a host:port address within `limit` seconds (ray.init would retry
+    for a long time), or None; other address forms (ray://, auto) are left to Ray."""
+    import socket
+    host, sep, port = address.rpartition(":")
+    if not sep or "/" in address or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=limit).close()
+    except OSError as e:
+        return f"nothing answers at {address} ({type(e).__name__}: {e})"
     return None
 
 

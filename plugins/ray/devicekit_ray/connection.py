@@ -6,6 +6,7 @@ raised by that call and by every later one without touching Ray again; nothing w
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 from typing import Any
@@ -47,12 +48,12 @@ class Connection:
 
     @property
     def where(self) -> str:
-        return f"{self.name} ({self.remote.kind} {self.remote.where})"
+        return f"{self.name} ({self.remote.where})"
 
     # ---- the actor
     @property
     def actor(self) -> Any:
-        self._check()
+        self.check()
         if self._actor is None:
             with self._lock:
                 if self._actor is None:
@@ -88,7 +89,7 @@ class Connection:
 
     def synchronize(self) -> None:
         if self._actor is None:
-            self._check()
+            self.check()
             return
         self.call("synchronize")
         self._collect()
@@ -137,7 +138,7 @@ class Connection:
         return (f"{self.where} is lost: {self.lost}. Other devices keep working; a restarted node is a device again "
                 "on the next discovery (a new process, or devicekit_ray.rediscover())")
 
-    def _check(self) -> None:
+    def check(self) -> None:
         if self.lost is not None:
             raise RemoteDeviceLost(self._lost_message())
 
@@ -160,5 +161,13 @@ def connection(name: str, remote: RemoteDevice) -> Connection:
 
 
 def forget_connections() -> None:
+    """Drop every Connection, ending the actors of those still alive (their buffers go with them)."""
     with _lock:
+        conns = list(_connections.values())
         _connections.clear()
+    for c in conns:
+        if c._actor is not None and c.lost is None:
+            import ray
+            with contextlib.suppress(Exception):  # an actor of a session already shut down
+                if ray.is_initialized():
+                    ray.kill(c._actor)

@@ -117,7 +117,7 @@ def _local_pair(spec, name: str):
 @hookimpl
 def devicekit_device_kinds() -> list[DeviceKind]:
     return [DeviceKind(KIND, "the devices of a Ray cluster's nodes, one actor each (RAY_ADDRESS or ray.init())",
-                       priority=1, probe=_probe, count=_count)]
+                       priority=1, probe=_probe, count=_count, describe_id=describe_id)]
 
 
 @hookimpl

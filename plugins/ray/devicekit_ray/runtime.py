@@ -15,7 +15,7 @@ from devicekit.runtime import Program
 
 from .connection import Connection
 
-__all__ = ["RayProgram", "content_hash", "runtime_factory"]
+__all__ = ["RayProgram", "content_hash", "forget_refs", "runtime_factory"]
 
 _refs: dict[str, Any] = {}  # content hash -> ObjectRef of (spec, lib, compiler_id): one put per driver process
 _refs_lock = threading.Lock()
@@ -82,6 +82,12 @@ class RayProgram(Program):
         rec.append(len(vals))
         rec.extend(int(v) for v in vals)
         return self.conn.replay, rec
+
+
+def forget_refs() -> None:
+    """Drop the object-store refs of compiled bytes (they belong to the Ray session that made them)."""
+    with _refs_lock:
+        _refs.clear()
 
 
 def runtime_factory(conn: Connection) -> Any:
