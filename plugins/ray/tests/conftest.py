@@ -20,10 +20,9 @@ ENV = {"DEVICEKIT_RAY_KINDS": "CPU", "DEVICEKIT_PROBE_TIMEOUT": "60"}  # a cold 
 def cluster():
     """(Cluster, the worker node): the driver (this process) is connected, the registry sees RAY and RAY:1."""
     ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
     import devicekit as dk
     from devicekit_ray import rediscover
+    from ray.cluster_utils import Cluster
     env = pytest.MonkeyPatch()
     for k, v in ENV.items():
         env.setenv(k, v)

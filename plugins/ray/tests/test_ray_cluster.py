@@ -9,10 +9,9 @@ from __future__ import annotations
 import re
 import time
 
+import devicekit as dk
 import numpy as np
 import pytest
-
-import devicekit as dk
 from devicekit import kernels, settings
 from devicekit.testing.conformance import check_against_reference
 
@@ -27,7 +26,7 @@ def _conn(spec: str):
 
 
 def test_each_node_is_one_id_head_first(cluster):
-    c, worker = cluster
+    _c, worker = cluster
     from devicekit_ray.cluster import discover
     devs = discover().devices
     assert [d.kind for d in devs] == ["CPU", "CPU"]
@@ -112,8 +111,8 @@ def test_conformance_kit_on_a_remote_cpu(cluster, run_py):
     if slow:
         args = ["devicekit.testing", "--devicekit-seeds=12", "--devicekit-fuzz=30"]
     else:  # bounded: everything but the three hook checks that start fresh drivers (~5 s each)
-        args = ["devicekit.testing", "--devicekit-seeds=2", "-k", "not its_own and not imports_no_toolchain "
-                "and not info_json and not pathological"]
+        args = ["devicekit.testing", "--devicekit-seeds=2", "-k", ("not its_own and not imports_no_toolchain "
+                "and not info_json and not pathological")]
     p = run_py("-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-rfEs", *args,
                "--devicekit-device=RAY:1", env={**ENV, "RAY_ADDRESS": c.address})
     tail = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
