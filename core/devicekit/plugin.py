@@ -86,6 +86,8 @@ floats and bools are refused when the declaration is made)."""
     # an example or emulated device, not hardware (the vendor example ACME): listed and usable, marked "example"
     # by `devicekit info`/`devices`, and left out of what tools pick by themselves (`devicekit bench` without --device)
     example: bool = False
+    # where id i is, in words, for `devicekit info` (a remote device's node); called only after count() said i exists
+    describe_id: Callable[[int], str] | None = None
 
     def __post_init__(self) -> None:
         check_priority(self)

@@ -53,6 +53,7 @@ def report(reg: Registry, build: bool = True) -> dict:
                              "example": bool(getattr(e.decl, "example", False)),
                              "ids": [str(DeviceSpec(kind, i)) for i in range(e.count or 0)] if a.ok else [],
                              "shadowed": e.shadowed, "error": e.error, "override": None}
+        k["id_details"] = _id_details(e.decl, k["ids"])
         try:
             k["pairs"] = [{"name": d.name, "plugin": r.name, "priority": d.priority} for r, d in reg.ranked_pairs(spec)]
         except ResolutionError as err:
@@ -88,6 +89,20 @@ def report(reg: Registry, build: bool = True) -> dict:
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("DEVICEKIT_")},
         "strict": reg.strict,
     }
+
+
+def _id_details(decl: Any, ids: list[str]) -> dict[str, str]:
+    """`DeviceKind.describe_id` for each listed id; a describe that raises says so instead of failing the report."""
+    describe = getattr(decl, "describe_id", None)
+    if describe is None:
+        return {}
+    out = {}
+    for i, name in enumerate(ids):
+        try:
+            out[name] = str(describe(i))
+        except Exception as err:  # noqa: BLE001 - the diagnostic reports, it does not fail
+            out[name] = f"describe_id raised {type(err).__name__}: {err}"
+    return out
 
 
 def text_report(rep: dict) -> str:
@@ -129,6 +144,8 @@ def text_report(rep: dict) -> str:
         if k.get("example"):
             state += "  (an example device, not hardware)"
         out.append(f"  {kind:<8} priority {k['priority']:<4} plugin {k['plugin']}  {state}")
+        for name, detail in k.get("id_details", {}).items():
+            out.append(f"      {name}: {detail}")
         if k.get("error"):
             out.append(f"      ERROR: {k['error']}")
         for s in k["shadowed"]:

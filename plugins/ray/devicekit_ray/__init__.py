@@ -1,0 +1,20 @@
+"""devicekit-ray: the devices of a Ray cluster's nodes as devicekit devices (kind RAY). Nothing heavy here: the
+entry point (plugin.py) imports this package whenever devices are listed."""
+
+from __future__ import annotations
+
+__all__ = ["rediscover"]
+
+
+def rediscover() -> None:
+    """Forget the last discovery and this process's connections, and reset devicekit's registry: the next listing
+    asks the cluster again (a node that joined or came back is a device again; RAY ids may be renumbered)."""
+    from devicekit.registry import reset_registry
+
+    from .cluster import forget
+    from .connection import forget_connections
+    from .runtime import forget_refs
+    forget()
+    forget_connections()
+    forget_refs()
+    reset_registry()
