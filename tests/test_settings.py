@@ -274,7 +274,8 @@ def test_no_code_reads_a_devicekit_variable_except_through_settings():
 
 def _declare_plugin_settings() -> None:
     import importlib
-    for mod in ("devicekit_cpu.settings", "devicekit_cuda.settings", "devicekit_acme.settings", "devicekit_opencl.settings"):
+    for mod in ("devicekit_cpu.settings", "devicekit_cuda.settings", "devicekit_acme.settings", "devicekit_opencl.settings",
+                "devicekit_ray.settings"):
         importlib.import_module(mod)
 
 
