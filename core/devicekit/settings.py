@@ -322,6 +322,8 @@ register("DEVICEKIT_DEBUG", int_in(0), 0, "debug output on stderr: 1 device choi
          "2 compiles; 3 sources; 4 launches", _CORE, on_error=1)
 register("DEVICEKIT_PARSE_TIMEOUT", seconds, 20.0, "seconds reading one hand-written kernel's signature may take "
          "(0: no bound, read in process)", _CORE, shown_default="20")
+register("DEVICEKIT_OPT", flag, True, "the heuristic optimizer (register tiles for reductions; 0: every kernel as "
+         "written, as build(optimize=False) does for one)", _CORE)
 register("DEVICEKIT_CACHE", flag, True, "the disk compile cache (0: memory only)", _CORE)
 register("DEVICEKIT_CACHE_DIR", path, None, "where the disk compile cache lives", _CORE,
          shown_default="$XDG_CACHE_HOME/devicekit or ~/.cache/devicekit")

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import forksafe
+from . import forksafe, settings
 from .debug import dprint
 from .errors import DeviceKitError
 from .spec import DeviceSpec
@@ -134,11 +134,11 @@ class Device(Target):
         return program
 
     def compile(self, kernel: Any, name: str | None = None, pair: int | str | None = None) -> Program:
-        """render -> compile -> runtime, memoized per device by (kernel.key, name, pair)."""
+        """render -> compile -> runtime, memoized per device by (kernel.key, name, pair, DEVICEKIT_OPT)."""
         from .ir.accept import as_kernel
         kernel = as_kernel(kernel, f"{self.spec}: compile")
         idx = self.pair_index(pair)
-        key = (kernel.key, name, idx)
+        key = (kernel.key, name, idx, settings.get("DEVICEKIT_OPT"))  # the optimizer changes the source
         if (prog := self._programs.get(key)) is not None:
             return prog
         renderer, compiler = self.compilers[idx]

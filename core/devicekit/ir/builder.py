@@ -28,6 +28,7 @@ class Kernel:
     var_uops: tuple[UOp, ...] = field(repr=False)
     checked: bool = True  # False: no run-time bounds checks (ir/bounds.py); `build(checked=False)`
     shapes: tuple[tuple[SymInt, ...] | None, ...] = ()  # per param: its `shape=` (dk.run shapes outputs by it)
+    optimize: bool = True  # False: the heuristic optimizer leaves it as written (ir/optimize.py); `build(optimize=False)`
 
     @property
     def key(self) -> bytes:
@@ -41,6 +42,8 @@ class Kernel:
                 h.update(b"-" if r is None else r.key)
         if not self.checked:
             h.update(b"unchecked")
+        if not self.optimize:
+            h.update(b"as-written")
         for p in self.param_uops:
             h.update(p.key)
         return h.digest()
@@ -337,9 +340,10 @@ class KernelBuilder:
             self._last_store[buf.uop] = len(self._stmts)
         self._stmts.append(UOp(Ops.STORE, dtypes.void, srcs, len(self._stmts)))
 
-    def build(self, checked: bool = True) -> Kernel:
+    def build(self, checked: bool = True, optimize: bool = True) -> Kernel:
         """Verify and freeze the kernel (a KernelError names the bad node and where it was built). `checked=False`
-        drops the run-time bounds checks of accesses the verifier cannot prove in bounds (docs/ir.md)."""
+        drops the run-time bounds checks of accesses the verifier cannot prove in bounds (docs/ir.md);
+        `optimize=False` keeps the heuristic optimizer's register tiles away from it (ir/optimize.py)."""
         from ..render.program_spec import ParamSpec, VarSpec  # the render package imports the IR: import late
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
@@ -351,7 +355,7 @@ class KernelBuilder:
             check_dimensions(self._dims, vars_)
         params = tuple(ParamSpec(p.arg[1], p.dtype, _sym(p.src[0]), p.arg[2]) for p in self._params)
         k = Kernel(self.name, sink, params, vars_, tuple(self._params), tuple(self._vars), bool(checked),
-                   tuple(self._shapes))  # verifies
+                   tuple(self._shapes), bool(optimize))  # verifies
         self._built = True
         return k
 

@@ -14,11 +14,13 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from .. import settings
 from . import semantics
 from .bounds import ERROR_PARAM, BoundsChecks, guard_accesses, is_record
 from .builder import Kernel
 from .dtypes import dtypes, scalar_wire
 from .ops import Ops
+from .optimize import optimize
 from .order import is_ordered_load, stmt_index
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
 from .rewrite import graph_rewrite, rewrite_once, substitute
@@ -39,6 +41,7 @@ class LinearKernel:
     outs: tuple[int, ...]
     ins: tuple[int, ...]
     checks: BoundsChecks | None = None  # run-time bounds checks: the last param is then the hidden error buffer
+    opts: tuple[str, ...] = ()  # what the heuristic optimizer did (ir/optimize.py), in words
 
     def __str__(self) -> str:
         return format_linear(self.uops)
@@ -47,6 +50,9 @@ class LinearKernel:
 def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink = graph_rewrite(kernel.sink, _strip_orderings)
     sink, err, checks = guard_accesses(kernel, sink)  # before anything else: proofs hold on the user's graph
+    opts: tuple[str, ...] = ()
+    if kernel.optimize and err is None and settings.get("DEVICEKIT_OPT"):
+        sink, opts = optimize(sink, caps)
     param_uops = kernel.param_uops if err is None else (*kernel.param_uops, err)
     # scalars travel as their wire dtype (bool as uint8, half/bfloat16 as float32) and are converted once, inside
     wire = {v: v.replace(dtype=scalar_wire(v.dtype)) for v in kernel.var_uops
@@ -81,7 +87,7 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     if checks is not None:
         from ..render.program_spec import ParamSpec  # the render package imports the IR: import late
         pspecs = (*pspecs, ParamSpec(ERROR_PARAM, dtypes.int64, checks.size, True))
-    return LinearKernel(kernel.name, pspecs, kernel.vars, uops, gsize, lsize, split, outs, ins, checks)
+    return LinearKernel(kernel.name, pspecs, kernel.vars, uops, gsize, lsize, split, outs, ins, checks, opts)
 
 
 def _strip_orderings(u: UOp) -> UOp | None:

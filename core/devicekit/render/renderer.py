@@ -58,7 +58,8 @@ class Renderer(ABC):
         src = self.render_linear(lk, symbol)
         return ProgramSpec(name=name, src=src, device=self.device, lang=self.lang, params=lk.params, vars=lk.vars,
                            global_size=lk.global_size, local_size=lk.local_size, core_split=lk.core_split,
-                           outs=lk.outs, ins=lk.ins, kernel=kernel, meta=self.meta(lk), checks=lk.checks,
+                           outs=lk.outs, ins=lk.ins, kernel=kernel, checks=lk.checks,
+                           meta=(*self.meta(lk), ("opts", lk.opts)) if lk.opts else self.meta(lk),
                            symbol="" if symbol == name else symbol)
 
     def entry_symbol(self, name: str) -> str:

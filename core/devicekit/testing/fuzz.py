@@ -41,9 +41,11 @@ class Report:
     unsupported: dict[str, int] = field(default_factory=dict)  # target -> kernels outside its documented dtypes
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    optimized: int = 0  # kernels the heuristic optimizer rewrote on some target (ir/optimize.py)
 
     def merge(self, other: Report) -> None:
         self.tried += other.tried
+        self.optimized += other.optimized
         for mine, theirs in ((self.checks, other.checks), (self.unsupported, other.unsupported)):
             for t, c in theirs.items():
                 mine[t] = mine.get(t, 0) + c
@@ -181,10 +183,13 @@ def fuzz_seeds(seeds: Iterable[int], kind: str = "CPU", pairs: Iterable[str] | N
     t0 = time.perf_counter()
     runner = Runner(kind, pairs)
     rep = Report()
+    from devicekit.ir import optimize
     for seed in seeds:
         case = make_case(seed, profile)
         rep.tried += 1
+        before = optimize.applied
         rep.findings.extend(runner.check(case))
+        rep.optimized += optimize.applied > before
         for t in runner.targets:
             rep.checks[t] = rep.checks.get(t, 0) + 1
     rep.unsupported = dict(runner.unsupported)
@@ -306,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                chunk=min(100, max(10, args.n // 20)), progress=None if args.no_progress else print_progress)
     rate = ", ".join(f"{t}: {c}" for t, c in rep.checks.items())
     print(f"fuzz: {rep.tried} kernels (seeds {args.seed}..{args.seed + args.n - 1}, profile {args.profile}) in "
-          f"{rep.seconds:.1f} s; checked {rate}; {len(rep.findings)} findings"
+          f"{rep.seconds:.1f} s; checked {rate}; optimized {rep.optimized}; {len(rep.findings)} findings"
           + (f"; refused as unsupported (not findings): {rep.unsupported}" if rep.unsupported else ""))
     for f in rep.findings:
         print(f"  seed {f.seed} {f.target} {f.kind}: {f.message.splitlines()[0][:300]}")

@@ -46,7 +46,8 @@ class MemoRender:
         key = getattr(kernel, "key", None)
         if key is None:
             return super().render(kernel, name)
-        k = (type(self), key, name, self.memo_salt())
+        from devicekit import settings
+        k = (type(self), key, name, self.memo_salt(), settings.get("DEVICEKIT_OPT"))  # the optimizer changes the source
         spec = self._render_memo.get(k)
         if spec is None:
             spec = self._render_memo.put(k, super().render(kernel, name))

@@ -1,0 +1,210 @@
+"""The heuristic optimizer: register tiles over the global ranges of a reduction kernel, chosen from its indices.
+
+A naive gemm, `c[i, j] = (a[i, r] * b[r, j]).sum(r)`, reads a column of b per output: one multiply-add per two
+loads, with a stride of a row between them. Two rewrites of the lanes make it a register tile, the way
+`kernels.matmul` is written by hand (tinygrad calls them UPCAST and UNROLL of its hand-coded optimizations):
+
+- **upcast** the global range `j` that every store and every load that uses it indexes with a stride of 1: `tn`
+  consecutive lanes become one vector (a vector load of b's row, a vector accumulator, a vector store). Lanes past
+  the last multiple of `tn` run in a tail statement: the original statement over a range that starts there. On the
+  CPU, `j` is never the range split across threads (the tail would run in every chunk).
+- **unroll** a global range `i` that some load inside a reduction does not depend on (b's row is shared by the `tm`
+  rows of the tile): `tm` copies of each statement, lane x at row `min(i' * tm + x, end - 1)` (a valid row, so
+  every load stays where the original's was proven or checked) with its stores gated by `i' * tm + x < end`.
+
+Global lanes are independent (docs/ir.md: a lane reads only what it writes), so any assignment of lanes to
+threads, vector lanes and copies keeps the result; each lane's statements stay in order. The optimizer runs in
+`linearize.lower` for every renderer the core lowers for (not the PYTHON reference: it is the fuzzer's oracle), only
+on what it understands: no barriers, local memory or local ranges, no run-time bounds checks, no vector values
+written by the user (a hand-tiled kernel is left as written), every statement over the same global ranges, a tiled
+range in no other range's bounds. The choice is returned as text and recorded in the ProgramSpec's meta ("opts"),
+so `devicekit inspect` shows it and the source (hence every cache key) changes with it. `build(optimize=False)`
+opts one kernel out, DEVICEKIT_OPT=0 every kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dtypes import dtypes
+from .ops import Ops
+from .uop import UOp
+from .verify import free_ranges
+
+# float ALU ops a vector of lanes computes as one vector op; anything else is computed lane by lane
+_LIFT = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2,
+                   Ops.SIN, Ops.TRUNC, Ops.MULACC})
+_FLOATS = (dtypes.float32, dtypes.float64)
+UNROLL = 4  # rows of a register tile
+VECTOR_BYTES = 32  # a tile row's width when the renderer gives no `vector_bytes`
+applied = 0  # kernels rewritten in this process: the fuzzer counts the kernels it checked the optimizer on
+
+
+def optimize(sink: UOp, caps: Any) -> tuple[UOp, tuple[str, ...]]:
+    """The rewritten sink and the optimizations applied (empty: the kernel as written)."""
+    if not (caps.core_split or caps.gpu_indexing):
+        return sink, ()
+    nodes = sink.toposort()
+    if any(u.op in (Ops.BARRIER, Ops.DEFINE_LOCAL, Ops.SPECIAL) or u.dtype.count > 1
+           or (u.op is Ops.RANGE and u.arg[1] == "local") for u in nodes):
+        return sink, ()
+    if not any(u.op is Ops.REDUCE for u in nodes) or any(st.op is not Ops.STORE for st in sink.src):
+        return sink, ()
+    if any(isinstance(st.arg, tuple) for st in sink.src):  # run-time bounds records or expanded statements
+        return sink, ()
+    free = free_ranges(nodes)
+    glob = sorted({r for st in sink.src for r in free[st] if r.arg[1] == "global"}, key=lambda r: r.arg[0])
+    if not glob or any({r for r in free[st] if r.arg[1] == "global"} != set(glob) for st in sink.src):
+        return sink, ()
+    bounded = {r for u in nodes if u.op is Ops.RANGE for s in u.src for r in free[s]}  # triangular: leave alone
+    ordered = any(u.op is Ops.LOAD and isinstance(u.arg, tuple) and u.arg[0] == "after" for u in nodes)
+    if ordered and len(sink.src) > 1:
+        return sink, ()
+    memo: dict = {}
+    loads = [u for u in nodes if u.op is Ops.LOAD]
+    in_reduce = {x for u in nodes if u.op is Ops.REDUCE for x in u.src[0].toposort()}
+    red_loads = [u for u in loads if u in in_reduce]
+    opts: list[str] = []
+    # the vector axis: stride 1 in every store and every load that uses it, used inside a reduction
+    vec = None
+    if caps.core_split and caps.vectors:
+        for g in reversed(glob[1:]):
+            if g in bounded or not any(g in free[u] for u in red_loads):
+                continue
+            if all(_stride(st.src[0].src[1], g, memo) == 1 for st in sink.src) and \
+                    all(_stride(u.src[0].src[1], g, memo) == 1 for u in loads if g in free[u]):
+                vec = g
+                break
+    # the unrolled axis: another global range a load inside a reduction does not use (that load is shared)
+    unr = next((h for h in glob if h is not vec and h not in bounded and any(
+        h not in free[u] and any(r.arg[1] == "reduce" for r in free[u]) for u in red_loads)), None)
+    if vec is None and unr is None:
+        return sink, ()
+    next_id = 1 + max(u.arg[0] for u in nodes if u.op is Ops.RANGE)
+    stmts = list(sink.src)
+    if unr is not None:
+        stmts = _unroll(stmts, unr, UNROLL)
+        opts.append(f"unroll global range {unr.arg[0]} x{UNROLL}")
+    if vec is not None:
+        dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32)
+        width = max(1, min(16, (getattr(caps, "vector_bytes", 0) or VECTOR_BYTES) // dt.itemsize))
+        if width > 1:
+            stmts = _upcast(stmts, vec, width, next_id)
+            opts.append(f"upcast global range {vec.arg[0]} x{width}")
+    global applied
+    applied += 1
+    return sink.replace(src=tuple(stmts)), tuple(opts)
+
+
+def _stride(idx: UOp, r: UOp, memo: dict) -> int | None:
+    """The constant step of `idx` per step of range `r` (0: independent of it); None when that step is not constant
+    (r under a product with a var, a division, a min ...). Terms without r may be anything."""
+    key = (idx, r)
+    if key in memo:
+        return memo[key]
+    if idx is r:
+        s: int | None = 1
+    elif not any(x is r for x in idx.toposort()):
+        s = 0
+    elif idx.op in (Ops.ADD, Ops.SUB):
+        a, b = _stride(idx.src[0], r, memo), _stride(idx.src[1], r, memo)
+        s = None if a is None or b is None else a + b if idx.op is Ops.ADD else a - b
+    elif idx.op is Ops.MUL:
+        a, b = idx.src
+        if b.op is Ops.CONST and isinstance(b.arg, int):
+            a, b = b, a
+        s = None if a.op is not Ops.CONST or not isinstance(a.arg, int) else \
+            (None if (t := _stride(b, r, memo)) is None else a.arg * t)
+    elif idx.op is Ops.CAST and idx.src[0].dtype.is_int:
+        s = _stride(idx.src[0], r, memo)
+    else:
+        s = None
+    memo[key] = s
+    return s
+
+
+def _gate(st: UOp, cond: UOp) -> UOp:
+    """The store, done only where `cond` holds (and its own gate, if it has one)."""
+    ix = st.src[0]
+    gate = cond if len(ix.src) < 3 else ix.src[2] & cond
+    return st.replace(src=(ix.replace(src=(ix.src[0], ix.src[1], gate)), *st.src[1:]))
+
+
+def _unroll(stmts: list[UOp], h: UOp, tm: int) -> list[UOp]:
+    """Each statement `tm` times, lane x at row min(h' * tm + x, end - 1), stored where h' * tm + x < end."""
+    end = h.src[0]
+    exact = end.op is Ops.CONST and end.arg % tm == 0
+    outer = UOp(Ops.RANGE, dtypes.index, (end // tm if exact else (end + (tm - 1)) // tm,), h.arg)  # h's id: its place
+    out = []
+    for st in stmts:
+        for x in range(tm):
+            lane = outer * tm + x
+            s = st.replace(arg=(st.arg, x))
+            if exact:
+                out.append(_substitute(s, {h: lane}))
+            else:
+                out.append(_gate(_substitute(s, {h: lane.minimum(end - 1)}), lane < end))
+    return out
+
+
+def _upcast(stmts: list[UOp], g: UOp, tn: int, tail_id: int) -> list[UOp]:
+    """Lanes g' * tn + c (c < tn) of each statement as one vector; the lanes past the last multiple of tn in tail
+    statements over a range that starts there."""
+    end = g.src[0]
+    exact = end.op is Ops.CONST and end.arg % tn == 0
+    outer = UOp(Ops.RANGE, dtypes.index, (end // tn,), g.arg)
+    main: list[UOp] = []
+    for st in stmts:
+        lanes = [outer * tn + c for c in range(tn)]
+        main += _vector_statement(st, g, lanes)
+    if exact:
+        return main
+    start = (end // tn) * tn
+    tail = UOp(Ops.RANGE, dtypes.index, (end - start,), (tail_id, "global"))
+    return main + [_substitute(st, {g: start + tail}).replace(arg=(st.arg, tn)) for st in stmts]
+
+
+def _vector_statement(st: UOp, g: UOp, lanes: list[UOp]) -> list[UOp]:
+    """The statement's `len(lanes)` stores, their values computed as one vector where the ops allow."""
+    tn = len(lanes)
+    dep: dict[UOp, bool] = {}
+    for u in st.toposort():
+        dep[u] = u is g or any(dep[s] for s in u.src)
+    memo: dict[UOp, UOp] = {}
+
+    def per_lane(u: UOp) -> UOp:
+        return UOp(Ops.VECTORIZE, u.dtype.vec(tn), tuple(_substitute(u, {g: x}) for x in lanes))
+
+    def lift(u: UOp) -> UOp:
+        """u (which depends on g) as a vector of its tn lanes."""
+        if (m := memo.get(u)) is not None:
+            return m
+        if u.dtype not in _FLOATS:
+            v = per_lane(u)
+        elif u.op is Ops.REDUCE:
+            v = UOp(Ops.REDUCE, u.dtype.vec(tn), (lift(u.src[0]), *u.src[1:]), u.arg)
+        elif u.op in _LIFT and all(s.dtype in _FLOATS for s in u.src):
+            v = UOp(u.op, u.dtype.vec(tn), tuple(lift(s) if dep[s] else _broadcast(s, tn) for s in u.src), u.arg)
+        elif u.op is Ops.CAST and u.src[0].dtype in _FLOATS and dep[u.src[0]]:
+            v = UOp(Ops.CAST, u.dtype.vec(tn), (lift(u.src[0]),))
+        else:  # loads (grouped into one vector load when consecutive), and everything else, lane by lane
+            v = per_lane(u)
+        memo[u] = v
+        return v
+
+    val = st.src[1]
+    ix = st.src[0]
+    if not dep[val] or val.dtype not in _FLOATS:
+        return [_substitute(st, {g: x}).replace(arg=(st.arg, c)) for c, x in enumerate(lanes)]
+    vec = lift(val)
+    return [UOp(Ops.STORE, dtypes.void, (_substitute(ix, {g: x}), vec.gep(c)), (st.arg, c))
+            for c, x in enumerate(lanes)]
+
+
+def _broadcast(u: UOp, n: int) -> UOp:
+    return UOp(Ops.VECTORIZE, u.dtype.vec(n), (u,) * n)
+
+
+def _substitute(u: UOp, mapping: dict[UOp, UOp]) -> UOp:
+    from .rewrite import substitute
+    return substitute(u, mapping)
