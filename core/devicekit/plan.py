@@ -1,12 +1,12 @@
 """Launch plans: a sequence of launches captured once and replayed, with the argument checks done at capture.
 
-`plan = dk.Plan(dev)`, `plan.add(program, x=bx, y=by, n=1024)` per launch (a var given as a str is a plan var,
-bound at `run`), then `plan.run(t=5)` as often as needed. The first run for a set of plan-var values checks every
-launch as `execute` does (buffers, dtypes, devices, var bounds, sizes, aliasing) and keeps what the native launch
-needs; later runs with the same values replay with no Python checks per launch: consecutive launches that the
-backend can run natively (`Program.plan_record`: the CPU device's one-thread launches) in one native call, the
-others through `Program._launch` (`CallBatcher`, which devicekit-ray's actor uses too). A kernel with run-time bounds checks (a checked gather) still reads its check
-record after each launch.
+`plan = dk.Plan(dev)`, `plan.add(program, x=bx, y=by, n=1024)` per launch (a var given as a str is a plan var, bound
+at `run`), then `plan.run(t=5)` as often as needed. The first run for a set of plan-var values checks every launch
+as `execute` does (buffers, dtypes, devices, var bounds, sizes, aliasing) and keeps what the native launch needs;
+later runs with the same values replay with no Python checks per launch: consecutive launches that the backend can
+run natively (`Program.plan_record`: the CPU device's one-thread launches) in one native call, the others through
+`Program._launch` (`CallBatcher`, which devicekit-ray's actor uses too). A kernel with run-time bounds checks (a
+checked gather) still reads its check record after each launch.
 """
 
 from __future__ import annotations
