@@ -97,3 +97,39 @@ def test_native_replay_on_cpu_mixes_with_threaded_and_checked_launches():
         plan.run(wait=True)
         np.testing.assert_allclose(y.numpy(), np.full(big_n, 1.25, np.float32))
         np.testing.assert_allclose(z.numpy(), np.full(16, 3.25, np.float32))
+
+
+def test_call_batcher_packs_runs_of_one_replay_and_keeps_order():
+    """The packing Plan and devicekit-ray's actor share: consecutive native launches are one replay call, a launch
+    without a native record or an explicit call ends the run, and the calls reproduce the launches in order."""
+    from devicekit.plan import CallBatcher
+    dev = dk.device("CPU")
+    inc = dev.compile(kernels.elementwise("a + 1.0", name="batcher_inc"))
+    big_n = 1 << 20
+    a, b = dk.Buffer(dev, 16, "float32").copyin(np.zeros(16, np.float32)), dk.Buffer(dev, 16, "float32")
+    x, y = dk.Buffer(dev, big_n, "float32").copyin(np.zeros(big_n, np.float32)), dk.Buffer(dev, big_n, "float32")
+
+    def add(batch, src, dst, n, native=True):
+        var_vals = {"n": n}
+        g, loc = inc.spec.launch_dims(var_vals)
+        batch.launch(inc, [src.handle, dst.handle], [n], var_vals, g, loc, native=native)
+    batch = CallBatcher()
+    add(batch, a, b, 16)
+    add(batch, b, a, 16)  # packed with the first
+    add(batch, x, y, big_n)  # split over threads: no native record, its own _launch
+    add(batch, a, b, 16)
+    batch.call(dev.synchronize, ())
+    add(batch, b, a, 16, native=False)  # asked not to pack
+    calls = batch.calls()
+    assert len(calls) == 5 and calls[1][0] == inc._launch and calls[4][0] == inc._launch
+    assert calls[3][0] == dev.synchronize
+    assert calls[0][0] is calls[2][0] and calls[0][0] != inc._launch, "both runs go to the CPU's one native replay"
+    assert calls[0][1][1] == 2 and calls[2][1][1] == 1, "consecutive native launches packed into one call"
+    assert calls[0][1][0].dtype == np.int64
+    assert batch.calls() == [], "empty after"
+    for fn, args in calls:
+        fn(*args)
+    dev.synchronize()
+    np.testing.assert_array_equal(a.numpy(), np.full(16, 4.0, np.float32))
+    np.testing.assert_array_equal(b.numpy(), np.full(16, 3.0, np.float32))
+    assert y.numpy()[-1] == 1.0

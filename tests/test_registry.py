@@ -258,3 +258,13 @@ def test_the_probe_may_set_the_kinds_priority(registry):
 def test_a_probe_priority_must_be_an_int(bad):
     with pytest.raises(TypeError, match="priority must be an int"):
         Availability.yes(priority=bad)
+
+
+@pytest.mark.parametrize(("bad", "exc", "words"), [(-1, ValueError, ">= 0"), (float("nan"), ValueError, ">= 0"),
+                                                  ("30", TypeError, "number of seconds"),
+                                                  (True, TypeError, "number of seconds")])
+def test_a_kinds_probe_timeout_must_be_seconds(bad, exc, words):
+    from devicekit.plugin import DeviceKind
+    with pytest.raises(exc, match=f"DeviceKind 'SLOW': probe_timeout.*{words}"):
+        DeviceKind("SLOW", probe_timeout=bad)
+    assert DeviceKind("SLOW", probe_timeout=30).probe_timeout == 30.0

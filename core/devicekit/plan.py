@@ -1,12 +1,12 @@
 """Launch plans: a sequence of launches captured once and replayed, with the argument checks done at capture.
 
-`plan = dk.Plan(dev)`, `plan.add(program, x=bx, y=by, n=1024)` per launch (a var given as a str is a plan var,
-bound at `run`), then `plan.run(t=5)` as often as needed. The first run for a set of plan-var values checks every
-launch as `execute` does (buffers, dtypes, devices, var bounds, sizes, aliasing) and keeps what the native launch
-needs; later runs with the same values replay with no Python checks per launch: consecutive launches that the
-backend can run natively (`Program.plan_record`: the CPU device's one-thread launches) in one native call, the
-others through `Program._launch`. A kernel with run-time bounds checks (a checked gather) still reads its check
-record after each launch.
+`plan = dk.Plan(dev)`, `plan.add(program, x=bx, y=by, n=1024)` per launch (a var given as a str is a plan var, bound
+at `run`), then `plan.run(t=5)` as often as needed. The first run for a set of plan-var values checks every launch
+as `execute` does (buffers, dtypes, devices, var bounds, sizes, aliasing) and keeps what the native launch needs;
+later runs with the same values replay with no Python checks per launch: consecutive launches that the backend can
+run natively (`Program.plan_record`: the CPU device's one-thread launches) in one native call, the others through
+`Program._launch` (`CallBatcher`, which devicekit-ray's actor uses too). A kernel with run-time bounds checks (a
+checked gather) still reads its check record after each launch.
 """
 
 from __future__ import annotations
@@ -15,9 +15,54 @@ from typing import Any
 
 from .runtime import Program
 
-__all__ = ["Plan"]
+__all__ = ["CallBatcher", "Plan"]
 
 _MAX_PREPARED = 64  # sets of plan-var values kept prepared (a wavefront pipeline binds a few; a sweep, many)
+
+
+class CallBatcher:
+    """The calls that replay a sequence of checked launches, in order: consecutive launches whose Program has a plan
+    hook with the same `replay` are packed into one `replay(int64 records, n)` call, the others are one `_launch` (or
+    any call given) each. The one place this packing lives: `Plan` on the driver and devicekit-ray's actor (which
+    replays the records a RAY plan sends) both build their calls with it."""
+
+    def __init__(self) -> None:
+        self._calls: list[tuple[Any, tuple]] = []
+        self._replay: Any = None
+        self._records: list[int] = []
+        self._count = 0
+
+    def _flush(self) -> None:
+        if self._count:
+            import numpy as np
+            self._calls.append((self._replay, (np.array(self._records, dtype=np.int64), self._count)))
+        self._replay, self._records, self._count = None, [], 0
+
+    def call(self, fn: Any, args: tuple) -> None:
+        """Append `fn(*args)`, after every launch added before it."""
+        self._flush()
+        self._calls.append((fn, args))
+
+    def launch(self, program: Program, handles: list[Any], vals: list[Any], var_vals: dict[str, Any], global_size: Any,
+               local_size: Any, native: bool = True) -> None:
+        """Append a launch already checked: packed when `native` and `program.plan_record` answers, else through
+        `program._launch` (not waited for)."""
+        rec = program.plan_record(handles, vals) if native else None
+        if rec is None:
+            self.call(program._launch, (handles, vals, var_vals, global_size, local_size, False))
+            return
+        replay, record = rec
+        if self._replay is not replay:
+            self._flush()
+        self._replay = replay
+        self._records.extend(record)
+        self._count += 1
+
+    def calls(self) -> list[tuple[Any, tuple]]:
+        """The (fn, args) to run in order; the batcher is empty after."""
+        self._flush()
+        out, self._calls = self._calls, []
+        return out
 
 
 class Plan:
@@ -57,38 +102,21 @@ class Plan:
 
     def _prepare(self, key: tuple) -> list[tuple[Any, tuple]]:
         """Check every launch for these plan-var values (as execute does) and keep its native call."""
-        import numpy as np
         env = dict(zip(self.plan_vars, key))
-        calls: list[tuple[Any, tuple]] = []
-        packed: list[Any] = [None, [], 0]  # replay, records, count: launches the backend runs natively, in one call
-
-        def flush() -> None:
-            if packed[2]:
-                calls.append((packed[0], (np.array(packed[1], dtype=np.int64), packed[2])))
-            packed[:] = [None, [], 0]
+        batch = CallBatcher()
         for program, buffers, vals, opts in self._steps:
             vals = [env[x] if isinstance(x, str) else x for x in vals]
             var_vals = program.check(buffers, vals)
             if program.spec.checks is not None:  # its check record is read after each launch: execute does it
-                flush()
-                calls.append((program.execute, (buffers, vals, opts.get("global_size"), opts.get("local_size"))))
+                batch.call(program.execute, (buffers, vals, opts.get("global_size"), opts.get("local_size")))
                 continue
             g, loc = program.spec.launch_dims(var_vals)
             g = g if opts.get("global_size") is None else tuple(opts["global_size"])
             loc = loc if opts.get("local_size") is None else tuple(opts["local_size"])
             ordered = [var_vals[v.name] for v in program.spec.vars]
             handles = [b.handle for b in buffers]
-            native = None if opts else program.plan_record(handles, ordered)
-            if native is not None:
-                if packed[0] is not native[0]:
-                    flush()
-                packed[0] = native[0]
-                packed[1].extend(native[1])
-                packed[2] += 1
-                continue
-            flush()
-            calls.append((program._launch, (handles, ordered, var_vals, g, loc, False)))
-        flush()
+            batch.launch(program, handles, ordered, var_vals, g, loc, native=not opts)
+        calls = batch.calls()
         if len(self._prepared) >= _MAX_PREPARED:
             self._prepared.pop(next(iter(self._prepared)))
         self._prepared[key] = calls

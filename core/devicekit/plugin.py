@@ -6,6 +6,7 @@ A plugin module sets `DEVICEKIT_API = (1, 0)` (the API it was built for; `API_VE
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,11 +89,24 @@ floats and bools are refused when the declaration is made)."""
     example: bool = False
     # where id i is, in words, for `devicekit info` (a remote device's node); called only after count() said i exists
     describe_id: Callable[[int], str] | None = None
+    # seconds probe() and count() may each take, for a kind whose probe is slow by nature (a cluster's discovery);
+    # None: the core's default (5). DEVICEKIT_PROBE_TIMEOUT, when the user sets it, wins over both. 0: no limit
+    probe_timeout: float | None = None
 
     def __post_init__(self) -> None:
         check_priority(self)
         if not isinstance(self.example, bool):
             raise TypeError(f"DeviceKind {self.name!r}: example must be a bool, got {self.example!r}")
+        t = self.probe_timeout
+        if t is None:
+            return
+        if isinstance(t, bool) or not isinstance(t, numbers.Real):
+            raise TypeError(f"DeviceKind {self.name!r}: probe_timeout must be None or a number of seconds, got {t!r} "
+                            f"({type(t).__name__})")
+        if not math.isfinite(t) or t < 0:
+            raise ValueError(f"DeviceKind {self.name!r}: probe_timeout must be a number of seconds >= 0 (0: no limit), "
+                             f"got {t!r}")
+        object.__setattr__(self, "probe_timeout", float(t))
 
 
 @dataclass(frozen=True)

@@ -316,8 +316,8 @@ register("DEVICEKIT_DISABLE_PLUGINS", name_list, frozenset(), "plugins never imp
 register("DEVICEKIT_STRICT_PLUGINS", flag, False, "a plugin failure raises PluginError instead of being skipped",
          _CORE)
 register("DEVICEKIT_TRACE_PLUGINS", flag, False, "trace plugin loading and every hook call on stderr", _CORE)
-register("DEVICEKIT_PROBE_TIMEOUT", seconds, 5.0, "seconds a kind's probe() or count() may take", _CORE,
-         shown_default="5")
+register("DEVICEKIT_PROBE_TIMEOUT", seconds, 5.0, "seconds a kind's probe() or count() may take (set: for every "
+         "kind; unset: a kind's own DeviceKind.probe_timeout, else 5)", _CORE, shown_default="5")
 register("DEVICEKIT_DEBUG", int_in(0), 0, "debug output on stderr: 1 device choices, fallbacks, cache events; "
          "2 compiles; 3 sources; 4 launches", _CORE, on_error=1)
 register("DEVICEKIT_PARSE_TIMEOUT", seconds, 20.0, "seconds reading one hand-written kernel's signature may take "

@@ -145,3 +145,37 @@ def test_blocked_plugin_is_never_imported_whatever_the_case(rel_venv):
     assert "dkrel_faults.hang" not in out["mods"] and "dkrel_faults.exit_on_import" not in out["mods"]
     assert not marker.exists() and out["s"] < 10
     assert "disabled by DEVICEKIT_DISABLE_PLUGINS" in out["HANG"][0]
+
+
+SLOWPROBE = r"""
+import json, warnings
+warnings.simplefilter("ignore")
+import devicekit as dk
+from devicekit.registry import get_registry
+row = next(d for d in dk.devices() if d.kind == "SLOWPROBE")
+fails = [f.to_dict() for p in get_registry().plugins() if p.name == "slowprobe" for f in p.failures]
+print(json.dumps({"available": row.available, "reason": row.reason, "failures": fails}))
+"""
+NO_HANG = {"DEVICEKIT_DISABLE_PLUGINS": "hang,exitimport"}
+
+
+def test_a_kind_s_own_probe_timeout_is_used_and_the_user_s_setting_wins(rel_venv):
+    """The installed SLOWPROBE kind probes for 1.5 s and declares probe_timeout=0.3: with DEVICEKIT_PROBE_TIMEOUT
+    unset its own limit applies (not the core's 5 s) and the reason says where the limit came from; set by the
+    user, DEVICEKIT_PROBE_TIMEOUT wins and the same probe completes. Two interpreters, ~3 s."""
+    slow = {**NO_HANG, "DKREL_SLOW_PROBE_S": "1.5", "DKREL_SLOW_PROBE_LIMIT": "0.3"}
+    own = rel_venv.script(SLOWPROBE, **slow)
+    assert not own["available"], own
+    assert "probe timed out after 0.3s (SLOWPROBE's own probe_timeout; DEVICEKIT_PROBE_TIMEOUT overrides" \
+        in own["reason"], own["reason"]
+    assert [f["exception"] for f in own["failures"]] == ["ProbeTimeout"]
+    user = rel_venv.script(SLOWPROBE, **slow, DEVICEKIT_PROBE_TIMEOUT="5")
+    assert user["available"] and not user["failures"], user
+
+
+@pytest.mark.slow
+def test_a_kind_s_longer_probe_timeout_outlasts_the_core_default(rel_venv):
+    """A probe of 5.5 s (longer than the core's 5 s) completes under its kind's own 8 s, as RAY's cold discovery
+    does under its 30 s. ~6 s: DEVICEKIT_SLOW=1."""
+    got = rel_venv.script(SLOWPROBE, **NO_HANG, DKREL_SLOW_PROBE_S="5.5", DKREL_SLOW_PROBE_LIMIT="8")
+    assert got["available"] and not got["failures"], got

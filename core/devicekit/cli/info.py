@@ -16,6 +16,7 @@ from .. import settings
 from ..errors import PluginError, ResolutionError, SettingError
 from ..plugin import API_VERSION
 from ..registry import Registry, get_registry
+from ..registry.probing import user_probe_timeout
 from ..registry.records import id_summary
 from ..spec import DeviceSpec
 from . import EXIT_FAILED, EXIT_OK, _print_json
@@ -35,7 +36,7 @@ def registry_for_report(extra_disabled: set[str] | None = None) -> Registry:
     g = settings.get_or_default
     return Registry(strict=g("DEVICEKIT_STRICT_PLUGINS"), disabled=set(g("DEVICEKIT_DISABLE_PLUGINS")) |
                     (extra_disabled or set()), trace=g("DEVICEKIT_TRACE_PLUGINS"),
-                    probe_timeout_s=g("DEVICEKIT_PROBE_TIMEOUT"))
+                    probe_timeout_s=user_probe_timeout(lenient=True))
 
 
 def report(reg: Registry, build: bool = True) -> dict:

@@ -50,12 +50,13 @@ def child(name: str) -> int:
     warnings.simplefilter("ignore")  # failures are in the result
     from .. import settings
     from ..registry import Registry
+    from ..registry.probing import user_probe_timeout
     from ..spec import DeviceSpec
 
     _say(PHASE + "import")
     # the core's own settings with their defaults where bad (the parent reports those): what fails here is the plugin
     reg = Registry(only=name, strict=False, disabled=set(), trace=settings.get_or_default("DEVICEKIT_TRACE_PLUGINS"),
-                   probe_timeout_s=settings.get_or_default("DEVICEKIT_PROBE_TIMEOUT"))
+                   probe_timeout_s=user_probe_timeout(lenient=True))
     reg.plugins()
     _say(PHASE + "hook devicekit_device_kinds")
     kinds: dict[str, Any] = {}

@@ -24,7 +24,7 @@ from ..targets import Device, Target
 from .building import build_device, build_target, override_note
 from .calls import call_each
 from .loading import Plugins, disabled_from_env
-from .probing import probe_kind, probe_timeout
+from .probing import probe_kind, user_probe_timeout
 from .records import (
     DISCOVERY_PHASES,
     DeviceInfo,
@@ -47,12 +47,14 @@ class Registry:
 
     def __init__(self, entry_points: bool = True, strict: bool | None = None, disabled: set[str] | None = None,
                  trace: bool | None = None, probe_timeout_s: float | None = None, only: str | None = None):
-        """Arguments left None are read from the environment (a bad value is a SettingError naming the variable).
-        `only`: load just the entry point of that name (`devicekit info --isolate` runs one plugin per process)."""
+        """Arguments left None are read from the environment (a bad value is a SettingError naming the variable);
+        `probe_timeout_s` None and DEVICEKIT_PROBE_TIMEOUT unset: each kind's own timeout (`DeviceKind.probe_timeout`,
+        else 5 s). `only`: load just the entry point of that name (`devicekit info --isolate` runs one plugin per
+        process)."""
         trace = settings.get("DEVICEKIT_TRACE_PLUGINS") if trace is None else trace
         self.failure_log = FailureLog(settings.get("DEVICEKIT_STRICT_PLUGINS") if strict is None else strict, trace)
         self.plugin_set = Plugins(self.failure_log, disabled_from_env() if disabled is None else set(disabled), trace)
-        self.probe_timeout = probe_timeout() if probe_timeout_s is None else probe_timeout_s
+        self.probe_timeout = user_probe_timeout() if probe_timeout_s is None else probe_timeout_s
         self.trace = trace
         self._use_entry_points = entry_points
         self._only = only

@@ -160,14 +160,9 @@ class DeviceActor:
             fn(*args)
 
     def _decode(self, records: np.ndarray, n: int) -> list[tuple[Any, tuple]]:
+        from devicekit.plan import CallBatcher
         r = [int(x) for x in records]
-        calls: list[tuple[Any, tuple]] = []
-        packed: list[Any] = [None, [], 0]
-
-        def flush() -> None:
-            if packed[2]:
-                calls.append((packed[0], (np.array(packed[1], dtype=np.int64), packed[2])))
-            packed[:] = [None, [], 0]
+        batch = CallBatcher()
         i = 0
         for _ in range(n):
             prog = self.slots[r[i]]
@@ -177,18 +172,7 @@ class DeviceActor:
             nv = r[i]
             vals = r[i + 1:i + 1 + nv]
             i += 1 + nv
-            handles = [self._handle(k) for k in keys]
-            native = prog.plan_record(handles, vals)
-            if native is not None:
-                if packed[0] is not native[0]:
-                    flush()
-                packed[0] = native[0]
-                packed[1].extend(native[1])
-                packed[2] += 1
-                continue
-            flush()
             var_vals = dict(zip((v.name for v in prog.spec.vars), vals))
             g, loc = prog.spec.launch_dims(var_vals)
-            calls.append((prog._launch, (handles, vals, var_vals, g, loc, False)))
-        flush()
-        return calls
+            batch.launch(prog, [self._handle(k) for k in keys], vals, var_vals, g, loc)
+        return batch.calls()

@@ -13,6 +13,9 @@ from . import settings as _settings  # noqa: F401 - declares RAY_ADDRESS and DEV
 
 DEVICEKIT_API = (1, 0)
 KIND = "RAY"
+# the probe connects and lists every node's devices (a cold node: 2.5-8.3 s measured, bounded per node by
+# DEVICEKIT_RAY_DISCOVERY_TIMEOUT, 20 s); the core's 5 s would cut it short. DEVICEKIT_PROBE_TIMEOUT still wins
+PROBE_TIMEOUT = 30.0
 IN_AGENT = False  # set in the processes of devicekit-ray's own tasks and actors: no RAY inside RAY
 
 
@@ -117,7 +120,7 @@ def _local_pair(spec, name: str):
 @hookimpl
 def devicekit_device_kinds() -> list[DeviceKind]:
     return [DeviceKind(KIND, "the devices of a Ray cluster's nodes, one actor each (RAY_ADDRESS or ray.init())",
-                       priority=1, probe=_probe, count=_count, describe_id=describe_id)]
+                       priority=1, probe=_probe, count=_count, describe_id=describe_id, probe_timeout=PROBE_TIMEOUT)]
 
 
 @hookimpl
