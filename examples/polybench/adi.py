@@ -1,7 +1,7 @@
 """PolyBench/C 4.2 adi: alternating direction implicit solver of 2D heat diffusion (u, v, p, q: n x n).
 
-Per time step a column sweep (u -> v) and a row sweep (v -> u), each one lane per line i (1 + a global range of
-n - 2 lanes) solving a tridiagonal system: p and q by a forward recurrence, then the line back to front, both
+Per time step a column sweep (u -> v) and a row sweep (v -> u), each one lane per line i (a global range of n - 2
+lanes starting at 1) solving a tridiagonal system: p and q by a forward recurrence, then the line back to front, both
 `loop` ranges reading what earlier iterations stored. The time loop is a dk.Plan of 2 * tsteps launches; the
 coefficients come from n and tsteps inside the kernels, as PolyBench computes them."""
 

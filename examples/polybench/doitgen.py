@@ -14,6 +14,7 @@ from ._common import main
 
 SIZES = {"MINI": {"nq": 8, "nr": 10, "np": 12}, "SMALL": {"nq": 20, "nr": 25, "np": 30},
          "MEDIUM": {"nq": 40, "nr": 50, "np": 60}}
+NOTE = "PolyBench's temporary sum[np] is one row per lane r: sum[nr][np]"
 
 
 def kernel() -> ir.Kernel:

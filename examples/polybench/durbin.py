@@ -15,7 +15,8 @@ from devicekit.ir import dtypes
 from ._common import main
 
 SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
-TOL = 1e-10
+TOL = 1e-8  # the recursion amplifies rounding: at MEDIUM (n=400) numpy, devicekit and long double differ by ~1e-9
+WORKAROUND = "beta kept in a one-element param: no per-lane value that persists across a loop range"
 
 
 def kernel() -> ir.Kernel:

@@ -16,7 +16,7 @@ from ._common import main
 
 SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
 TOL = 1e-10
-TEST_SIZES = {"MINI": {"m": 30, "n": 20}, "SMALL": {"m": 80, "n": 60}}
+TEST_SIZES = {"MINI": {"m": 30, "n": 20}, "SMALL": {"m": 80, "n": 60}, "MEDIUM": {"m": 240, "n": 200}}
 
 
 def kernel() -> ir.Kernel:

@@ -14,6 +14,7 @@ from devicekit.ir import dtypes
 from ._common import as_device, call, fetch, main, resident
 
 SIZES = {"MINI": {"tsteps": 20, "n": 40}, "SMALL": {"tsteps": 40, "n": 120}, "MEDIUM": {"tsteps": 100, "n": 400}}
+NOTE = "the time loop is a dk.Plan: a `loop` range over t cannot hold a sweep that does not use t"
 
 
 def kernel() -> ir.Kernel:
