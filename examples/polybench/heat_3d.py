@@ -8,7 +8,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import call, main, ping_pong
+from ._common import main, ping_pong, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 10}, "SMALL": {"tsteps": 40, "n": 20}, "MEDIUM": {"tsteps": 100, "n": 40}}
 
@@ -54,11 +54,7 @@ def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     return ping_pong(device, kernel(), arrs, dims["tsteps"], dims["n"])
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, call(init_arrays, **SIZES[size]), SIZES[size])
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":
