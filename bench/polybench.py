@@ -99,7 +99,8 @@ def check(mod: Any, got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> 
 
 
 def measure(name: str, size: str, dev: Any, reps: int = 5, budget: float = 2.0) -> Row:
-    """Build and compile (the warm-up call, untimed), time and check kernel `name` of examples.polybench at `size` on `dev`.
+    """Build and compile (the warm-up call, untimed), time and check kernel `name` of examples.polybench at `size`
+    on `dev`.
 
     Times use PolyBench's own sizes and initialisation. The check uses the same outputs, except for a module with
     test data (test_arrays / TEST_SIZES: PolyBench's data leaves an output unchanged or ill-defined), which is

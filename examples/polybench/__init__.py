@@ -4,8 +4,8 @@ with the IR, a numpy reference, `compute(device, arrays, sizes, **scalars)` and 
 alpha and beta are `k.scalar` float64 params, so one compile serves every value (docs/ir.md, Scalar params).
 A module whose kernel runs once takes compute and run from _common (launch, sized).
 tests/ir/test_polybench.py checks each against its reference; the module docstrings say how each is written, and
-WORKAROUND, where a module has it, why it is not written directly (NOTE: a choice worth knowing). docs/polybench.md has the table at MEDIUM
-(bench/polybench.py).
+WORKAROUND, where a module has it, why it is not written directly (NOTE: a choice worth knowing).
+docs/polybench.md has the table at MEDIUM (bench/polybench.py).
 
     .venv/bin/python -m examples.polybench.gemm        # any module of KERNELS: runs MINI on the default device
 """

@@ -1,6 +1,7 @@
 """PolyBench/C 4.2 heat-3d: tsteps of the 7-point heat stencil, A -> B then B -> A (A, B: n x n x n).
 
-One kernel, one lane per interior point (a global range of n - 2 lanes starting at 1); the time loop is a dk.Plan of 2 * tsteps launches on resident buffers."""
+One kernel, one lane per interior point (a global range of n - 2 lanes starting at 1); the time loop is a dk.Plan
+of 2 * tsteps launches on resident buffers."""
 
 from __future__ import annotations
 
