@@ -2,7 +2,10 @@
 PolyBench sizes (SIZES: MINI, SMALL, MEDIUM), the benchmark's own initialisation (init_arrays), the kernel(s) built
 with the IR, a numpy reference, `compute(device, arrays, sizes, **scalars)` and `run(device, size, **scalars)`.
 alpha and beta are `k.scalar` float64 params, so one compile serves every value (docs/ir.md, Scalar params).
-tests/ir/test_polybench.py checks each against its reference; the module docstrings say how each is written.
+A module whose kernel runs once takes compute and run from _common (launch, sized).
+tests/ir/test_polybench.py checks each against its reference; the module docstrings say how each is written, and
+WORKAROUND, where a module has it, why it is not written directly (NOTE: a choice worth knowing).
+docs/polybench.md has the table at MEDIUM (bench/polybench.py).
 
     .venv/bin/python -m examples.polybench.gemm        # any module of KERNELS: runs MINI on the default device
 """
@@ -17,3 +20,11 @@ NAMES = {  # module -> PolyBench's name, in PolyBench's order (linear algebra, s
     "seidel_2d": "seidel-2d",
 }
 KERNELS = tuple(NAMES)
+CATEGORIES = {  # PolyBench's directory of each kernel
+    **dict.fromkeys(("mm2", "mm3", "atax", "bicg", "doitgen", "mvt"), "linear-algebra/kernels"),
+    **dict.fromkeys(("gemm", "gemver", "gesummv", "symm", "syr2k", "syrk", "trmm"), "linear-algebra/blas"),
+    **dict.fromkeys(("cholesky", "durbin", "gramschmidt", "lu", "ludcmp", "trisolv"), "linear-algebra/solvers"),
+    **dict.fromkeys(("correlation", "covariance"), "datamining"),
+    **dict.fromkeys(("deriche", "floyd_warshall", "nussinov"), "medley"),
+    **dict.fromkeys(("adi", "fdtd_2d", "heat_3d", "jacobi_1d", "jacobi_2d", "seidel_2d"), "stencils"),
+}

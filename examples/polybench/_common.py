@@ -1,5 +1,6 @@
 """What every PolyBench module shares: calling init/reference with the sizes they take, resident buffers for the
-kernels that launch more than once, and the `python -m examples.polybench.NAME` check."""
+kernels that launch more than once, compute() for a kernel launched once, run() at a PolyBench size, and the
+`python -m examples.polybench.NAME` check; each module keeps its kernel, initialisation and reference."""
 
 from __future__ import annotations
 
@@ -56,6 +57,24 @@ def ping_pong(device: Any, kernel: Any, arrs: dict[str, np.ndarray], tsteps: int
         plan.add(step, src=b["A"], dst=b["B"], n=n).add(step, src=b["B"], dst=b["A"], n=n)
     plan.run()
     return fetch(b, arrs, ("A", "B"))
+
+
+def launch(module: str) -> Callable[..., dict[str, np.ndarray]]:
+    """compute(device, arrs, dims, **scalars) of a module whose kernel runs once: dk.run of its kernel(), looked up
+    at call time (bench/polybench.py keeps the built kernel while timing), the scalars defaulting to its SCALARS."""
+    def compute(device: Any, arrs: dict[str, np.ndarray], dims: dict[str, int], **scalars: Any) \
+            -> dict[str, np.ndarray]:
+        mod = sys.modules[module]
+        return dk.run(mod.kernel(), device, **arrs, **dims, **{**getattr(mod, "SCALARS", {}), **scalars})
+    return compute
+
+
+def sized(module: str) -> Callable[..., dict[str, np.ndarray]]:
+    """run(device=None, size="MINI", **scalars) of a module: its compute on PolyBench's init_arrays at SIZES[size]."""
+    def run(device: Any = None, size: str = "MINI", **scalars: Any) -> dict[str, np.ndarray]:
+        mod = sys.modules[module]
+        return mod.compute(device, call(mod.init_arrays, **mod.SIZES[size]), mod.SIZES[size], **scalars)
+    return run
 
 
 def main(mod: ModuleType) -> None:

@@ -1,7 +1,7 @@
 """PolyBench/C 4.2 adi: alternating direction implicit solver of 2D heat diffusion (u, v, p, q: n x n).
 
-Per time step a column sweep (u -> v) and a row sweep (v -> u), each one lane per line i (1 + a global range of
-n - 2 lanes) solving a tridiagonal system: p and q by a forward recurrence, then the line back to front, both
+Per time step a column sweep (u -> v) and a row sweep (v -> u), each one lane per line i (a global range of n - 2
+lanes starting at 1) solving a tridiagonal system: p and q by a forward recurrence, then the line back to front, both
 `loop` ranges reading what earlier iterations stored. The time loop is a dk.Plan of 2 * tsteps launches; the
 coefficients come from n and tsteps inside the kernels, as PolyBench computes them."""
 
@@ -12,7 +12,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, call, fetch, main, resident
+from ._common import as_device, fetch, main, resident, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 20}, "SMALL": {"tsteps": 40, "n": 60}, "MEDIUM": {"tsteps": 100, "n": 200}}
 TOL = 1e-10
@@ -100,11 +100,7 @@ def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[s
         plan.add(kr, v=b["v"], u=b["u"], p=b["p"], q=b["q"], **dims)
     plan.run()
     return fetch(b, arrs, ("u", "v", "p", "q"))
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernels on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, call(init_arrays, **SIZES[size]), SIZES[size])
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident
+from ._common import as_device, fetch, main, resident, sized
 
 SIZES = {"MINI": {"m": 38, "n": 42}, "SMALL": {"m": 116, "n": 124}, "MEDIUM": {"m": 390, "n": 410}}
 
@@ -50,11 +50,7 @@ def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[s
     kt(A=b["A"], x=b["x"], tmp=b["tmp"], **dims)
     ky(A=b["A"], tmp=b["tmp"], y=b["y"], **dims)
     return fetch(b, arrs, ("tmp", "y"))
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernels on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

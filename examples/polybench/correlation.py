@@ -10,7 +10,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident
+from ._common import as_device, fetch, main, resident, sized
 
 SIZES = {"MINI": {"m": 28, "n": 32}, "SMALL": {"m": 80, "n": 100}, "MEDIUM": {"m": 240, "n": 260}}
 TOL = 1e-10
@@ -71,11 +71,7 @@ def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[s
     kc(data=b["data"], mean=b["mean"], stddev=b["stddev"], **dims)
     kr(data=b["data"], corr=b["corr"], **dims)
     return fetch(b, arrs, ("data", "mean", "stddev", "corr"))
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernels on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

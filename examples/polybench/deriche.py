@@ -12,7 +12,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident
+from ._common import as_device, fetch, main, resident, sized
 
 SIZES = {"MINI": {"w": 64, "h": 64}, "SMALL": {"w": 192, "h": 128}, "MEDIUM": {"w": 720, "h": 480}}
 SCALARS = {"alpha": 0.25}
@@ -92,11 +92,7 @@ def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: fl
     kr(imgIn=b["imgIn"], imgOut=b["imgOut"], y1=b["y1"], y2=b["y2"], alpha=alpha, **dims)
     kc(imgOut=b["imgOut"], y1=b["y1"], y2=b["y2"], alpha=alpha, **dims)
     return fetch(b, arrs, ("imgOut", "y1", "y2"))
-
-
-def run(device=None, size: str = "MINI", alpha: float = SCALARS["alpha"]) -> dict[str, np.ndarray]:
-    """The kernels on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -5,15 +5,15 @@ PolyBench's temporary sum[np] holds one row while it is overwritten; with one la
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"nq": 8, "nr": 10, "np": 12}, "SMALL": {"nq": 20, "nr": 25, "np": 30},
          "MEDIUM": {"nq": 40, "nr": 50, "np": 60}}
+NOTE = "PolyBench's temporary sum[np] is one row per lane r: sum[nr][np]"
 
 
 def kernel() -> ir.Kernel:
@@ -45,13 +45,8 @@ def reference(A, C4, sum) -> dict[str, np.ndarray]:
     return {"A": out, "sum": out[:, -1, :]}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims)
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

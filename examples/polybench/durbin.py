@@ -7,15 +7,15 @@ temporary array. One lane, steps in order."""
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
-TOL = 1e-10
+TOL = 1e-8  # the recursion amplifies rounding: at MEDIUM (n=400) numpy, devicekit and long double differ by ~1e-9
+WORKAROUND = "beta kept in a one-element param: no per-lane value that persists across a loop range"
 
 
 def kernel() -> ir.Kernel:
@@ -58,13 +58,8 @@ def reference(r, y, z, beta) -> dict[str, np.ndarray]:
     return {"y": y}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims)
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, call, fetch, main, resident
+from ._common import as_device, fetch, main, resident, sized
 
 SIZES = {"MINI": {"tmax": 20, "nx": 20, "ny": 30}, "SMALL": {"tmax": 40, "nx": 60, "ny": 80},
          "MEDIUM": {"tmax": 100, "nx": 200, "ny": 240}}
@@ -66,11 +66,7 @@ def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[s
         plan.add(kh, ex=b["ex"], ey=b["ey"], hz=b["hz"], nx=dims["nx"], ny=dims["ny"])
     plan.run()
     return fetch(b, arrs, ("ex", "ey", "hz"))
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernels on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, call(init_arrays, **SIZES[size]), SIZES[size])
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -7,16 +7,15 @@ noise in every implementation; the tests check a full-rank A of m > n (TEST_SIZE
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
 TOL = 1e-10
-TEST_SIZES = {"MINI": {"m": 30, "n": 20}, "SMALL": {"m": 80, "n": 60}}
+TEST_SIZES = {"MINI": {"m": 30, "n": 20}, "SMALL": {"m": 80, "n": 60}, "MEDIUM": {"m": 240, "n": 200}}
 
 
 def kernel() -> ir.Kernel:
@@ -62,13 +61,8 @@ def reference(A, R, Q) -> dict[str, np.ndarray]:
     return {"A": a, "R": r, "Q": q}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims)
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

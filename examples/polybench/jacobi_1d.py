@@ -1,6 +1,7 @@
 """PolyBench/C 4.2 jacobi-1d: tsteps of the 3-point stencil, A -> B then B -> A (A, B: n).
 
-One kernel, one lane per interior point (a global range of n - 2 lanes starting at 1); the time loop is a dk.Plan of 2 * tsteps launches on resident buffers."""
+One kernel, one lane per interior point (a global range of n - 2 lanes starting at 1); the time loop is a dk.Plan
+of 2 * tsteps launches on resident buffers."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import call, main, ping_pong
+from ._common import main, ping_pong, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 30}, "SMALL": {"tsteps": 40, "n": 120}, "MEDIUM": {"tsteps": 100, "n": 400}}
 
@@ -39,11 +40,7 @@ def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     return ping_pong(device, kernel(), arrs, dims["tsteps"], dims["n"])
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, call(init_arrays, **SIZES[size]), SIZES[size])
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -4,12 +4,11 @@ One lane running PolyBench's three loop nests in order; the back substitution ru
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 from .cholesky import spd
 from .lu import factor, lu_reference
 
@@ -50,13 +49,8 @@ def reference(A, b, x, y) -> dict[str, np.ndarray]:
     return {"A": a, "x": x, "y": y}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims)
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

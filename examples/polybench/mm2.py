@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"ni": 16, "nj": 18, "nk": 22, "nl": 24}, "SMALL": {"ni": 40, "nj": 50, "nk": 70, "nl": 80},
          "MEDIUM": {"ni": 180, "nj": 190, "nk": 210, "nl": 220}}
@@ -51,14 +50,8 @@ def reference(A, B, C, D, tmp, alpha: float, beta: float) -> dict[str, np.ndarra
     return {"tmp": t, "D": beta * D + t @ C}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA,
-            beta: float = BETA) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims, alpha=alpha, beta=beta)
-
-
-def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha, beta)
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident
+from ._common import as_device, fetch, main, resident, sized
 
 SIZES = {"MINI": {"ni": 16, "nj": 18, "nk": 20, "nl": 22, "nm": 24},
          "SMALL": {"ni": 40, "nj": 50, "nk": 60, "nl": 70, "nm": 80},
@@ -67,11 +67,7 @@ def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[s
     keg(A=b["A"], B=b["B"], F=b["F"], E=b["E"], G=b["G"], ni=dims["ni"], nj=dims["nj"], nk=dims["nk"],
         nl=dims["nl"])
     return fetch(b, arrs, ("E", "F", "G"))
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernels on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

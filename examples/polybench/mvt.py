@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
 
@@ -37,13 +36,8 @@ def reference(A, x1, x2, y_1, y_2) -> dict[str, np.ndarray]:
     return {"x1": x1 + A @ y_1, "x2": x2 + A.T @ y_2}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims)
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -3,12 +3,11 @@ B, C: m x n), in place on C."""
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
 SCALARS = {"alpha": 1.5, "beta": 1.2}
@@ -43,14 +42,8 @@ def reference(A, B, C, alpha: float, beta: float) -> dict[str, np.ndarray]:
     return {"C": beta * C + alpha * ((low + np.tril(low, -1).T) @ B)}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA,
-            beta: float = BETA) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims, alpha=alpha, beta=beta)
-
-
-def run(device=None, size: str = "MINI", alpha: float = ALPHA, beta: float = BETA) -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha, beta)
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

@@ -4,12 +4,11 @@ One lane, rows in order: x[i] reads the x[j < i] that earlier iterations of the 
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
 TOL = 1e-10
@@ -40,13 +39,8 @@ def reference(L, b, x) -> dict[str, np.ndarray]:
     return {"x": x}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims)
-
-
-def run(device=None, size: str = "MINI") -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size])
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":

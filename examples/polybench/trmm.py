@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import devicekit as dk
 import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main
+from ._common import launch, main, sized
 
 SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
 SCALARS = {"alpha": 1.5}
@@ -41,13 +40,8 @@ def reference(A, B, alpha: float) -> dict[str, np.ndarray]:
     return {"B": alpha * ((np.tril(A, -1) + np.eye(len(A))).T @ B)}
 
 
-def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: float = ALPHA) -> dict[str, np.ndarray]:
-    return dk.run(kernel(), device, **arrs, **dims, alpha=alpha)
-
-
-def run(device=None, size: str = "MINI", alpha: float = ALPHA) -> dict[str, np.ndarray]:
-    """The kernel on `device` for PolyBench size `size`: the outputs by name."""
-    return compute(device, init_arrays(**SIZES[size]), SIZES[size], alpha)
+compute = launch(__name__)  # dk.run of kernel() (what bench/polybench.py times)
+run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 
 if __name__ == "__main__":
