@@ -53,6 +53,21 @@ def test_small_launch_stays_on_one_thread(cpu):
     assert prog.chunks(1000, (1000, 1000)) == 8
 
 
+def test_elementwise_split_follows_the_cost_model(cpu):
+    """a*b+c: a 4-element launch runs on the calling thread (issue 17: within ~2 us), a 1M one on every thread; the
+    crossover is PARALLEL_MIN_WORK estimated ops (extent x split_cost)."""
+    from devicekit import kernels
+    from devicekit_cpu.runtime import PARALLEL_MIN_WORK, CPUProgram
+    r, c = cpu.pair("llvm")
+    prog = CPUProgram(c.compile(r.render(kernels.elementwise("a * b + c"))), cpu, threads=4)
+    cost = prog.spec.get_meta("split_cost")
+    assert isinstance(cost, int) and cost > 0
+    assert prog.chunks(4, (4,)) == 1
+    assert prog.chunks(PARALLEL_MIN_WORK // cost - 1, (PARALLEL_MIN_WORK // cost - 1,)) == 1
+    assert prog.chunks(-(-PARALLEL_MIN_WORK // cost), (-(-PARALLEL_MIN_WORK // cost),)) == 4
+    assert prog.chunks(1 << 20, (1 << 20,)) == 4
+
+
 def test_env_threads(monkeypatch):
     from devicekit_cpu.hostinfo import num_threads
     monkeypatch.setenv("DEVICEKIT_CPU_THREADS", "3")
