@@ -383,11 +383,18 @@ class _Emitter:
         self.r[u] = iv
         return k
 
-    def close_loop(self, k: str, step: int = 1) -> None:
+    def close_loop(self, k: str, step: int = 1, hints: tuple[str, ...] = ()) -> None:
+        """`hints`: `!llvm.loop` properties of the back edge (a loop the renderer vectorized itself is not
+        vectorized again: compile time)."""
         self.emit(f"br label %latch{k}")
         self.label(f"latch{k}")
         self.emit(f"%ridx{k}.next = add nsw i64 %ridx{k}, {step}")
-        self.emit(f"br label %loop{k}")
+        if not hints:
+            self.emit(f"br label %loop{k}")
+        else:
+            m = len(self.metadata) + 1
+            self.metadata.append(f"!{m} = distinct !{{!{m}, {', '.join(hints)}}}")
+            self.emit(f"br label %loop{k}, !llvm.loop !{m}")
         self.label(f"exit{k}")
 
     # ---- accumulator splitting: a reduce loop runs SPLIT iterations per trip into SPLIT partial accumulators
@@ -513,18 +520,18 @@ class _Emitter:
         vstart = self.ins(f"add nsw i64 {start}, {self.ins(f'lshr i64 {gap}, {esz.bit_length() - 1}')}")
         count = self.ins(f"and i64 {self.ins(f'sub i64 {end}, {vstart}')}, {-lanes}")
         vend = self.ins(f"add nsw i64 {vstart}, {count}")
-        p = self.open_loop(u, start, end=vstart, tag="p")  # the peel: the body as it is
+        if not self.metadata:
+            self.metadata.append("!0 = !{i32 1}")
+        p = self.open_loop(u, start, end=vstart, tag="p")  # the peel: the body as it is, under 64 bytes of output
         for b in body:
             self.emit_uop(b)
-        self.close_loop(p)
+        self.close_loop(p, 1, (stream.NO_VECTORIZE, stream.NO_UNROLL))
         v = self.open_loop(u, vstart, end=vend, tag="v")
         vec: dict = {}
         for b in body:
             if b.op is Ops.STORE and b is st:
                 x = self.v(self.lanes_of(val, vec, lanes))
                 p_st = self.address(idx, dt.vec(lanes), clamp=False)
-                if not self.metadata:
-                    self.metadata.append("!0 = !{i32 1}")
                 self.emit(f"store {mty(dt.vec(lanes))} {x}, ptr {p_st}, align {stream.LINE}, !nontemporal !0")
             elif b.op is Ops.LOAD and b.src[0].src[1] is u:
                 w = UOp(Ops.LOAD, b.dtype.vec(lanes), b.src, b.arg)
@@ -539,7 +546,7 @@ class _Emitter:
                     self.emit_uop(b)
             else:
                 self.emit_uop(b)
-        self.close_loop(v, lanes)
+        self.close_loop(v, lanes, (stream.NO_VECTORIZE, stream.NO_UNROLL))
         self.emit("fence seq_cst")  # streaming stores are weakly ordered: visible before the launch returns
         vexit = self.block
         self.emit(f"br label %ntrest{k}")

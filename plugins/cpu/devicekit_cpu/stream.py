@@ -19,6 +19,8 @@ import os
 from devicekit.ir.ops import ALU, Ops
 
 LINE = 64  # bytes per streaming store: one cache line
+NO_VECTORIZE = '!{!"llvm.loop.vectorize.width", i32 1}, !{!"llvm.loop.interleave.count", i32 1}'
+NO_UNROLL = '!{!"llvm.loop.unroll.disable"}'
 _INVARIANT = frozenset({Ops.PARAM, Ops.VAR, Ops.SCALAR, Ops.CONST})
 _VECTOR_OK = ALU | {Ops.CAST, Ops.BITCAST}
 
