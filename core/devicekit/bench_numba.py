@@ -28,9 +28,8 @@ def _kernels() -> dict[str, Callable[..., Any]]:
     from numba import njit, prange
 
     @njit(parallel=True, cache=False)
-    def fma(a, b, c):
-        out = np.empty_like(a)
-        for i in prange(a.size):
+    def fma(a, b, c, out):  # into a preallocated output, as devicekit writes into a resident Buffer: a fresh 64 MB
+        for i in prange(a.size):  # array per call costs its page faults (4x the kernel's time at 16M)
             out[i] = a[i] * b[i] + c[i]
         return out
 
@@ -78,7 +77,13 @@ def version_for(case_name: str) -> Callable[[dict[str, Any]], Any] | None:
         return None
     k = _kernels()
     if case_name == "fma":
-        return lambda d: k["fma"](d["a"], d["b"], d["c"])
+        held: list = []  # (a, out): one output per input array, allocated (and paged in) by the warm-up call
+
+        def fma(d):
+            if not held or held[0][0] is not d["a"]:
+                held[:] = [(d["a"], np.empty_like(d["a"]))]
+            return k["fma"](d["a"], d["b"], d["c"], held[0][1])
+        return fma
     if case_name == "sum":
         return lambda d: k["sum"](d["x"])
     if case_name == "softmax":
@@ -88,3 +93,21 @@ def version_for(case_name: str) -> Callable[[dict[str, Any]], Any] | None:
     if case_name in ("gather", "gather-unchecked"):
         return lambda d: k["gather"](d["x"], d["idx"])
     return None
+
+
+def first_call_seconds(salt: float) -> float | None:
+    """Seconds of the first call of a never-seen parallel `a*b+c` njit (its compile included): the numba side of the
+    bench's new-kernel row. `salt`, a constant of the function, makes each one new. None without numba."""
+    if unavailable() is not None:
+        return None
+    import time
+
+    from numba import njit, prange
+
+    def fma_salted(a, b, c, out):
+        for i in prange(a.size):
+            out[i] = a[i] * b[i] + c[i] * salt
+    x = np.ones(64, np.float32)
+    t0 = time.perf_counter()
+    njit(parallel=True, cache=False)(fma_salted)(x, x, x, np.empty_like(x))
+    return time.perf_counter() - t0

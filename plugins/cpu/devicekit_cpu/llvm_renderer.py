@@ -20,9 +20,10 @@ import numpy as np
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.names import mangle
 from devicekit.ir.ops import ALU, Ops
+from devicekit.ir.uop import UOp
 from devicekit.render.renderer import Renderer
 
-from . import settings
+from . import settings, stream
 from .memo import MemoRender
 
 _SCALAR = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "i8", "uint16": "i16",
@@ -77,8 +78,16 @@ class LLVMRenderer(MemoRender, Renderer):
     # exp2/log2/sin: the core's polynomial decompositions (1-2 ulp) vectorize; libm calls do not (softmax 3x)
     native_ops = ALU - {Ops.EXP2, Ops.LOG2, Ops.SIN}
 
+    # output bytes per chunk from which the outer loop streams its stores (stream.py); None: the LLC shared by the
+    # default thread count, 0: never
+    stream_threshold: int | None = None
+
     def render_linear(self, lk, name: str) -> str:
-        return _Emitter(lk, name).run()
+        return _Emitter(lk, name, self.streaming()).run()
+
+    def streaming(self) -> int:
+        """The streaming-store threshold in bytes this renderer writes into its sources (0: off)."""
+        return stream.default_threshold() if self.stream_threshold is None else self.stream_threshold
 
     def entry_symbol(self, name: str) -> str:
         """`@dku_<kernel>`: user names share one namespace with the C-style renderers' (ir.names), so a kernel
@@ -86,7 +95,7 @@ class LLVMRenderer(MemoRender, Renderer):
         return mangle(name)
 
     def memo_salt(self) -> str:
-        return str(settings.get("DEVICEKIT_CPU_SPLIT"))
+        return f"{settings.get('DEVICEKIT_CPU_SPLIT')} stream={self.streaming()}"
 
     def meta(self, lk) -> tuple:
         from .cost import split_cost
@@ -94,8 +103,10 @@ class LLVMRenderer(MemoRender, Renderer):
 
 
 class _Emitter:
-    def __init__(self, lk, name: str):
+    def __init__(self, lk, name: str, stream_bytes: int = 0):
         self.lk, self.name = lk, name
+        self.stream_bytes = stream_bytes
+        self.metadata: list[str] = []
         self.uops = list(lk.uops)
         self.lines: list[str] = []
         self.allocas: list[str] = []
@@ -372,11 +383,18 @@ class _Emitter:
         self.r[u] = iv
         return k
 
-    def close_loop(self, k: str, step: int = 1) -> None:
+    def close_loop(self, k: str, step: int = 1, hints: tuple[str, ...] = ()) -> None:
+        """`hints`: `!llvm.loop` properties of the back edge (a loop the renderer vectorized itself is not
+        vectorized again: compile time)."""
         self.emit(f"br label %latch{k}")
         self.label(f"latch{k}")
         self.emit(f"%ridx{k}.next = add nsw i64 %ridx{k}, {step}")
-        self.emit(f"br label %loop{k}")
+        if not hints:
+            self.emit(f"br label %loop{k}")
+        else:
+            m = len(self.metadata) + 1
+            self.metadata.append(f"!{m} = distinct !{{!{m}, {', '.join(hints)}}}")
+            self.emit(f"br label %loop{k}, !llvm.loop !{m}")
         self.label(f"exit{k}")
 
     # ---- accumulator splitting: a reduce loop runs SPLIT iterations per trip into SPLIT partial accumulators
@@ -478,6 +496,77 @@ class _Emitter:
             self.emit(f"store {lty(dt)} {vals[0]}, ptr {partials[acc][0]}")
         self.open_loop(u, f"%ridx{k}")  # the remainder: the walk continues with the body and the ENDRANGE
 
+    def emit_stream_loop(self, u, q: int, st, lanes: int) -> None:
+        """The split range of a kernel that writes one large output (stream.py): when the chunk's output is at least
+        `stream_bytes`, a scalar peel to the output's next 64-byte boundary, then `lanes`-wide iterations whose one
+        store is a cache-line `!nontemporal` store, then a fence; the ordinary loop (the walk continues with the
+        body and the ENDRANGE) runs the rest, or the whole chunk when it is small or the output is misaligned."""
+        i = self.uops.index(u)
+        body = self.uops[i + 1:q]
+        idx, val = st.src
+        dt = val.dtype
+        esz = dt.itemsize
+        start, end = self.v(u.src[0]), self.v(u.src[1])
+        k = self.tmp()[2:]
+        big = self.ins(f"icmp sge i64 {self.ins(f'sub i64 {end}, {start}')}, {max(2 * lanes, self.stream_bytes // esz)}")
+        self.emit(f"br i1 {big}, label %nt{k}, label %ntsmall{k}")
+        self.label(f"nt{k}")
+        first = self.ins(f"getelementptr inbounds {mty(dt)}, ptr {self.v(idx.src[0])}, i64 {start}")
+        addr = self.ins(f"ptrtoint ptr {first} to i64")
+        whole = self.ins(f"icmp eq i64 {self.ins(f'and i64 {addr}, {esz - 1}')}, 0")  # else never line-aligned
+        self.emit(f"br i1 {whole}, label %ntgo{k}, label %ntsmall{k}")
+        self.label(f"ntgo{k}")
+        gap = self.ins(f"and i64 {self.ins(f'sub i64 0, {addr}')}, {stream.LINE - 1}")
+        vstart = self.ins(f"add nsw i64 {start}, {self.ins(f'lshr i64 {gap}, {esz.bit_length() - 1}')}")
+        count = self.ins(f"and i64 {self.ins(f'sub i64 {end}, {vstart}')}, {-lanes}")
+        vend = self.ins(f"add nsw i64 {vstart}, {count}")
+        if not self.metadata:
+            self.metadata.append("!0 = !{i32 1}")
+        p = self.open_loop(u, start, end=vstart, tag="p")  # the peel: the body as it is, under 64 bytes of output
+        for b in body:
+            self.emit_uop(b)
+        self.close_loop(p, 1, (stream.NO_VECTORIZE, stream.NO_UNROLL))
+        v = self.open_loop(u, vstart, end=vend, tag="v")
+        vec: dict = {}
+        for b in body:
+            if b.op is Ops.STORE and b is st:
+                x = self.v(self.lanes_of(val, vec, lanes))
+                p_st = self.address(idx, dt.vec(lanes), clamp=False)
+                self.emit(f"store {mty(dt.vec(lanes))} {x}, ptr {p_st}, align {stream.LINE}, !nontemporal !0")
+            elif b.op is Ops.LOAD and b.src[0].src[1] is u:
+                w = UOp(Ops.LOAD, b.dtype.vec(lanes), b.src, b.arg)
+                self.r[w] = self.load(w)
+                vec[b] = w
+            elif b.op in (Ops.CAST, Ops.BITCAST) or b.op in ALU:
+                if any(s in vec for s in b.src):
+                    w = UOp(b.op, b.dtype.vec(lanes), tuple(self.lanes_of(s, vec, lanes) for s in b.src), b.arg)
+                    self.emit_uop(w)
+                    vec[b] = w
+                else:
+                    self.emit_uop(b)
+            else:
+                self.emit_uop(b)
+        self.close_loop(v, lanes, (stream.NO_VECTORIZE, stream.NO_UNROLL))
+        self.emit("fence seq_cst")  # streaming stores are weakly ordered: visible before the launch returns
+        vexit = self.block
+        self.emit(f"br label %ntrest{k}")
+        self.label(f"ntsmall{k}")
+        self.emit(f"br label %ntrest{k}")
+        self.label(f"ntrest{k}")
+        rest = self.ins(f"phi i64 [{vend}, %{vexit}], [{start}, %ntsmall{k}]")
+        self.open_loop(u, rest)  # the rest: the walk continues with the body and the ENDRANGE
+
+    def lanes_of(self, s, vec: dict, lanes: int):
+        """The vector stand-in of body value s in the streaming loop: its vector form, or a splat of the scalar."""
+        if s in vec:
+            return vec[s]
+        w = UOp(Ops.VECTORIZE, s.dtype.vec(lanes), (s,) * lanes)
+        if s.op is not Ops.CONST:
+            self.emit_uop(w)
+        else:
+            self.r[w] = "<" + ", ".join(f"{lty(s.dtype)} {const_literal(s.arg, s.dtype)}" for _ in range(lanes)) + ">"
+        return w
+
     def emit_uop(self, u) -> None:
         op, dt, src = u.op, u.dtype, u.src
         if op is Ops.PARAM:
@@ -562,6 +651,8 @@ class _Emitter:
         for i, u in enumerate(self.uops):
             if u.op is Ops.RANGE and (plan := self.split_plan(i)) is not None:
                 self.emit_split_loop(u, *plan)
+            elif u.op is Ops.RANGE and self.stream_bytes and (plan := stream.plan(self.uops, i)) is not None:
+                self.emit_stream_loop(u, *plan)
             else:
                 self.emit_uop(u)
         self.emit("ret void")
@@ -569,4 +660,5 @@ class _Emitter:
         head = f'define void @"{fname}"({", ".join(args)}) #0 {{\nentry:'
         decls = "\n".join(sorted(self.decls))
         return (f"; devicekit kernel {fname}\n{head}\n" + "\n".join(self.allocas + self.lines) + "\n}\n\n" + decls
-                + '\n\nattributes #0 = { nounwind nofree norecurse nosync "frame-pointer"="none" }\n')
+                + '\n\nattributes #0 = { nounwind nofree norecurse nosync "frame-pointer"="none" }\n'
+                + "".join(m + "\n" for m in self.metadata))

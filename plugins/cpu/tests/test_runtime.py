@@ -53,6 +53,29 @@ def test_small_launch_stays_on_one_thread(cpu):
     assert prog.chunks(1000, (1000, 1000)) == 8
 
 
+def test_elementwise_split_follows_the_cost_model(cpu):
+    """a*b+c: a 4-element launch runs on the calling thread (issue 17: within ~2 us), a 1M one on every thread; the
+    crossover is PARALLEL_MIN_WORK estimated ops (extent x split_cost)."""
+    from devicekit import kernels
+    from devicekit_cpu.runtime import PARALLEL_MIN_WORK, CPUProgram
+    r, c = cpu.pair("llvm")
+    prog = CPUProgram(c.compile(r.render(kernels.elementwise("a * b + c"))), cpu, threads=4)
+    cost = prog.spec.get_meta("split_cost")
+    assert isinstance(cost, int) and cost > 0
+    assert prog.chunks(4, (4,)) == 1
+    assert prog.chunks(PARALLEL_MIN_WORK // cost - 1, (PARALLEL_MIN_WORK // cost - 1,)) == 1
+    assert prog.chunks(-(-PARALLEL_MIN_WORK // cost), (-(-PARALLEL_MIN_WORK // cost),)) == 4
+    assert prog.chunks(1 << 20, (1 << 20,)) == 4
+    bufs = [dk.Buffer(cpu, 4, dtypes.float32).copyin(np.full(4, x, np.float32)) for x in (2.0, 3.0, 1.0, 0.0)]
+    for _ in range(3):  # the repeats go through the replay record made at the first repeat
+        prog.execute(bufs, [4])
+    assert prog._last[6], "a repeated 4-element launch should replay its native call"
+    np.testing.assert_array_equal(bufs[3].numpy(), np.full(4, 7.0, np.float32))
+    bufs[0].copyin(np.full(4, 5.0, np.float32))
+    prog.execute(bufs, [4])
+    np.testing.assert_array_equal(bufs[3].numpy(), np.full(4, 16.0, np.float32))
+
+
 def test_env_threads(monkeypatch):
     from devicekit_cpu.hostinfo import num_threads
     monkeypatch.setenv("DEVICEKIT_CPU_THREADS", "3")
