@@ -123,8 +123,11 @@ def show(kernel: Any, device: str, stage: str = "source", pair: str | int | None
     t = target(device)
     renderer, compiler = t.pair(pair)
     if stage == "ir":
-        return str(lower(kernel, renderer.capabilities))
+        lk = lower(kernel, renderer.capabilities)
+        return "".join(f"# optimizer: {o}\n" for o in lk.opts) + str(lk)
     spec = renderer.render(kernel)
+    if opts := spec.get_meta("opts"):
+        print(f"devicekit compile: optimizer: {', '.join(opts)}", file=sys.stderr)  # stdout stays the source
     if stage == "source":
         return spec.src
     return _asm_of(compiler, spec)

@@ -143,7 +143,10 @@ class Device(Target):
             return prog
         renderer, compiler = self.compilers[idx]
         dprint(2, f"{self.spec}: compiling {getattr(kernel, 'name', kernel)} with pair {self.pair_names[idx]!r}")
-        program = self._program(compiler.compile(renderer.render(kernel, name=name)), compiler)
+        spec = renderer.render(kernel, name=name)
+        if opts := spec.get_meta("opts"):
+            dprint(2, f"{self.spec}: {spec.name}: optimizer: {', '.join(opts)}")
+        program = self._program(compiler.compile(spec), compiler)
         with self._lock:
             program = self._programs.setdefault(key, program)
             self._programs.move_to_end(key)

@@ -130,7 +130,7 @@ def test_a_native_crash_is_bisected_to_its_seed(monkeypatch):
     assert [f.seed for f in crashes] == [13] and rep.tried == 40
 
 
-@pytest.mark.parametrize("profile", ["mixed", "memory", "wide", "shapes"])
+@pytest.mark.parametrize("profile", ["mixed", "memory", "wide", "shapes", "tiles"])
 def test_printed_source_rebuilds_the_same_kernel(profile):
     """`to_python` is the regression a finding becomes, so it must rebuild the very kernel: range numbering (the
     loop order) and each load of a written param at its build point (memory order) included. Before, memory

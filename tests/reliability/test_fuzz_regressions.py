@@ -391,7 +391,7 @@ def _undefined_uses(kernel) -> list[str]:
     return bad
 
 
-@pytest.mark.parametrize("profile", ["mixed", "base", "wide", "scalar", "ints", "floats", "memory", "shapes"])
+@pytest.mark.parametrize("profile", ["mixed", "base", "wide", "scalar", "ints", "floats", "memory", "shapes", "tiles"])
 def test_every_fuzz_profile_generates_defined_kernels(profile):
     """The base profile (random_kernels.random_kernel) bitcast float results to ints (base seed 4474 bitcasts a
     transcendental's result: a NaN has no defined bits; seed 79 and others any float) and took sin of anything (an

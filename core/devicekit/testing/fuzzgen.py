@@ -27,7 +27,7 @@ from ..ir.uop import UOp
 from .names import HOSTILE_NAMES
 from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, _off_integers, _sin_limit, random_kernel
 
-PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory", "shapes")
+PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory", "shapes", "tiles")
 SHAPES = ("elementwise", "unroll_store", "loop_store", "reduce", "unroll_reduce", "vector", "vector_reduce")
 # drawn apart from SHAPES (1 seed in 8), so adding one leaves every other seed's kernel as it was
 EXTRA_SHAPES = ("gather",)
@@ -294,13 +294,17 @@ def _add_specials(inputs: dict[str, Any], seed: int, unordered: bool = False) ->
 def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
     """The fuzz case of `seed`: `base` is random_kernels.random_kernel, `wide` this module's generator, `mixed`
     alternates (odd seeds wide, one seed in six a memory-order kernel of fuzz_memory, one in twelve a shaped kernel
-    with triangular ranges and related vars of fuzz_shapes), `memory` and `shapes` only those."""
+    with triangular ranges and related vars of fuzz_shapes, one in twelve a matmul-like kernel of fuzz_tiles for the
+    optimizer), `memory`, `shapes` and `tiles` only those."""
     if profile == "memory" or (profile == "mixed" and seed % 6 == 3):
         from .fuzz_memory import memory_kernel
         return memory_kernel(seed)
     if profile == "shapes" or (profile == "mixed" and seed % 12 == 5):
         from .fuzz_shapes import shaped_kernel
         return shaped_kernel(seed)
+    if profile == "tiles" or (profile == "mixed" and seed % 12 == 11):
+        from .fuzz_tiles import tile_kernel
+        return tile_kernel(seed)
     if profile == "base" or (profile == "mixed" and seed % 2 == 0):
         return random_kernel(seed)
     if profile in ("wide", "mixed"):

@@ -1,0 +1,150 @@
+"""The heuristic optimizer (ir/optimize.py): which kernels it tiles, what it records, how to opt out, and that a
+tiled kernel gives the reference's result on the CPU pairs (and OpenCL, where PoCL is installed).
+fuzz_tiles.py draws thousands more of these kernels in the fuzzer."""
+
+from __future__ import annotations
+
+import devicekit as dk
+import numpy as np
+import pytest
+from devicekit import ir, kernels
+from devicekit.ir import dtypes
+
+
+def naive_gemm(M, N, K, dt=dtypes.float32, optimize=True, var=False):
+    k = ir.KernelBuilder("gemm")
+    if var:
+        M, N, K = k.var("m", 1, 4096), k.var("n", 1, 4096), k.var("kd", 1, 4096)
+    a = k.param("a", dt, shape=(M, K))
+    b = k.param("b", dt, shape=(K, N))
+    c = k.param("c", dt, shape=(M, N), writable=True)
+    i, j, r = k.range(M, "global"), k.range(N, "global"), k.range(K, "reduce")
+    c[i, j] = (a[i, r] * b[r, j]).sum(r)
+    return k.build(optimize=optimize)
+
+
+def opts(kernel, pair="llvm"):
+    return dk.device("CPU").compile(kernel, pair=pair).compiled.spec.get_meta("opts", ())
+
+
+def run_gemm(kernel, M, N, K, dt=np.float32, pair="llvm", device="CPU", var=False):
+    rng = np.random.default_rng(M * 1000 + N * 10 + K)
+    a, b = rng.standard_normal((M, K)).astype(dt), rng.standard_normal((K, N)).astype(dt)
+    dev = dk.device(device)
+    prog = dev.compile(kernel, pair=pair) if pair else dev.compile(kernel)
+    sizes = {"m": M, "n": N, "kd": K} if var else {}
+    out = dk.run(prog, dev, a=a.ravel(), b=b.ravel(), c=np.zeros(M * N, dt), **sizes)["c"]
+    return out.reshape(M, N), a @ b
+
+
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+@pytest.mark.parametrize("shape", [(16, 32, 8), (13, 17, 5), (1, 3, 7), (5, 1, 2)])
+def test_a_naive_gemm_is_tiled_and_right(pair, shape):
+    """Sizes no tile divides take the gated rows of the unroll and the tail statements of the upcast."""
+    M, N, K = shape
+    kern = naive_gemm(M, N, K)
+    got = opts(kern, pair)
+    assert got and got[0].startswith("unroll global range 0 x"), got
+    if N > 1:
+        assert any(o.startswith("upcast global range 1 x") for o in got), got
+    out, want = run_gemm(kern, M, N, K, pair=pair)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.int32])
+def test_var_sized_gemm_equals_the_untiled_kernel(dt):
+    """A var-sized kernel is tiled once for every size (no constant divides a var: every row gated, every
+    column past the last whole vector in a tail); int32 is unrolled and computed lane by lane, not lifted."""
+    ddt = dtypes.float64 if dt is np.float64 else dtypes.int32
+    tiled, plain = naive_gemm(0, 0, 0, ddt, var=True), naive_gemm(0, 0, 0, ddt, optimize=False, var=True)
+    assert opts(tiled) and not opts(plain)
+    for M, N, K in [(1, 1, 1), (7, 19, 3), (9, 16, 4)]:
+        rng = np.random.default_rng(M + N + K)
+        a = rng.integers(-9, 9, (M, K)).astype(dt)
+        b = rng.integers(-9, 9, (K, N)).astype(dt)
+        res = [dk.run(kern, "CPU", a=a.ravel(), b=b.ravel(), c=np.zeros(M * N, dt), m=M, n=N, kd=K)["c"]
+               for kern in (tiled, plain)]
+        np.testing.assert_array_equal(res[0], res[1])
+        np.testing.assert_array_equal(res[0].reshape(M, N), a @ b)
+
+
+def test_opting_out_one_kernel_or_every_kernel(monkeypatch):
+    """build(optimize=False) keeps one kernel as written (another cache key); DEVICEKIT_OPT=0 every kernel."""
+    on, off = naive_gemm(8, 8, 8), naive_gemm(8, 8, 8, optimize=False)
+    assert on.key != off.key
+    assert opts(on) and not opts(off)
+    src_on = dk.device("CPU").compile(on).compiled.spec.src
+    monkeypatch.setenv("DEVICEKIT_OPT", "0")
+    assert not opts(on)
+    assert dk.device("CPU").compile(on).compiled.spec.src != src_on  # not the memoized tiled program
+
+
+def test_kernels_it_leaves_as_written():
+    """Hand-tiled (user vectors), no reduction, a triangular reduce over the unroll candidate."""
+    assert not opts(kernels.matmul(32, 32, 32))
+    k = ir.KernelBuilder("ew")
+    x = k.param("x", dtypes.float32, shape=(8, 8))
+    y = k.param("y", dtypes.float32, shape=(8, 8), writable=True)
+    i, j = k.range(8, "global"), k.range(8, "global")
+    y[i, j] = x[i, j] * 2
+    assert not opts(k.build())
+    # r <= i: i is in r's bounds, so only j (stride 1, shared by nothing) could move; a[i, r] does not use j
+    k = ir.KernelBuilder("tri")
+    a = k.param("a", dtypes.float32, shape=(9, 9))
+    b = k.param("b", dtypes.float32, shape=(9, 9))
+    c = k.param("c", dtypes.float32, shape=(9, 9), writable=True)
+    i, j = k.range(9, "global"), k.range(9, "global")
+    r = k.range(i + 1, kind="reduce")
+    c[i, j] = (a[i, r] * b[r, j]).sum(r)
+    tri = k.build()
+    got = opts(tri)
+    assert not any("range 0" in o for o in got), got
+    A, B = np.random.default_rng(0).standard_normal((2, 9, 9)).astype(np.float32)
+    out = dk.run(tri, "CPU", a=A.ravel(), b=B.ravel(), c=np.zeros(81, np.float32))["c"].reshape(9, 9)
+    np.testing.assert_allclose(out, np.tril(A) @ B, rtol=1e-5, atol=1e-5)
+
+
+def test_the_reference_is_never_optimized():
+    """PYTHON is the fuzzer's oracle: it interprets the kernel as written."""
+    kern = naive_gemm(8, 8, 8)
+    assert not dk.device("PYTHON").compile(kern).compiled.spec.get_meta("opts", ())
+    out, want = run_gemm(kern, 8, 8, 8, pair=None, device="PYTHON")
+    np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+def test_opencl_unrolls_and_matches():
+    """A GPU-indexed renderer gets the unroll (one work-item computes UNROLL rows), not the CPU's upcast."""
+    try:
+        dev = dk.device("OPENCL")
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no OpenCL device here: {e}")
+    kern = naive_gemm(13, 17, 5)
+    got = dev.compile(kern).compiled.spec.get_meta("opts", ())
+    assert got and got[0].startswith("unroll"), got
+    out, want = run_gemm(kern, 13, 17, 5, pair=None, device="OPENCL")
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_tiles_fuzzer_checks_the_optimizer():
+    """fuzz_tiles' kernels are the optimizer's: most of them are rewritten, all match the reference."""
+    from devicekit.testing.fuzz import fuzz_seeds
+    rep = fuzz_seeds(range(10), kind="CPU", pairs=["llvm"], profile="tiles")
+    assert not rep.findings, rep.findings[:1]
+    assert rep.optimized >= 6, rep.optimized
+
+
+def test_devicekit_compile_says_what_the_optimizer_did(tmp_path):
+    import subprocess
+    import sys
+    f = tmp_path / "gemm_kernels.py"
+    f.write_text("from devicekit import ir\nfrom devicekit.ir import dtypes\n"
+                 "k = ir.KernelBuilder('gemm')\n"
+                 "a = k.param('a', dtypes.float32, shape=(8, 8))\nb = k.param('b', dtypes.float32, shape=(8, 8))\n"
+                 "c = k.param('c', dtypes.float32, shape=(8, 8), writable=True)\n"
+                 "i, j, r = k.range(8, 'global'), k.range(8, 'global'), k.range(8, 'reduce')\n"
+                 "c[i, j] = (a[i, r] * b[r, j]).sum(r)\ngemm = k.build()\n")
+    cmd = [sys.executable, "-m", "devicekit.cli", "compile", f"{f}:gemm", "--device", "CPU"]
+    ir_out = subprocess.run([*cmd, "--show", "ir"], capture_output=True, text=True, check=True).stdout
+    assert ir_out.startswith("# optimizer: unroll global range 0 x4\n# optimizer: upcast"), ir_out[:200]
+    src = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    assert "optimizer: unroll global range 0 x4" in src.stderr and "optimizer" not in src.stdout
