@@ -98,8 +98,8 @@ def tg_time(tg, fn, args, reps):
 
 
 # ------------------------------------------------------------------ benchmarks
-ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "softmax": "softmax", "gather": "gather",
-        "gather-unchecked": "gather-unchecked"}  # --only name -> case name
+ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "naive": "matmul-naive", "softmax": "softmax",
+        "gather": "gather", "gather-unchecked": "gather-unchecked"}  # --only name -> case name
 
 
 def bench_case(dk, tg, case, reps, compare: bool = True):
@@ -371,12 +371,16 @@ def main() -> int:
     rows, extra = [], {}
     for row, name in ROWS.items():
         if want(row):
-            case, r = by_name[name], max(2, reps // 2) if name == "matmul" else reps
+            case, r = by_name[name], max(2, reps // 2) if name.startswith("matmul") else reps
             rows.append((case.title, *bench_case(dk, tg, case, r)))
             if name == "matmul":
                 packed = by_name["matmul-packed"]
                 extra[packed.title] = bench_case(dk, tg, packed, r, compare=False)[0]
     singles = []
+    mm, naive = (next((r for r in rows if r[0] == by_name[n].title), None) for n in ("matmul", "matmul-naive"))
+    if mm is not None and naive is not None:
+        singles.append(("naive matmul (core optimizer) / kernels.matmul", naive[1],
+                        f"{naive[1] / mm[1]:.2f}x kernels.matmul's {fmt_t(mm[1])} (issue 17: within 1.5x)"))
     if want("fused") or want("bandwidth"):
         t_copy, t_copy_np = bench_bandwidth(dk)
         bw = 2 * 4 * COPY_N / t_copy

@@ -201,6 +201,19 @@ def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     return setup
 
 
+def naive_matmul(s: int, optimize: bool = True):
+    """c = a @ b written the obvious way, one output per lane: fast only through the core's optimizer (ir/optimize.py,
+    issue 17's "naive kernels made fast by the core"); `optimize=False` is the kernel as written."""
+    from . import ir
+    from .ir import dtypes
+    k = ir.KernelBuilder("bench_matmul_naive")
+    a, b = k.param("a", dtypes.float32, shape=(s, s)), k.param("b", dtypes.float32, shape=(s, s))
+    c = k.param("c", dtypes.float32, shape=(s, s), writable=True)
+    i, j, r = k.range(s, "global"), k.range(s, "global"), k.range(s, "reduce")
+    c[i, j] = (a[i, r] * b[r, j]).sum(r)
+    return k.build(optimize=optimize)
+
+
 def gather_kernel(checked: bool = True):
     """out[i] = x[idx[i]]: a data-dependent index, guarded at run time unless `checked` is False (docs/ir.md)."""
     from . import ir
@@ -235,7 +248,7 @@ SUM_PARTS = 64  # a full sum runs as 64 row sums, then one sum of the partials
 def cases(quick: bool = False, profile: str | None = None, proposals: bool = False) -> list[BenchCase]:
     """The standard set: fma (bandwidth), sum (bandwidth), softmax (bandwidth + exp), matmul (compute), at the sizes
     of `profile` ("quick" when `quick`, else "standard" by default). `proposals` adds the kernels proposed for the
-    library (a packed-B matmul), which bench/run.py reports."""
+    library (a packed-B matmul) and the naive matmul the core's optimizer tiles, which bench/run.py reports."""
     from . import kernels
 
     profile = profile or ("quick" if quick else "standard")
@@ -274,6 +287,9 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
         out.append(BenchCase("matmul-packed", f"{s}x{s}x{s}", f"matmul {s} f32, packed B, 2x(2x8) tiles (proposal)",
                              lambda: packed_matmul(s, s, s)[1], out[3].inputs, "c", out[3].reference, 2.0 * s ** 3,
                              "GFLOP/s", setup=_packed_setup(s)))
+        out.append(BenchCase("matmul-naive", f"{s}x{s}x{s}", f"matmul {s} f32, naive kernel (core optimizer)",
+                             lambda: naive_matmul(s), out[3].inputs, "c", out[3].reference, 2.0 * s ** 3, "GFLOP/s",
+                             tinygrad=out[3].tinygrad))
     return out
 
 
