@@ -162,3 +162,19 @@ def test_tiled_kernels_compile_for_the_gpu_kinds(kind):
     rep = fuzz_seeds(range(8), kind=kind, profile="tiles")
     assert not rep.findings, rep.findings[:1]
     assert rep.optimized >= 5 and all(n == 8 for n in rep.checks.values()), (rep.optimized, rep.checks)
+
+
+def test_the_tiles_fuzzer_catches_a_wrong_tile(monkeypatch):
+    """The fuzzer can fail: with the upcast's lanes rotated by one (each vector lane stored one column over), the
+    tiles profile finds mismatches against the reference within a few seeds."""
+    from devicekit.ir import optimize
+    from devicekit.testing.fuzz import fuzz_seeds
+    orig = optimize._vector_statement
+
+    def rotated(st, g, lanes):
+        stores = orig(st, g, lanes)
+        return [s.replace(src=(s.src[0], stores[(c + 1) % len(stores)].src[1])) for c, s in enumerate(stores)]
+    monkeypatch.setattr(optimize, "_vector_statement", rotated)
+    # seeds no other test compiles: a device memoizes programs by kernel key, and these must be compiled mutated
+    rep = fuzz_seeds(range(70_000, 70_012), kind="CPU", pairs=["llvm"], profile="tiles")
+    assert any(f.kind == "mismatch" for f in rep.findings), (rep.optimized, rep.findings)

@@ -198,11 +198,14 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
             return f"UOp.const({_dt(u.dtype)}, {_lit(u.arg)})"
         return names[u]
 
-    for p in kernel.param_uops:
+    shapes = kernel.shapes or (None,) * len(kernel.param_uops)
+    for p, shape in zip(kernel.param_uops, shapes):
         _, name, w = p.arg
         names[p] = f"p_{name}"
-        lines.append(f"    p_{name} = k.param({name!r}, {_dt(p.dtype)}, {size_src(p.src[0])}"
-                     + (", writable=True)" if w else ")"))
+        # a shaped param keeps its shape: its size is the unfolded product of the dims, which `shape=` rebuilds
+        size = size_src(p.src[0]) if shape is None else \
+            f"shape=({', '.join(repr(d) if isinstance(d, int) else size_src(d) for d in shape)},)"
+        lines.append(f"    p_{name} = k.param({name!r}, {_dt(p.dtype)}, {size}" + (", writable=True)" if w else ")"))
     count = 0
     done: set[UOp] = set(names)
 
