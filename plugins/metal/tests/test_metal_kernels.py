@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from devicekit import ir
+from devicekit import ir, settings
 from devicekit.ir import dtypes
 from devicekit.ir.dtypes import bf16_to_f32, from_numpy_values
 from devicekit_metal.hostcheck import HostKernel, cxx, libclang_available, syntax_check
@@ -437,7 +437,7 @@ def _random_kernels():
 _RK = _random_kernels()
 # 16 here (each is a C++ compile of the emulation, ~0.85 s; the METAL fuzz in tests/reliability renders 100 more),
 # 160 under DEVICEKIT_SLOW=1, DK_METAL_FUZZ_SEEDS to choose
-FUZZ_SEEDS = list(range(int(os.environ.get("DK_METAL_FUZZ_SEEDS", "160" if os.environ.get("DEVICEKIT_SLOW") else "16"))))
+FUZZ_SEEDS = list(range(int(os.environ.get("DK_METAL_FUZZ_SEEDS", "160" if settings.get("DEVICEKIT_SLOW") else "16"))))
 
 
 @pytest.mark.skipif(_RK is None, reason="devicekit.testing.random_kernels is not available")
