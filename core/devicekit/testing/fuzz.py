@@ -285,10 +285,11 @@ def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None =
 
 
 def print_progress(rep: Report, n: int) -> None:
-    """One line on stderr per finished chunk: kernels done, findings so far, time spent and left."""
+    """One line on stderr per finished chunk: kernels done, findings and optimized kernels so far, time spent and
+    left (a campaign stopped by hand still says what it reached)."""
     done = min(rep.tried, n)
     left = rep.seconds / done * (n - done) if done else 0.0
-    print(f"fuzz: {done}/{n} kernels, {len(rep.findings)} findings, {rep.seconds:.0f} s"
+    print(f"fuzz: {done}/{n} kernels, {len(rep.findings)} findings, {rep.optimized} optimized, {rep.seconds:.0f} s"
           + (f", about {left:.0f} s left" if done < n else ""), file=sys.stderr, flush=True)
 
 
