@@ -161,38 +161,10 @@ def _total_sum_setup(parts: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     return setup
 
 
-def packed_matmul(M: int, N: int, K: int, tm: int = 2, tn: int = 8, um: int = 2):
-    """Proposal for devicekit.kernels.matmul on CPUs: B packed into [N/tn][K][tn] panels (one pack kernel), then
-    (um*tm) x tn rows x columns per instance: a tm x tn tile (tm broadcasts of `a` times one tn-float load of the
-    panel) repeated over an `unroll` range of um, so um accumulators share one k loop. Returns (pack, matmul)."""
-    from . import ir
-    from .ir import dtypes
-    k = ir.KernelBuilder(f"pack_b_{tn}")
-    b = k.param("b", dtypes.float32, K * N)
-    bp = k.param("bp", dtypes.float32, K * N, writable=True)
-    j, r, y = k.range(N // tn, "global"), k.range(K, "loop"), k.range(tn, "loop")
-    bp[(j * K + r) * tn + y] = b[r * N + j * tn + y]
-    pack = k.build()
-    k = ir.KernelBuilder(f"matmul_packed_{um}x{tm}x{tn}")
-    a = k.param("a", dtypes.float32, M * K)
-    bp = k.param("bp", dtypes.float32, K * N)
-    c = k.param("c", dtypes.float32, M * N, writable=True)
-    i, j = k.range(M // (tm * um), "global"), k.range(N // tn, "global")
-    u = k.range(um, "unroll")
-    r = k.range(K, "reduce")
-    row0 = (i * um + u) * tm
-    av = [a[(row0 + x) * K + r] for x in range(tm)]
-    bv = [bp[(j * K + r) * tn + y] for y in range(tn)]
-    acc = ir.vectorize(*[av[x] * bv[y] for x in range(tm) for y in range(tn)]).sum(r)
-    for x in range(tm):
-        for y in range(tn):
-            c[(row0 + x) * N + j * tn + y] = acc.gep(x * tn + y)
-    return pack, k.build()
-
-
 def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
-        pack, mm = packed_matmul(s, s, s)
+        from . import kernels
+        pack, mm = kernels.pack_b(s, s), kernels.matmul(s, s, s, b_layout="panels", name="bench_matmul_panels")
         pp, pm = dev.compile(pack), dev.compile(mm)
         pbufs, _ = _buffers(dev, pp, inputs)
         mbufs, _ = _buffers(dev, pm, inputs, {"bp": pbufs[1]})
@@ -248,7 +220,7 @@ SUM_PARTS = 64  # a full sum runs as 64 row sums, then one sum of the partials
 def cases(quick: bool = False, profile: str | None = None, proposals: bool = False) -> list[BenchCase]:
     """The standard set: fma (bandwidth), sum (bandwidth), softmax (bandwidth + exp), matmul (compute), at the sizes
     of `profile` ("quick" when `quick`, else "standard" by default). `proposals` adds the kernels proposed for the
-    library (a packed-B matmul) and the naive matmul the core's optimizer tiles, which bench/run.py reports."""
+    library's packed-B matmul (`kernels.pack_b`, then `kernels.matmul(b_layout="panels")`) and the naive matmul the core's optimizer tiles, which bench/run.py reports."""
     from . import kernels
 
     profile = profile or ("quick" if quick else "standard")
@@ -284,9 +256,9 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
                              16.0 * n, "GB/s", rtol=0.0, atol=0.0, setup=_wall_clock_setup(lambda c=checked: gather_kernel(c)),
                              tinygrad=None))
     if proposals:
-        out.append(BenchCase("matmul-packed", f"{s}x{s}x{s}", f"matmul {s} f32, packed B, 2x(2x8) tiles (proposal)",
-                             lambda: packed_matmul(s, s, s)[1], out[3].inputs, "c", out[3].reference, 2.0 * s ** 3,
-                             "GFLOP/s", setup=_packed_setup(s)))
+        out.append(BenchCase("matmul-packed", f"{s}x{s}x{s}", f"matmul {s} f32, packed B (pack_b + panels, pack timed)",
+                             lambda: kernels.matmul(s, s, s, b_layout="panels"), out[3].inputs, "c",
+                             out[3].reference, 2.0 * s ** 3, "GFLOP/s", setup=_packed_setup(s)))
         out.append(BenchCase("matmul-naive", f"{s}x{s}x{s}", f"matmul {s} f32, naive kernel (core optimizer)",
                              lambda: naive_matmul(s), out[3].inputs, "c", out[3].reference, 2.0 * s ** 3, "GFLOP/s",
                              tinygrad=out[3].tinygrad))

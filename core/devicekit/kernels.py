@@ -127,47 +127,92 @@ def _pick_tile(size: int, want: int) -> int:
     return t
 
 
-def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 8, tn: int = 8,
-           epilogue: Callable[[UOp, UOp], UOp] | None = None, bias: bool = False, name: str = "matmul") -> ir.Kernel:
+def _check_dims(what: str, **dims: int) -> None:
+    for nm, v in dims.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise ValueError(f"{what} {nm} must be a positive int, got {v!r}")
+
+
+def _panel_width(tn: int) -> int:
+    if not isinstance(tn, int) or not 1 <= tn <= 16:
+        raise ValueError(f"the panel width tn must be an int in 1..16 (one vector of lanes), got {tn!r}")
+    return tn
+
+
+def pack_b(K: int, N: int, dtype: DType = dtypes.float32, tn: int = 16, name: str = "pack_b") -> ir.Kernel:
+    """bp = b (K x N, row-major) in panels for `matmul(..., b_layout="panels", tn=tn)`: ceil(N / tn) panels of
+    K x tn, panel p holding columns p*tn .. p*tn+tn-1 with each k's tn values contiguous (zeros past column N).
+    A k step of the matmul then reads one contiguous vector instead of a row N floats from the last, which on a CPU
+    maps every k to the same cache set (N*4 bytes apart) once N is a large power of two. Pack a weight once and
+    reuse it, as BLAS libraries do; the pack of a 1024 x 1024 float32 b is a copy (~2% of the matmul)."""
+    _check_dims("pack_b", K=K, N=N)
+    tn = _panel_width(tn)
+    panels = -(-N // tn)
+    k = ir.KernelBuilder(name)
+    b = k.param("b", dtype, K * N)
+    bp = k.param("bp", dtype, panels * K * tn, writable=True)
+    j, r, y = k.range(panels, "global"), k.range(K, "loop"), k.range(tn, "loop")
+    col = j * tn + y
+    bp[(j * K + r) * tn + y] = b[r * N + col] if N % tn == 0 else b.load(r * N + col, gate=col < N, default=0, unchecked=True)
+    return k.build()
+
+
+def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
+           epilogue: Callable[[UOp, UOp], UOp] | None = None, bias: bool = False, name: str = "matmul",
+           b_layout: str = "rows") -> ir.Kernel:
     """c (M x N) = a (M x K) @ b (K x N), row-major. Each program instance computes a tm x tn tile: tm accumulators
     of tn lanes (tn <= 16) that share one k loop, so each k step loads tn contiguous values of b once and tm values
-    of a, and does tm vector multiply-adds. Tiles shrink to divide M and N. `epilogue(value, column)` rewrites each
-    output (bias, relu)."""
-    for nm, v in (("M", M), ("N", N), ("K", K)):
-        if not isinstance(v, int) or v <= 0:
-            raise ValueError(f"matmul {nm} must be a positive int, got {v!r}")
-    tm, tn = _pick_tile(M, tm), _pick_tile(N, min(tn, 16))
+    of a, and does tm vector multiply-adds. `epilogue(value, column)` rewrites each output (bias, relu).
+
+    `b_layout="rows"` (default 8x8 tiles): param `b` is b itself; tiles shrink to divide M and N.
+    `b_layout="panels"` (default 4x16): param `bp` is `pack_b(K, N, tn=tn)`'s output, so each k step reads one
+    contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored). On a
+    2-core EPYC this ran a 1024^3 float32 matmul 2.3x faster than the rows layout (bench/run.py has the figures).
+    Either way tm shrinks to divide M."""
+    _check_dims("matmul", M=M, N=N, K=K)
+    if b_layout not in ("rows", "panels"):
+        raise ValueError(f"matmul b_layout must be 'rows' or 'panels', got {b_layout!r}")
+    panels = b_layout == "panels"
+    tm = _pick_tile(M, (4 if panels else 8) if tm is None else tm)
+    tn = _panel_width(16 if tn is None else tn) if panels else _pick_tile(N, min(8 if tn is None else tn, 16))
+    nj = -(-N // tn)
     k = ir.KernelBuilder(name)
     a = k.param("a", dtype, M * K)
-    b = k.param("b", dtype, K * N)
+    b = k.param("bp", dtype, nj * K * tn) if panels else k.param("b", dtype, K * N)
     bias_p = k.param("bias", dtype, N) if bias else None
     c = k.param("c", dtype, M * N, writable=True)
-    i, j = k.range(M // tm, "global"), k.range(N // tn, "global")
+    i, j = k.range(M // tm, "global"), k.range(nj, "global")
     r = k.range(K, "reduce")
     acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
     f = (lambda v: v.cast(acc_t)) if acc_t != dtype else (lambda v: v)
-    bv = [f(b[r * N + j * tn + y]) for y in range(tn)]
+    bv = [f(b[(j * K + r) * tn + y] if panels else b[r * N + j * tn + y]) for y in range(tn)]
     brow = ir.vectorize(*bv) if tn > 1 else bv[0]
     accs = []
     for x in range(tm):
         ax = f(a[(i * tm + x) * K + r])
         accs.append(((ir.vectorize(*([ax] * tn)) if tn > 1 else ax) * brow).sum(r))
+    # only with panels: the last panel's columns past N are computed, never stored; the gate col < N is the bounds
+    # check of those stores (r < K, col < N: in b, bias and c), so they need no run-time one
+    ragged = N % tn != 0
     for x in range(tm):
         for y in range(tn):
             v = accs[x].gep(y) if tn > 1 else accs[x]
             col = j * tn + y
+            keep = (col < N) if ragged else None
             if bias_p is not None:
-                v = v + f(bias_p[col])
+                v = v + f(bias_p[col] if keep is None else bias_p.load(col, gate=keep, default=0, unchecked=True))
             if epilogue is not None:
                 v = epilogue(v, col)
-            c[(i * tm + x) * N + col] = v.cast(dtype) if acc_t != dtype else v
+            c.store((i * tm + x) * N + col, v.cast(dtype) if acc_t != dtype else v, gate=keep, unchecked=keep is not None)
     return k.build()
 
 
-def mlp_layer(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int = 8, tn: int = 8,
-              name: str = "mlp_layer") -> ir.Kernel:
-    """relu(x @ w + bias): one fused kernel; params a (x, M x K), b (w, K x N), bias (N), c (out, M x N)."""
-    return matmul(M, N, K, dtype, tm, tn, epilogue=lambda v, col: ir.maximum(v, 0.0), bias=True, name=name)
+def mlp_layer(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
+              name: str = "mlp_layer", b_layout: str = "rows") -> ir.Kernel:
+    """relu(x @ w + bias): one fused kernel; params a (x, M x K), b (w, K x N; `bp`, w packed by `pack_b`, with
+    b_layout="panels"), bias (N), c (out, M x N)."""
+    return matmul(M, N, K, dtype, tm, tn, epilogue=lambda v, col: ir.maximum(v, 0.0), bias=True, name=name,
+                  b_layout=b_layout)
 
 
 def all_kernels() -> dict[str, Callable[[], ir.Kernel]]:
@@ -183,6 +228,9 @@ def all_kernels() -> dict[str, Callable[[], ir.Kernel]]:
         "transpose": lambda: transpose(),
         "matmul": lambda: matmul(24, 20, 16),
         "mlp_layer": lambda: mlp_layer(16, 12, 8),
+        "pack_b": lambda: pack_b(16, 20),
+        "matmul_panels": lambda: matmul(24, 20, 16, b_layout="panels", name="matmul_panels"),
+        "mlp_layer_panels": lambda: mlp_layer(16, 12, 8, tn=8, b_layout="panels", name="mlp_layer_panels"),
     }
 
 
@@ -204,4 +252,10 @@ def example_inputs(name: str, seed: int = 0) -> dict[str, Any]:
         return {"a": f(24 * 16), "b": f(16 * 20)}
     if name == "mlp_layer":
         return {"a": f(16 * 8), "b": f(8 * 12), "bias": f(12)}
+    if name == "pack_b":
+        return {"b": f(16 * 20)}
+    if name == "matmul_panels":  # 20 columns: two panels of 16, the second with 12 padding columns (any values)
+        return {"a": f(24 * 16), "bp": f(2 * 16 * 16)}
+    if name == "mlp_layer_panels":  # 12 columns: two panels of 8, 4 padding columns
+        return {"a": f(16 * 8), "bp": f(2 * 8 * 8), "bias": f(12)}
     raise KeyError(name)
