@@ -58,7 +58,8 @@ def test_matmul_tiles(M, N, K, tm, tn):
 @pytest.mark.parametrize("M, N, K, tm, tn", [(8, 32, 5, None, None), (6, 20, 7, 4, 16), (5, 5, 3, 2, 4), (4, 3, 2, 4, 8)])
 def test_packed_b_panels_match_numpy_with_ragged_columns(M, N, K, tm, tn):
     """pack_b then b_layout="panels" is a @ b, also when tn does not divide N (the last panel's padding columns are
-    computed and not stored: c's other elements stay as passed) and when tm must shrink to divide M."""
+    computed and not stored: a store past column N would land in the next row, which c passed as 7s would show) and
+    when tm must shrink to divide M."""
     a, b = f32(M, K), f32(K, N)
     pack = kernels.pack_b(K, N, **({} if tn is None else {"tn": tn}))
     bp = run(pack, b=b.reshape(-1))["bp"]

@@ -32,3 +32,20 @@ def test_large_matmul_tiles(pair, single_pair, close):
     a, b = rng.standard_normal(M * K).astype(np.float32), rng.standard_normal(K * N).astype(np.float32)
     got = dk.run(kernels.matmul(M, N, K), device=single_pair(pair), a=a, b=b)["c"]
     close(got, (a.reshape(M, K) @ b.reshape(K, N)).reshape(-1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("seed", range(6))
+def test_packed_matmul_random_shapes(pair, seed, single_pair, close):
+    """pack_b + matmul(b_layout="panels") at random shapes, tiles and panel widths (ragged N and M included) against
+    numpy."""
+    import devicekit as dk
+    import numpy as np
+    rng = np.random.default_rng(100 + seed)
+    M, N, K = (int(v) for v in rng.integers(1, 40, 3))
+    tm, tn = int(rng.integers(1, 9)), int(rng.choice([1, 3, 4, 8, 16]))
+    a, b = rng.standard_normal(M * K).astype(np.float32), rng.standard_normal(K * N).astype(np.float32)
+    dev = single_pair(pair)
+    bp = dk.run(kernels.pack_b(K, N, tn=tn), device=dev, b=b)["bp"]
+    got = dk.run(kernels.matmul(M, N, K, tm=tm, tn=tn, b_layout="panels"), device=dev, a=a, bp=bp)["c"]
+    close(got, (a.reshape(M, K) @ b.reshape(K, N)).reshape(-1), rtol=1e-4, atol=1e-4)
