@@ -227,3 +227,20 @@ def test_plot_legend_covers_no_bar(tmp_path):
     legend = ax.get_legend().get_window_extent()
     assert all(not legend.overlaps(bar.get_window_extent()) for bar in ax.patches)
     plt.close(fig)
+
+
+def test_matmul_layouts_script_times_both_layouts_and_checks_them():
+    """bench/matmul_layouts.py's row at a small ragged size: both layouts ran, were checked against numpy (the row
+    asserts it), and their ratios are printed."""
+    import importlib.util
+
+    import devicekit as dk
+
+    from .conftest import ROOT
+    spec = importlib.util.spec_from_file_location("dk_bench_layouts", ROOT / "bench" / "matmul_layouts.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    row = mod.one_size(dk.device("CPU"), 40)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "40" and len(cells) == 6, row
+    assert all(re.fullmatch(r"\d+\.\d\dx", c) and float(c[:-1]) > 0 for c in (cells[3], cells[5])), row
