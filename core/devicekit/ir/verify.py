@@ -306,7 +306,7 @@ def _sym_interval(u: UOp, lows: dict[str, int], memo: dict) -> tuple[Poly, Poly]
         own: Poly = {(u.arg[0],): 1}  # correlation (lo + t with t < cnt <= n - lo is at most n - 1)
         r = (own, own)
     elif u.op is Ops.RANGE:  # start <= r <= end - 1 (the extremes of bounds over other ranges: sound, not exact)
-        end = _sym_interval(u.src[-1], lows, memo)
+        end = _sym_interval(_running_end(u.src[-1]), lows, memo)
         start = ({}, {}) if len(u.src) == 1 else _sym_interval(u.src[0], lows, memo)
         if end is not None and start is not None:
             r = (start[0], _padd(end[1], {(): -1}))
@@ -322,6 +322,16 @@ def _sym_interval(u: UOp, lows: dict[str, int], memo: dict) -> tuple[Poly, Poly]
             r = (_pmul(a0, b0), _pmul(a1, b1))
     memo[u] = r
     return r
+
+
+def _running_end(end: UOp) -> UOp:
+    """A range's end as far as its body is concerned: `max(e, c)` with a constant c <= 0 (the builder's lane range
+    `start + k.range(max(end - start, 0))`) runs only when e >= 1, and then it is e."""
+    if end.op is Ops.MAX:
+        for e, c in (end.src, end.src[::-1]):
+            if c.op is Ops.CONST and c.arg <= 0:
+                return e
+    return end
 
 
 def _nonneg_rel(p: Poly, lows: dict[str, int], bounds: list[tuple[str, Poly | None, Poly | None]]) -> bool:
