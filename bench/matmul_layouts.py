@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """kernels.matmul's two B layouts against numpy's BLAS at several square sizes, in one process: the rows layout
-(b as it is) and pack_b + b_layout="panels" (pack timed). The figures behind docs/architecture.md's "Matmul on this
+(b as it is) and pack_b + b_layout="panels" (pack timed; the tile sized for this CPU's vector registers). The figures behind docs/architecture.md's "Matmul on this
 backend"; bench/run.py's matmul rows are the 1024 case.
 
     python bench/matmul_layouts.py              # 512 1000 1024 2048
@@ -50,7 +50,7 @@ def one_size(dev, s: int) -> str:
     rows = dev.compile(kernels.matmul(s, s, s))
     rbufs, _ = _buffers(dev, rows, inputs)
     t_rows = best(lambda: rows.execute(rbufs, [], wait=True), 5)
-    pack, mm = dev.compile(kernels.pack_b(s, s)), dev.compile(kernels.matmul(s, s, s, b_layout="panels"))
+    pack, mm = dev.compile(kernels.pack_b(s, s)), dev.compile(kernels.matmul(s, s, s, b_layout="panels", device=dev))
     pbufs, _ = _buffers(dev, pack, inputs)
     mbufs, _ = _buffers(dev, mm, inputs, {"bp": pbufs[1]})
     t_pack = best(lambda: pack.execute(pbufs, [], wait=True), 5)

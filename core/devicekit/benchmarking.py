@@ -164,7 +164,8 @@ def _total_sum_setup(parts: int) -> Callable[[Any, dict[str, Any]], Prepared]:
 def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
         from . import kernels
-        pack, mm = kernels.pack_b(s, s), kernels.matmul(s, s, s, b_layout="panels", name="bench_matmul_panels")
+        pack, mm = kernels.pack_b(s, s), kernels.matmul(s, s, s, b_layout="panels", name="bench_matmul_panels",
+                                                     device=dev)
         pp, pm = dev.compile(pack), dev.compile(mm)
         pbufs, _ = _buffers(dev, pp, inputs)
         mbufs, _ = _buffers(dev, pm, inputs, {"bp": pbufs[1]})

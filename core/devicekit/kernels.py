@@ -15,6 +15,7 @@ from . import ir
 from .ir import dtypes
 from .ir.dtypes import DType
 from .ir.uop import UOp
+from .render.renderer import Capabilities
 
 _EXPR_FUNCS = {"exp2": ir.exp2, "log2": ir.log2, "sqrt": ir.sqrt, "sin": ir.sin, "exp": ir.exp, "log": ir.log,
                "where": ir.where, "maximum": ir.maximum, "minimum": ir.minimum, "recip": ir.recip, "trunc": ir.trunc}
@@ -157,24 +158,41 @@ def pack_b(K: int, N: int, dtype: DType = dtypes.float32, tn: int = 16, name: st
     return k.build()
 
 
+def _panel_rows(device: Any, tn: int, itemsize: int) -> int:
+    """Rows of a panels tile whose accumulators (rows x tn lanes) fill half the device's vector registers: 4 x 16
+    float32 on AVX2 (8 of its 16 ymm registers), 16 x 16 on AVX-512 (16 of 32 zmm); at least 4. 4 without a
+    device, or when it does not say (`Capabilities.vector_register_bytes` 0)."""
+    if device is None:
+        return 4
+    caps = device if isinstance(device, Capabilities) else getattr(getattr(device, "renderer", None), "capabilities",
+                                                                     None)
+    if not isinstance(caps, Capabilities):
+        raise TypeError(f"device= takes a Device or Target (dk.device(...), dk.target(...)) or a renderer's "
+                        f"Capabilities, got {type(device).__name__}")
+    regs = caps.vector_register_bytes
+    return max(4, min(16, regs // 2 // (tn * itemsize))) if regs else 4
+
+
 def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
            epilogue: Callable[[UOp, UOp], UOp] | None = None, bias: bool = False, name: str = "matmul",
-           b_layout: str = "rows") -> ir.Kernel:
+           b_layout: str = "rows", device: Any = None) -> ir.Kernel:
     """c (M x N) = a (M x K) @ b (K x N), row-major. Each program instance computes a tm x tn tile: tm accumulators
     of tn lanes (tn <= 16) that share one k loop, so each k step loads tn contiguous values of b once and tm values
     of a, and does tm vector multiply-adds. `epilogue(value, column)` rewrites each output (bias, relu).
 
     `b_layout="rows"` (default 8x8 tiles): param `b` is b itself; tiles shrink to divide M and N.
-    `b_layout="panels"` (default 4x16): param `bp` is `pack_b(K, N, tn=tn)`'s output, so each k step reads one
-    contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored). On a
-    2-core EPYC this ran a 1024^3 float32 matmul 2.3x faster than the rows layout (bench/run.py has the figures).
-    Either way tm shrinks to divide M."""
+    `b_layout="panels"` (default tn 16): param `bp` is `pack_b(K, N, tn=tn)`'s output, so each k step reads one
+    contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored). Its
+    default tm fills half the vector registers of `device` (the Device or Target it will run on; None: 4, right for
+    AVX2): 4 on AVX2, 16 on AVX-512 for float32. On a 2-core EPYC this ran a 1024^3 float32 matmul 2.3x faster than the
+    rows layout (bench/run.py has the figures). Either way tm shrinks to divide M."""
     _check_dims("matmul", M=M, N=N, K=K)
     if b_layout not in ("rows", "panels"):
         raise ValueError(f"matmul b_layout must be 'rows' or 'panels', got {b_layout!r}")
     panels = b_layout == "panels"
-    tm = _pick_tile(M, (4 if panels else 8) if tm is None else tm)
     tn = _panel_width(16 if tn is None else tn) if panels else _pick_tile(N, min(8 if tn is None else tn, 16))
+    acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
+    tm = _pick_tile(M, (_panel_rows(device, tn, acc_t.itemsize) if panels else 8) if tm is None else tm)
     nj = -(-N // tn)
     k = ir.KernelBuilder(name)
     a = k.param("a", dtype, M * K)
@@ -183,7 +201,6 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     c = k.param("c", dtype, M * N, writable=True)
     i, j = k.range(M // tm, "global"), k.range(nj, "global")
     r = k.range(K, "reduce")
-    acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
     f = (lambda v: v.cast(acc_t)) if acc_t != dtype else (lambda v: v)
     bv = [f(b[(j * K + r) * tn + y] if panels else b[r * N + j * tn + y]) for y in range(tn)]
     brow = ir.vectorize(*bv) if tn > 1 else bv[0]
@@ -208,11 +225,11 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
 
 
 def mlp_layer(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
-              name: str = "mlp_layer", b_layout: str = "rows") -> ir.Kernel:
+              name: str = "mlp_layer", b_layout: str = "rows", device: Any = None) -> ir.Kernel:
     """relu(x @ w + bias): one fused kernel; params a (x, M x K), b (w, K x N; `bp`, w packed by `pack_b`, with
     b_layout="panels"), bias (N), c (out, M x N)."""
     return matmul(M, N, K, dtype, tm, tn, epilogue=lambda v, col: ir.maximum(v, 0.0), bias=True, name=name,
-                  b_layout=b_layout)
+                  b_layout=b_layout, device=device)
 
 
 def all_kernels() -> dict[str, Callable[[], ir.Kernel]]:

@@ -25,6 +25,7 @@ class Capabilities:
     local_max: tuple[int, ...] | None = None
     shared_max: int = 0  # bytes
     max_buffers: int | None = None
+    vector_register_bytes: int = 0  # the SIMD register file (count x width; 0: unknown): register tiles are sized by it
 
 
 class Renderer(ABC):
@@ -41,12 +42,13 @@ class Renderer(ABC):
     local_max: tuple[int, ...] | None = None
     shared_max = 0
     max_buffers: int | None = None
+    vector_register_bytes = 0
 
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(frozenset(self.supported_dtypes), frozenset(self.native_ops), self.gpu_indexing,
                             self.core_split, self.has_local, self.vectors, self.unaligned_vectors, self.global_max, self.local_max,
-                            self.shared_max, self.max_buffers)
+                            self.shared_max, self.max_buffers, self.vector_register_bytes)
 
     def render(self, kernel, name: str | None = None) -> ProgramSpec:
         """Lower `kernel` (an ir.Kernel) for this renderer's capabilities and render the linear form."""

@@ -9,6 +9,7 @@ from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import Ops
 from devicekit.render.cstyle import CStyleRenderer
 
+from . import hostinfo
 from .cost import split_cost
 from .memo import MemoRender
 
@@ -40,6 +41,7 @@ class CRenderer(MemoRender, CStyleRenderer):
     lang = "c"
     core_split = True
     vectors = True  # the base renders each vector value as one scalar per lane
+    vector_register_bytes = hostinfo.vector_register_bytes()  # the host's, as the code runs here
     kernel_prefix = '__attribute__((visibility("default"))) '
     supported_dtypes = frozenset(d for d in dtypes.all() if d.name != "bfloat16")
     type_map: ClassVar = {**CStyleRenderer.type_map, "bool": "_Bool", "float16": "_Float16"}

@@ -16,6 +16,20 @@ def cpu_flags() -> frozenset[str]:
     return frozenset(_cpuinfo()[1].split())
 
 
+@functools.cache
+def vector_register_bytes() -> int:
+    """The host's SIMD register file in bytes (count x width), from its ISA flags: AVX-512 32 x 64, AVX 16 x 32,
+    NEON 32 x 16, SSE 16 x 16; 0 where the flags say nothing. The kernel library sizes matmul tiles by it."""
+    flags = cpu_flags()
+    if "avx512f" in flags:
+        return 32 * 64
+    if "avx" in flags:
+        return 16 * 32
+    if "asimd" in flags or platform.machine() in ("arm64", "aarch64"):
+        return 32 * 16
+    return 16 * 16 if "sse2" in flags else 0
+
+
 def cpu_fingerprint() -> str:
     """Model name + a hash of the ISA flags, from /proc/cpuinfo where there is one: what -march=native depends on."""
     model, flags = _cpuinfo()

@@ -23,7 +23,7 @@ from devicekit.ir.ops import ALU, Ops
 from devicekit.ir.uop import UOp
 from devicekit.render.renderer import Renderer
 
-from . import settings, stream
+from . import hostinfo, settings, stream
 from .memo import MemoRender
 
 _SCALAR = {"bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "i8", "uint16": "i16",
@@ -77,6 +77,7 @@ class LLVMRenderer(MemoRender, Renderer):
     supported_dtypes = frozenset(d for d in dtypes.all() if d.name != "bfloat16")
     # exp2/log2/sin: the core's polynomial decompositions (1-2 ulp) vectorize; libm calls do not (softmax 3x)
     native_ops = ALU - {Ops.EXP2, Ops.LOG2, Ops.SIN}
+    vector_register_bytes = hostinfo.vector_register_bytes()  # the host's, as the code runs here
 
     # output bytes per chunk from which the outer loop streams its stores (stream.py); None: the LLC shared by the
     # default thread count, 0: never

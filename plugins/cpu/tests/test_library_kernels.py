@@ -49,3 +49,26 @@ def test_packed_matmul_random_shapes(pair, seed, single_pair, close):
     bp = dk.run(kernels.pack_b(K, N, tn=tn), device=dev, b=b)["bp"]
     got = dk.run(kernels.matmul(M, N, K, tm=tm, tn=tn, b_layout="panels"), device=dev, a=a, bp=bp)["c"]
     close(got, (a.reshape(M, K) @ b.reshape(K, N)).reshape(-1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+def test_packed_matmul_tiled_for_this_cpu(pair, single_pair, close):
+    """The panels tile sized for this CPU's vector registers (16 rows on AVX-512) is still a @ b, ragged N included;
+    the renderer says how big the host's register file is."""
+    import devicekit as dk
+    import numpy as np
+    from devicekit_cpu import hostinfo
+    dev = single_pair(pair)
+    regs = dev.renderer.capabilities.vector_register_bytes
+    assert regs == hostinfo.vector_register_bytes()
+    if "avx512f" in hostinfo.cpu_flags():
+        assert regs == 2048
+    elif "avx2" in hostinfo.cpu_flags():
+        assert regs == 512
+    rng = np.random.default_rng(7)
+    M, N, K = 48, 40, 24
+    a, b = rng.standard_normal(M * K).astype(np.float32), rng.standard_normal(K * N).astype(np.float32)
+    bp = dk.run(kernels.pack_b(K, N), device=dev, b=b)["bp"]
+    mm = kernels.matmul(M, N, K, b_layout="panels", device=dev)
+    got = dk.run(mm, device=dev, a=a, bp=bp)["c"]
+    close(got, (a.reshape(M, K) @ b.reshape(K, N)).reshape(-1), rtol=1e-4, atol=1e-4)
