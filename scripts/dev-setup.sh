@@ -38,3 +38,18 @@ if ! .venv/bin/python -c 'from devicekit_opencl import platform as p; p.select()
              "(as root with apt this script installs pocl-opencl-icd)"
     fi
 fi
+
+# The oldest NVRTC devicekit-cuda supports (13.0) beside the installed one, for plugins/cuda/tests/
+# test_cuda_nvrtc_oldest.py: NVRTC 13.0 refused kernels that 13.5 compiles (found on an H200), so the test kernels
+# compile with both. Unpacked from its wheels into .venv/nvrtc-13.0 (about 90 MB), once; without it the test skips.
+old=.venv/nvrtc-13.0
+if [ "$(uname -sm)" = "Linux x86_64" ] && [ ! -f "$old/nvidia/cu13/lib/libnvrtc.so.13" ]; then
+    if .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$old/wheels" \
+            nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 >/dev/null 2>&1 &&
+        .venv/bin/python -c 'import glob, sys, zipfile
+for w in glob.glob(sys.argv[1] + "/wheels/*.whl"): zipfile.ZipFile(w).extractall(sys.argv[1])' "$old"; then
+        rm -rf "$old/wheels"
+    else
+        echo "dev-setup: could not fetch NVRTC 13.0 (pip download); test_cuda_nvrtc_oldest.py will skip with the reason"
+    fi
+fi

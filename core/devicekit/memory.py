@@ -425,7 +425,12 @@ class Buffer:
         if not self.allocator.supports("as_buffer"):
             raise BufferError(_not_host(self))
         self.allocator.synchronize()
-        mem = self.allocator.as_buffer(self.handle, self.nbytes)
+        try:
+            mem = self.allocator.as_buffer(self.handle, self.nbytes)
+        except NotImplementedError as e:  # an allocator that maps some buffers only (CUDA: host or cpu_access ones)
+            raise BufferError(f"{self.device.spec}: this Buffer's memory is not mapped to the host ({e}): allocate "
+                              "it with BufferOptions(cpu_access=True) to export it, or use buf.numpy() for a copy"
+                              ) from None
         keep = (ctypes.c_char * self.nbytes).from_buffer(mem)
         keep.dk_buffer = self  # the exported array's base holds the Buffer
         arr = np.frombuffer(keep, dtype=self.dtype.np)

@@ -55,7 +55,9 @@ def test_dlpack_export_of_host_memory(dk_device):
     import devicekit as dk
     if not dk_device.allocator.supports("as_buffer"):
         pytest.skip(f"{dk_device.spec}'s allocator has no as_buffer: its memory is not exported through DLPack")
-    buf = dk.Buffer(dk_device, 50, dk.dtypes.int32).copyin(np.arange(50, dtype=np.int32))
+    # cpu_access: BufferOptions' promise that the host can map it (CUDA maps only such buffers and host=True ones)
+    buf = dk.Buffer(dk_device, 50, dk.dtypes.int32, dk.BufferOptions(cpu_access=True))
+    buf.copyin(np.arange(50, dtype=np.int32))
     arr = np.from_dlpack(buf)
     np.testing.assert_array_equal(arr, np.arange(50))
     arr[3] = -7  # the same memory, no copy

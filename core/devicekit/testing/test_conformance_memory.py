@@ -108,8 +108,9 @@ def test_copyin_checks_size_and_dtype(dk_device):
 def test_optional_allocator_features(dk_device):
     import devicekit as dk
     alloc = dk_device.allocator
-    if alloc.supports("as_buffer"):
-        b = dk.Buffer(dk_device, 8, dtypes.int32).copyin(np.arange(8, dtype=np.int32))
+    if alloc.supports("as_buffer"):  # for a buffer allocated with cpu_access (BufferOptions' promise of a mapping)
+        b = dk.Buffer(dk_device, 8, dtypes.int32, dk.BufferOptions(cpu_access=True))
+        b.copyin(np.arange(8, dtype=np.int32))
         dk_device.synchronize()
         mv = alloc.as_buffer(b.handle, b.nbytes)
         np.testing.assert_array_equal(np.frombuffer(mv, np.int32), np.arange(8))

@@ -74,7 +74,10 @@ class CUDACompiler(Compiler):
                 f"flags={' '.join(self.nvrtc_options(needs_headers=False))} headers=[{inc}]")
 
     def nvrtc_options(self, needs_headers: bool) -> list[str]:
-        opts = [f"--gpu-architecture={archmod.virtual(self.arch)}", *self.flags]
+        # --device-as-default-execution-space: NVRTC 13.0 takes the generic lambda of dk_map (a half or bool vector
+        # op, lane by lane) for a host function and refuses the kernel; 13.5 does not. In JIT mode nothing can be a
+        # host function, so it changes no kernel that compiled without it (found on an H200 with NVRTC 13.0)
+        opts = [f"--gpu-architecture={archmod.virtual(self.arch)}", "--device-as-default-execution-space", *self.flags]
         if needs_headers and self.include is not None:
             opts.append(f"--include-path={self.include.path}")
         return opts

@@ -87,7 +87,7 @@ def _int_wrap(fn, op: Ops):
         if op in (Ops.IDIV, Ops.MOD):
             expr = _safe_div(*xs, op, s)
             return f"(({t})({expr}))" if s.bits < 32 else expr
-        if op in _WRAPPING and s.bits < 64:  # int64 is also the index type: keep its arithmetic plain
+        if op in _WRAPPING:  # int64 too: NVRTC folds a plain `x < x + 1` to true (found on an H200)
             u = _UNSIGNED[s.bits]
             if op is Ops.SHL:
                 return f"(({t})((({u})({xs[0]}))<<(({xs[1]})&{s.bits - 1})))"

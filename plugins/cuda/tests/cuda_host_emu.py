@@ -29,8 +29,19 @@ INCLUDE = os.path.join(HERE, "host_include")
 CXX = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
 _BUILD = tempfile.mkdtemp(prefix="devicekit-cuda-emu-")
 atexit.register(shutil.rmtree, _BUILD, ignore_errors=True)
+# Signed overflow is undefined in CUDA C++ as in C++, and NVRTC exploits it (`x < x + 1` folded to true on int64,
+# found on an H200; g++ with -fwrapv had hidden it here). So the emulation compiles without -fwrapv and with GCC's
+# signed-overflow check, whose handlers (defined in the prelude, before libubsan's) count what they see: a launch of
+# a rendered kernel that overflowed fails its test.
+UBSAN = ("-fsanitize=signed-integer-overflow",)
+_UB_HANDLERS = "".join(f'extern "C" void __ubsan_handle_{h}(void*, void*{", void*" * n}) {{ dk_ub++; }}\n'
+                       for h, n in (("add_overflow", 1), ("sub_overflow", 1), ("mul_overflow", 1),
+                                    ("negate_overflow", 0), ("divrem_overflow", 1)))
 
 _PRELUDE = r"""
+#include <atomic>
+static std::atomic<long> dk_ub{0};
+extern "C" long dk_ub_count() { return dk_ub.exchange(0); }
 #include <thread>
 #include <vector>
 #include <barrier>
@@ -70,6 +81,7 @@ class HostKernel:
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
                             ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_longlong), ctypes.c_int]
         self._lib = lib
+        lib.dk_ub_count.restype = ctypes.c_long
 
     def __call__(self, **kw) -> dict[str, np.ndarray]:
         """Run like dk.run: arrays by param name (writable ones come back; omitted ones start zeroed), ints by var."""
@@ -90,8 +102,13 @@ class HostKernel:
             stores.append(arr)
         bufs = (ctypes.c_void_p * max(1, len(stores)))(*[a.ctypes.data for a in stores])
         vals = (ctypes.c_longlong * max(1, len(spec.vars)))(*[_slot(var_vals[v.name], v) for v in spec.vars])
+        self._lib.dk_ub_count()
         if math.prod(g3) and math.prod(l3):
             self.fn(bufs, vals, (ctypes.c_longlong * 3)(*g3), (ctypes.c_longlong * 3)(*l3), int(self.threaded))
+        ub = self._lib.dk_ub_count()
+        if ub and not spec.get_meta("from_source"):  # a hand-written kernel's own overflow is its author's
+            raise AssertionError(f"{spec.name}: the rendered CUDA overflowed a signed integer {ub} time(s) "
+                                 f"(undefined in CUDA C++: NVRTC may fold it)")
         return {p.name: to_numpy_values(a, p.dtype) for p, a in zip(spec.params, stores) if p.writable}
 
 
@@ -119,7 +136,7 @@ def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"kernel names must be unique in one host library: {sorted(n for n in names if names.count(n) > 1)}")
-    parts = [_PRELUDE]
+    parts = [_PRELUDE, _UB_HANDLERS]
     for n, spec in enumerate(specs):
         args = []
         for kind, i in spec.arg_order():  # hand-written kernels interleave buffers and scalars of any C type
@@ -142,7 +159,7 @@ def host_compile_many(kernels, renderer=None) -> dict[str, HostKernel]:
         with open(cpp, "w") as f:
             f.write(src)
         cmd = [CXX, "-std=c++20", "-O0",  # -O0: a third of -O1's compile time; same IEEE semantics (SSE, no contraction)
-               "-shared", "-fPIC", "-fwrapv", "-ffp-contract=off", "-w", "-pthread",
+               "-shared", "-fPIC", *UBSAN, "-ffp-contract=off", "-w", "-pthread",
                "-I", INCLUDE, "-include", os.path.join(INCLUDE, "cuda_host_shim.h"), cpp, "-o", so + ".tmp"]
         r = subprocess.run(cmd, check=False, capture_output=True, text=True)
         if r.returncode != 0:

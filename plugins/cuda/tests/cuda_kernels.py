@@ -270,3 +270,54 @@ def core_random_kernels(seeds):
         rk = core_random(s)
         out.append((f"core_rand{s}", rk.kernel, rk.inputs))
     return out
+
+
+# ---- open GPU findings: each returns (kernel, inputs); test_cuda_gpu runs it on the device, the emulation here
+def shapes_seed_700054():
+    """The shapes fuzzer's seed 700054, shrunk: an int64 division of a gated load by a load over a lane range that
+    starts at 1. On an H200 with NVRTC 13.0 (stop 27) both CUDA pairs gave 0 where the reference gives -1 at 4 of 64
+    outputs; the host emulation of the same CUDA source matches the reference. Open: rerun on a GPU."""
+    from devicekit import ir
+    from devicekit.ir.dtypes import dtypes
+    from devicekit.ir.ops import Ops
+    from devicekit.ir.uop import UOp, make_alu
+    k = ir.KernelBuilder('sh700054')
+    n = k.var('n', 1, 48)
+    k.var('kk', 0, (n - 1))
+    p_x = k.param('x', dtypes.int64, shape=(n, n,))
+    p_out = k.param('out', dtypes.int64, shape=(n, n,), writable=True)
+    v1 = make_alu(Ops.SUB, (n, UOp.const(dtypes.int64, 1),))
+    v2 = make_alu(Ops.MAX, (v1, UOp.const(dtypes.int64, 0),))
+    v3 = k.range(v2, 'global')
+    v4 = k.range(n, 'loop')
+    v5 = make_alu(Ops.ADD, (UOp.const(dtypes.int64, 1), v3,))
+    v6 = make_alu(Ops.MUL, (v5, n,))
+    v7 = make_alu(Ops.ADD, (v6, v4,))
+    v9 = make_alu(Ops.SUB, (v4, UOp.const(dtypes.int64, 1),))
+    v10 = make_alu(Ops.MUL, (v9, n,))
+    v11 = make_alu(Ops.ADD, (v10, v5,))
+    v12 = make_alu(Ops.CMPLT, (v9, UOp.const(dtypes.int64, 0),))
+    v13 = make_alu(Ops.CMPNE, (v12, UOp.const(dtypes.bool, True),))
+    v14 = make_alu(Ops.CMPLT, (v9, n,))
+    v15 = make_alu(Ops.AND, (v13, v14,))
+    v16 = make_alu(Ops.CMPLT, (v5, UOp.const(dtypes.int64, 0),))
+    v17 = make_alu(Ops.CMPNE, (v16, UOp.const(dtypes.bool, True),))
+    v18 = make_alu(Ops.CMPLT, (v5, n,))
+    v19 = make_alu(Ops.AND, (v17, v18,))
+    v20 = make_alu(Ops.AND, (v15, v19,))
+    v22 = p_x.load(v11, gate=v20, default=UOp.const(dtypes.int64, 0), unchecked=True)
+    v23 = make_alu(Ops.MUL, (v4, n,))
+    v24 = make_alu(Ops.ADD, (v23, v5,))
+    v26 = p_x[v24]
+    v27 = make_alu(Ops.IDIV, (v22, v26,))
+    p_out.store(v7, v27)
+    inputs = {
+        'n': 8,
+        'kk': 0,
+        'x': np.array([483, -478, -495, -714, 434, 329, 902, -687, 156, 548, 788, 62, 143, -902, 110, 557, 940, 831, -213, -860, -450, 146, -551, 226, 909, -747, -123, -543, -701, 41, 819, -818, 445, 529, -825, 814, -960, 561, 797, 296, 965, -709, -21, 174, 539, -531, 648, -719, -376, 48, -166, 176, -749, 505, 274, 7, 582, -487, -783, 188, 486, -506, -629, -213], dtype=np.int64),
+        'out': np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64),
+    }
+    return k.build(), inputs
+
+
+GPU_FINDINGS = [("shapes_seed_700054", shapes_seed_700054)]

@@ -119,3 +119,32 @@ def test_library_kernels(kernel, inputs):
 def test_core_random_kernels(kernel, inputs):
     """The core's random kernels: every dtype, gated loads, reductions, division by zero, shifts of any amount."""
     _check(kernel.name, kernel, inputs, "core_random")
+
+
+@pytest.mark.parametrize("dt_name", ["int8", "int16", "int32", "int64"])
+def test_signed_overflow_wraps_without_undefined_behaviour(dt_name):
+    """The conformance kit's `x < x + 1` at the type's maximum (False: the IR's ints wrap). The emulation compiles
+    without -fwrapv and with UBSan, so a signed operation the renderer leaves to C++ fails here, as NVRTC 13.0 on an
+    H200 made int64's plain arithmetic fold to True."""
+    from cuda_host_emu import host_compile
+    from devicekit.testing.test_conformance_contract import _overflow_kernel
+    info = np.iinfo(dt_name)
+    x = np.array([info.max, info.max - 1, info.min, -1, 0, 1], dtype=dt_name)
+    kernel = _overflow_kernel(dt_name)
+    inputs = {"x": x, "n": len(x), "lt": np.zeros(len(x), bool), "s": np.zeros(len(x), dt_name)}
+    want = dk.run(kernel, device="PYTHON", **inputs)
+    got = host_compile(kernel)(**inputs)
+    for out in ("lt", "s"):
+        np.testing.assert_array_equal(got[out].reshape(-1), np.asarray(want[out]).reshape(-1), err_msg=out)
+    assert not got["lt"][0]
+
+
+@pytest.mark.parametrize("name", [n for n, _ in ck.GPU_FINDINGS])
+def test_open_gpu_findings_match_in_emulation(name):
+    """The CUDA source of each open GPU finding is right as C++ (so the difference is NVRTC's or the GPU's)."""
+    from cuda_host_emu import host_compile
+    kernel, inputs = dict(ck.GPU_FINDINGS)[name]()
+    want = dk.run(kernel, device="PYTHON", **inputs)
+    got = host_compile(kernel)(**inputs)
+    for out, arr in want.items():
+        np.testing.assert_array_equal(got[out].reshape(-1), np.asarray(arr).reshape(-1), err_msg=f"{name}.{out}")

@@ -119,6 +119,21 @@ def test_host_mapped_buffers(cuda):
     assert bytes(mv) == bytes(range(64))
 
 
+def test_dlpack_export_needs_a_mapped_buffer(cuda):
+    """CUDA maps only host / cpu_access buffers: exporting device memory is a BufferError saying how (it was a bare
+    NotImplementedError, found by the conformance kit on an H200); a cpu_access Buffer exports its own memory."""
+    import devicekit as dk
+    dev = cuda()
+    plain = dk.Buffer(dev, 8, dtypes.int32).copyin(np.arange(8, dtype=np.int32))
+    with pytest.raises(BufferError, match=r"not mapped to the host .* BufferOptions\(cpu_access=True\)"):
+        np.from_dlpack(plain)
+    mapped = dk.Buffer(dev, 8, dtypes.int32, BufferOptions(cpu_access=True)).copyin(np.arange(8, dtype=np.int32))
+    arr = np.from_dlpack(mapped)
+    np.testing.assert_array_equal(arr, np.arange(8))
+    arr[2] = -5
+    assert mapped.numpy()[2] == -5
+
+
 def test_too_big_grid_is_refused_before_launch(cuda):
     dev = cuda()
     k = dk.ir.KernelBuilder("wide2d")
