@@ -39,17 +39,18 @@ if ! .venv/bin/python -c 'from devicekit_opencl import platform as p; p.select()
     fi
 fi
 
-# The oldest NVRTC devicekit-cuda supports (13.0) beside the installed one, for plugins/cuda/tests/
-# test_cuda_nvrtc_oldest.py: NVRTC 13.0 refused kernels that 13.5 compiles (found on an H200), so the test kernels
-# compile with both. Unpacked from its wheels into .venv/nvrtc-13.0 (about 90 MB), once; without it the test skips.
-old=.venv/nvrtc-13.0
+# The oldest NVRTC devicekit-cuda supports (13.2: 13.0 and 13.1 miscompile, see devicekit_cuda.compiler.MIN_NVRTC)
+# beside the installed one, for plugins/cuda/tests/test_cuda_nvrtc_oldest.py: NVRTC versions differ in what they
+# accept and produce (found on an H200, whose NVRTC was 13.0), so the test kernels compile with both. Unpacked from
+# its wheels into .venv/nvrtc-13.2 (about 230 MB), once; without it the test skips with the reason.
+old=.venv/nvrtc-13.2
 if [ "$(uname -sm)" = "Linux x86_64" ] && [ ! -f "$old/nvidia/cu13/lib/libnvrtc.so.13" ]; then
     if .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$old/wheels" \
-            nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 >/dev/null 2>&1 &&
+            nvidia-cuda-nvrtc==13.2.86 nvidia-cuda-runtime==13.2.86 >/dev/null 2>&1 &&
         .venv/bin/python -c 'import glob, sys, zipfile
 for w in glob.glob(sys.argv[1] + "/wheels/*.whl"): zipfile.ZipFile(w).extractall(sys.argv[1])' "$old"; then
         rm -rf "$old/wheels"
     else
-        echo "dev-setup: could not fetch NVRTC 13.0 (pip download); test_cuda_nvrtc_oldest.py will skip with the reason"
+        echo "dev-setup: could not fetch NVRTC 13.2 (pip download); test_cuda_nvrtc_oldest.py will skip with the reason"
     fi
 fi

@@ -21,6 +21,10 @@ from . import arch as archmod
 from . import toolchain
 
 LINKERS = ("nvjitlink", "ptxas")
+# NVRTC 13.0 and 13.1 miscompile a gated load in an unrolled loop: its address lands one element past the right one.
+# Found by the shapes fuzzer on an H200 (seed 700054: 0 for -1 at 4 of 64 outputs); the PTX of 13.0.48, 13.0.88 and
+# 13.1.115 adds (1 - n) * 8 to the address where 13.2.86 to 13.5.37 add -n * 8. Older NVRTCs are refused, never used
+MIN_NVRTC = (13, 2)
 
 
 def default_flags() -> list[str]:
@@ -43,6 +47,11 @@ class CUDACompiler(Compiler):
         self.linker = linker
         self.flags = list(default_flags() if flags is None else flags)
         self.nvrtc = nvrtc.load()
+        if self.nvrtc.version < MIN_NVRTC:
+            raise RuntimeError(f"NVRTC {self.nvrtc.version[0]}.{self.nvrtc.version[1]} miscompiles some kernels (an "
+                               "address one element off); devicekit-cuda needs NVRTC >= "
+                               f"{MIN_NVRTC[0]}.{MIN_NVRTC[1]}: pip install 'nvidia-cuda-nvrtc>=13.2' "
+                               "'nvidia-nvjitlink>=13.2', or point DEVICEKIT_NVRTC at a newer libnvrtc")
         self.notes: list[str] = []  # things the user should know (ptxas .version lowering, ...)
         self._notes_lock = threading.Lock()
         num = archmod.number(self.arch)
@@ -74,9 +83,9 @@ class CUDACompiler(Compiler):
                 f"flags={' '.join(self.nvrtc_options(needs_headers=False))} headers=[{inc}]")
 
     def nvrtc_options(self, needs_headers: bool) -> list[str]:
-        # --device-as-default-execution-space: NVRTC 13.0 takes the generic lambda of dk_map (a half or bool vector
-        # op, lane by lane) for a host function and refuses the kernel; 13.5 does not. In JIT mode nothing can be a
-        # host function, so it changes no kernel that compiled without it (found on an H200 with NVRTC 13.0)
+        # --device-as-default-execution-space: NVRTC 13.0 and 13.1 took the generic lambda of dk_map (a half or
+        # bool vector op, lane by lane) for a host function and refused the kernel (found on an H200). They are
+        # refused now (MIN_NVRTC); the flag stays as a guard, since in JIT mode nothing can be a host function
         opts = [f"--gpu-architecture={archmod.virtual(self.arch)}", "--device-as-default-execution-space", *self.flags]
         if needs_headers and self.include is not None:
             opts.append(f"--include-path={self.include.path}")

@@ -176,3 +176,16 @@ def test_arch_from_environment():
     env.pop("DEVICEKIT_CUDA_ARCH")
     out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.split("|")[0].strip() == "sm_90", out.stderr
+
+
+@pytest.mark.parametrize("version", [(13, 0), (13, 1)])
+def test_nvrtc_that_miscompiles_is_refused(monkeypatch, version):
+    """NVRTC 13.0 and 13.1 put a gated load one element off (shapes seed 700054 on an H200): a compiler on them is
+    refused at construction with what to install, so the pair is skipped with that reason, never used."""
+    from devicekit_cuda import nvrtc
+    from devicekit_cuda.compiler import MIN_NVRTC, CUDACompiler
+    lib = nvrtc.load()
+    monkeypatch.setattr(lib, "version", version)
+    with pytest.raises(RuntimeError, match=rf"NVRTC {version[0]}\.{version[1]} miscompiles .* >= 13\.2"):
+        CUDACompiler("sm_90")
+    assert MIN_NVRTC == (13, 2)

@@ -140,8 +140,8 @@ def test_signed_overflow_wraps_without_undefined_behaviour(dt_name):
 
 
 @pytest.mark.parametrize("name", [n for n, _ in ck.GPU_FINDINGS])
-def test_open_gpu_findings_match_in_emulation(name):
-    """The CUDA source of each open GPU finding is right as C++ (so the difference is NVRTC's or the GPU's)."""
+def test_gpu_findings_match_in_emulation(name):
+    """The CUDA source of each GPU finding is right as C++ (the difference was NVRTC's or the GPU's)."""
     from cuda_host_emu import host_compile
     kernel, inputs = dict(ck.GPU_FINDINGS)[name]()
     want = dk.run(kernel, device="PYTHON", **inputs)

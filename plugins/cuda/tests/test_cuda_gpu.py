@@ -97,7 +97,7 @@ def test_second_device_reuses_compiled_bytes():
 
 
 @pytest.mark.parametrize("name", [n for n, _ in ck.GPU_FINDINGS])
-def test_open_gpu_findings(name):
+def test_gpu_findings(name):
     """Findings of the fuzzer on a real GPU that the host emulation does not reproduce (cuda_kernels.GPU_FINDINGS)."""
     kernel, inputs = dict(ck.GPU_FINDINGS)[name]()
     _check(kernel, inputs)
