@@ -42,7 +42,7 @@ fi
 # The oldest NVRTC devicekit-cuda supports (13.2: 13.0 and 13.1 miscompile, see devicekit_cuda.compiler.MIN_NVRTC)
 # beside the installed one, for plugins/cuda/tests/test_cuda_nvrtc_oldest.py: NVRTC versions differ in what they
 # accept and produce (found on an H200, whose NVRTC was 13.0), so the test kernels compile with both. Unpacked from
-# its wheels into .venv/nvrtc-13.2 (about 230 MB), once; without it the test skips with the reason.
+# its wheels into .venv/nvrtc-13.2 (about 120 MB), once; without it the test skips with the reason.
 old=.venv/nvrtc-13.2
 if [ "$(uname -sm)" = "Linux x86_64" ] && [ ! -f "$old/nvidia/cu13/lib/libnvrtc.so.13" ]; then
     if .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d "$old/wheels" \

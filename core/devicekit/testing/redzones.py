@@ -3,7 +3,8 @@ a known pattern, checked after the launch. A store that lands outside its buffer
 bounds check that let an index through) changes a red zone and is reported by param and side, where the plain run
 might corrupt a neighbour silently and crash the process later.
 
-Used by the differential fuzzer (`fuzz.Runner.check_one`) on devices whose allocator has views (`supports("offset")`); the zones are read back with `copyout`.
+Used by the differential fuzzer (`fuzz.Runner.check_one`) on devices whose allocator has views
+(`supports("offset")`); the zones are read back with `copyout`.
 """
 
 from __future__ import annotations

@@ -48,10 +48,11 @@ class CUDACompiler(Compiler):
         self.flags = list(default_flags() if flags is None else flags)
         self.nvrtc = nvrtc.load()
         if self.nvrtc.version < MIN_NVRTC:
+            least = "{}.{}".format(*MIN_NVRTC)
             raise RuntimeError(f"NVRTC {self.nvrtc.version[0]}.{self.nvrtc.version[1]} miscompiles some kernels (an "
-                               "address one element off); devicekit-cuda needs NVRTC >= "
-                               f"{MIN_NVRTC[0]}.{MIN_NVRTC[1]}: pip install 'nvidia-cuda-nvrtc>=13.2' "
-                               "'nvidia-nvjitlink>=13.2', or point DEVICEKIT_NVRTC at a newer libnvrtc")
+                               f"address one element off); devicekit-cuda needs NVRTC >= {least}: pip install "
+                               f"'nvidia-cuda-nvrtc>={least}' 'nvidia-nvjitlink>={least}', or point DEVICEKIT_NVRTC "
+                               "at a newer libnvrtc")
         self.notes: list[str] = []  # things the user should know (ptxas .version lowering, ...)
         self._notes_lock = threading.Lock()
         num = archmod.number(self.arch)
