@@ -31,7 +31,7 @@ import time
 import numpy as np
 from devicekit import bench_machine
 from devicekit.bench_numba import unavailable as numba_unavailable
-from devicekit.benchmarking import best, cases, prepare, time_numba
+from devicekit.benchmarking import best, cases, final, prepare, time_numba
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "README.md")
@@ -99,7 +99,8 @@ def tg_time(tg, fn, args, reps):
 
 
 # ------------------------------------------------------------------ benchmarks
-ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "naive": "matmul-naive", "softmax": "softmax",
+ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "naive": "matmul-naive", "searched": "matmul-naive-searched",
+        "softmax": "softmax",
         "gather": "gather", "gather-unchecked": "gather-unchecked"}  # --only name -> case name
 
 
@@ -130,22 +131,25 @@ def bench_case(dk, tg, case, reps, compare: bool = True):
 
 
 def bench_compile(dk, reps):
-    """New kernel: a kernel never seen (unique constant), a fresh in-memory cache: render + compile + load.
-    Cached: the same kernel again (render + memory-cache hit + load). Device memo: dev.compile() a second time."""
+    """New kernel: a kernel never seen (unique constant), a fresh in-memory cache: render + first build + load, the
+    path Device.compile takes (tiers: the quick build, LLVM O0); then its final build (O3) + load, what the program
+    pays once it has run enough (Program.upgrade). Cached: the same kernel again (render + memory-cache hit of the
+    final bytes + load). Device memo: dev.compile() a second time."""
     from devicekit import kernels
     from devicekit.compile.cache import CompileCache
     renderer, compiler = dk.cpu.pair(dk.pair)
     saved = compiler.cache
     compiler.cache = CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
     try:
-        new, hit, parts = [], [], {"render": [], "compile": [], "load": []}
+        new, final, hit, tiers = [], [], [], set()
+        parts = {"render": [], "compile": [], "load": []}
         salt = time.time_ns() % 1000003
         for i in range(max(5, reps)):
             kern = kernels.elementwise(f"a * b + c * {salt + i}.0 + {i}.5", name=f"fresh_{salt}_{i}")
             t0 = time.perf_counter()
             spec = renderer.render(kern)
             t1 = time.perf_counter()
-            compiled = compiler.compile(spec)
+            compiled = compiler.first_build(spec)
             t2 = time.perf_counter()
             dk.cpu.runtime(compiled)
             t3 = time.perf_counter()
@@ -153,15 +157,38 @@ def bench_compile(dk, reps):
             parts["render"].append(t1 - t0)
             parts["compile"].append(t2 - t1)
             parts["load"].append(t3 - t2)
+            tiers.add(compiled.tier)
             t0 = time.perf_counter()
-            dk.cpu.runtime(compiler.compile(renderer.render(kern)))
+            dk.cpu.runtime(compiler.compile(spec))
+            final.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            dk.cpu.runtime(compiler.first_build(renderer.render(kern)))
             hit.append(time.perf_counter() - t0)
         kern = kernels.elementwise("a * b + c")
         dk.cpu.compile(kern)
         memo = best(lambda: dk.cpu.compile(kern), 50)
     finally:
         compiler.cache = saved
-    return statistics.median(new), statistics.median(hit), memo, {k: statistics.median(v) for k, v in parts.items()}
+    parts = {k: statistics.median(v) for k, v in parts.items()}
+    parts["tier"] = "/".join(sorted(tiers))
+    return statistics.median(new), statistics.median(final), statistics.median(hit), memo, parts
+
+
+def bench_search(dk) -> tuple[float, tuple]:
+    """dk.search of the naive 1024 matmul in a fresh memory-only cache: (seconds, the optimizer's opts chosen). The
+    choice stays in tile_search's memory, so the benchmark case that follows times it without searching again."""
+    from devicekit import tile_search
+    from devicekit.benchmarking import naive_matmul
+    from devicekit.compile.cache import CompileCache
+    tile_search._CHOSEN.clear()
+    compiler = dk.cpu.compiler
+    saved, compiler.cache = compiler.cache, CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
+    try:
+        t0 = time.perf_counter()
+        opts = tile_search.search(naive_matmul(1024), dk.cpu).spec.get_meta("opts")
+        return time.perf_counter() - t0, opts
+    finally:
+        compiler.cache = saved
 
 
 def bench_compile_many(dk, n: int = 64):
@@ -212,7 +239,7 @@ def bench_bandwidth(dk):
     thread). The fused row's fraction of it is reported with it (its bytes: 4 arrays x 64 MB)."""
     from devicekit import kernels
     a = np.random.default_rng(9).standard_normal(COPY_N).astype(np.float32)
-    prog = dk.cpu.compile(kernels.elementwise("a", name="bench_copy"))
+    prog = final(dk.cpu.compile(kernels.elementwise("a", name="bench_copy")))
     src, dst = dk.buf(a), dk.empty(COPY_N)
     t_dk = best(lambda: prog.execute([src, dst], [COPY_N], wait=True), 10, warmup=2)
     assert np.array_equal(dst.numpy(), a), "the copy kernel is wrong"
@@ -244,7 +271,7 @@ def bench_wavefront(dk, n: int = 401, steps: int = 149):
     """`steps` sweeps of 2n-3 diagonal launches each on an n x n grid (119,051 launches: the size of a PolyBench
     seidel-2d written as wavefront steps): a Python loop of execute, one dk.Plan of a sweep replayed, and numpy one
     diagonal at a time; results compared."""
-    prog = dk.cpu.compile(_wavefront_kernel())
+    prog = final(dk.cpu.compile(_wavefront_kernel()))
     diags = [(d, max(1, d - n + 1), min(d - 1, n - 1) - max(1, d - n + 1) + 1) for d in range(2, 2 * n - 1)]
     diags = [(d, lo, cnt) for d, lo, cnt in diags if cnt >= 1]  # cells (i, d - i), i in [lo, lo + cnt)
     start = np.random.default_rng(0).random(n * n, dtype=np.float32)
@@ -285,7 +312,7 @@ def bench_launch(dk):
     k = ir.KernelBuilder("tiny_inc")
     o = k.param("o", dtypes.float32, size=1, writable=True)
     o[0] = o[0] + 1.0
-    p = dk.cpu.compile(k.build())
+    p = final(dk.cpu.compile(k.build()))
     buf = dk.empty(1)
     buf.copyin(np.zeros(1, np.float32))
     args, h = [buf], [buf.handle]
@@ -301,7 +328,7 @@ def bench_launch(dk):
         for _ in range(n):
             p._launch(h, [], {}, None, None, False)
     from devicekit import kernels
-    pe = dk.cpu.compile(kernels.elementwise("a * b + c"))
+    pe = final(dk.cpu.compile(kernels.elementwise("a * b + c")))
     t_vars = {}
     for m in (1, 4, 16):  # a global range of m elements: one thread below the cost model's threshold (runtime.py)
         mbufs = [dk.buf(np.ones(m, np.float32)) for _ in range(4)]
@@ -373,16 +400,27 @@ def main() -> int:
     for row, name in ROWS.items():
         if want(row):
             case, r = by_name[name], max(2, reps // 2) if name.startswith("matmul") else reps
+            if name == "matmul-naive-searched":  # the search itself, timed once in a fresh cache; the case reuses
+                search_s, search_opts = bench_search(dk)  # its choice (remembered in memory)
+                mm_row = next((x for x in rows if x[0] == by_name["matmul"].title), None)
+                t_s, *_, t_s_cl = bench_case(dk, tg, case, r, compare=mm_row is None)
+                rows.append((case.title, t_s, *(mm_row[2:5] if mm_row else (None,) * 3), t_s_cl))
+                continue
             rows.append((case.title, *bench_case(dk, tg, case, r)))
             if name == "matmul":  # the same product, so the same numpy/numba/tinygrad times; its own OPENCL time
                 packed = by_name["matmul-packed"]
                 t_pk, *_, t_pk_cl = bench_case(dk, tg, packed, r, compare=False)
                 rows.append((packed.title, t_pk, *rows[-1][2:5], t_pk_cl))
     singles = []
-    mm, naive = (next((r for r in rows if r[0] == by_name[n].title), None) for n in ("matmul", "matmul-naive"))
+    mm, naive, searched = (next((r for r in rows if r[0] == by_name[n].title), None)
+                           for n in ("matmul", "matmul-naive", "matmul-naive-searched"))
     if mm is not None and naive is not None:
         singles.append(("naive matmul (core optimizer) / kernels.matmul", naive[1],
                         f"{naive[1] / mm[1]:.2f}x kernels.matmul's {fmt_t(mm[1])} (issue 17: within 1.5x)"))
+    if mm is not None and searched is not None:
+        singles.append(("naive matmul (dk.search) / kernels.matmul", searched[1],
+                        f"{searched[1] / mm[1]:.2f}x kernels.matmul's; the search took {search_s:.1f} s and chose "
+                        f"{', '.join(search_opts or ('as written',))}"))
     if want("fused") or want("bandwidth"):
         t_copy, t_copy_np = bench_bandwidth(dk)
         bw = 2 * 4 * COPY_N / t_copy
@@ -395,10 +433,12 @@ def main() -> int:
             singles.append(("fused a*b+c 16M: fraction of the copy bandwidth", fused[1],
                             f"{rate / 1e9:.1f} GB/s (4 x 64 MB) = {rate / bw:.2f} of devicekit's copy"))
     if want("compile"):
-        new, hit, memo, parts = bench_compile(dk, reps)
-        detail = (f"render {fmt_t(parts['render'])}, compile {fmt_t(parts['compile'])}, "
+        new, final, hit, memo, parts = bench_compile(dk, reps)
+        detail = (f"{parts['tier']} build: render {fmt_t(parts['render'])}, compile {fmt_t(parts['compile'])}, "
                   f"load {fmt_t(parts['load'])}")
         singles.append(("new kernel: render+compile+load", new, detail))
+        singles.append(("its final build (O3) + load, once it has run enough", final,
+                        "Program.upgrade: after 32 launches or ~1M estimated operations"))
         from devicekit.bench_numba import first_call_seconds
         nb_first = [first_call_seconds(time.time_ns() % 1000003 + i + 0.5) for i in range(3)]
         if nb_first[0] is None:

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, list[str]]] = [
                    "devicekit.hookspecs", "devicekit.memory", "devicekit.runtime", "devicekit.targets",
                    "devicekit.reference"]),
     ("registry", ["devicekit.registry"]),
-    ("api", ["devicekit.api", "devicekit.plan", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
+    ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
     ("tools", ["devicekit.cli", "devicekit.benchmarking", "devicekit.bench_numba", "devicekit.bench_machine",
                "devicekit.inspect_kernel", "devicekit.testing"]),
 ]

@@ -26,6 +26,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DeviceInfo": ("devicekit.registry", "DeviceInfo"),
     "Program": ("devicekit.runtime", "Program"),
     "Plan": ("devicekit.plan", "Plan"),
+    "search": ("devicekit.tile_search", "search"),
     "Buffer": ("devicekit.memory", "Buffer"),
     "BufferOptions": ("devicekit.memory", "BufferOptions"),
     "from_numpy": ("devicekit.memory", "from_numpy"),
@@ -55,6 +56,7 @@ __all__ = [  # noqa: RUF022 - grouped as in the design
     "hookimpl", "ir", "dtypes", "Program", "Allocator", "Compiler", "CompiledSpec", "register_plugin",
     "unregister_plugin", "cache_info", "cache_clear", "CompileError", "DeviceKitError", "DeviceNotFoundError",
     "DeviceUnavailableError", "PluginError", "SettingError", "from_numpy", "from_dlpack", "Plan",
+    "search",
 ]
 
 
@@ -92,3 +94,4 @@ if TYPE_CHECKING:
     from .runtime import Program
     from .spec import DeviceSpec
     from .targets import Device, Target
+    from .tile_search import search

@@ -66,7 +66,12 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     else:
         kernel = as_kernel(kernel, "dk.run")  # before the device: a forgotten .build() is the error to show
         dev = resolve_device(device)
-        program = dev.compile(kernel, pair=opts.get("pair"))
+        from . import settings
+        if settings.get("DEVICEKIT_SEARCH") and all(v.name in named for v in kernel.vars):
+            from .tile_search import search  # times the optimizer's tiles once per kernel, device and var values
+            program = search(kernel, dev, pair=opts.get("pair"), **{v.name: named[v.name] for v in kernel.vars})
+        else:
+            program = dev.compile(kernel, pair=opts.get("pair"))
     spec = program.spec
     pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
     if extra := sorted(set(named) - set(pnames) - set(vnames)):

@@ -131,11 +131,17 @@ def _buffers(dev: Any, program: Any, inputs: dict[str, Any], extra: dict[str, An
     return bufs, vals
 
 
+def final(program: Any) -> Any:
+    """`program` on its final build (tiers: a new kernel starts on a quick one): what a benchmark times."""
+    program.upgrade()
+    return program
+
+
 def prepare(case: BenchCase, dev: Any, inputs: dict[str, Any]) -> Prepared:
     """Compile `case` for `dev` and copy its inputs in (neither is timed)."""
     if case.setup is not None:
         return case.setup(dev, inputs)
-    program = dev.compile(case.kernel())
+    program = final(dev.compile(case.kernel()))
     bufs, vals = _buffers(dev, program, inputs)
     out = bufs[[p.name for p in program.spec.user_params].index(case.output)]
     return Prepared(lambda: program.execute(bufs, vals, wait=True), out.numpy)
@@ -151,7 +157,7 @@ def _total_sum_setup(parts: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
         from . import kernels
 
-        program = dev.compile(kernels.reduce("sum", name="bench_sum"))
+        program = final(dev.compile(kernels.reduce("sum", name="bench_sum")))
         n = inputs["x"].size
         rows, _ = _buffers(dev, program, {"x": inputs["x"], "m": parts, "n": n // parts})
         (_, total), _ = _buffers(dev, program, {"m": 1, "n": parts}, {"x": rows[1]})
@@ -166,7 +172,7 @@ def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
         from . import kernels
         pack, mm = kernels.pack_b(s, s), kernels.matmul(s, s, s, b_layout="panels", name="bench_matmul_panels",
                                                      device=dev)
-        pp, pm = dev.compile(pack), dev.compile(mm)
+        pp, pm = final(dev.compile(pack)), final(dev.compile(mm))
         pbufs, _ = _buffers(dev, pp, inputs)
         mbufs, _ = _buffers(dev, pm, inputs, {"bp": pbufs[1]})
         return Prepared(lambda: _two(pp.execute(pbufs, [], wait=True), pm.execute(mbufs, [], wait=True)),
@@ -200,11 +206,21 @@ def gather_kernel(checked: bool = True):
     return k.build(checked=checked)
 
 
+def _searched_setup(make: Callable[[], Any]) -> Callable[[Any, dict[str, Any]], Prepared]:
+    """The kernel with the tile dk.search times fastest on `dev` (the search itself is not timed here)."""
+    def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
+        from .tile_search import search
+        program = search(make(), dev)
+        bufs, vals = _buffers(dev, program, inputs)
+        return Prepared(lambda: program.execute(bufs, vals, wait=True), bufs[2].numpy)
+    return setup
+
+
 def _wall_clock_setup(make: Callable[[], Any]) -> Callable[[Any, dict[str, Any]], Prepared]:
     """One launch timed on the wall clock: the checked gather's cost includes the hidden record's allocation and
     read-back, which happen in Program.execute, outside the time a runtime reports."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
-        program = dev.compile(make())
+        program = final(dev.compile(make()))
         bufs, vals = _buffers(dev, program, inputs)
         return Prepared(lambda: (program.execute(bufs, vals, wait=True), None)[1], bufs[2].numpy)
     return setup
@@ -263,6 +279,9 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
         out.append(BenchCase("matmul-naive", f"{s}x{s}x{s}", f"matmul {s} f32, naive kernel (core optimizer)",
                              lambda: naive_matmul(s), out[3].inputs, "c", out[3].reference, 2.0 * s ** 3, "GFLOP/s",
                              tinygrad=out[3].tinygrad))
+        out.append(BenchCase("matmul-naive-searched", f"{s}x{s}x{s}", f"matmul {s} f32, naive kernel (dk.search)",
+                             lambda: naive_matmul(s), out[3].inputs, "c", out[3].reference, 2.0 * s ** 3, "GFLOP/s",
+                             setup=_searched_setup(lambda: naive_matmul(s))))
     return out
 
 

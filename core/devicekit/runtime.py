@@ -198,6 +198,22 @@ class Program(ABC):
         are packed into one call. None (the default): the plan calls `_launch` for this launch."""
         return None
 
+    @property
+    def tier(self) -> str:
+        """"quick" while this program runs its quick build (`Compiler.first_build`), else "final"."""
+        return self.compiled.tier
+
+    def upgrade(self) -> None:
+        """Swap to the final build now (it is compiled here, unless cached) when this program runs its quick one;
+        a no-op otherwise. A runtime that tiers calls it itself once the program has run enough (the CPU device:
+        32 launches or ~1M estimated operations, docs/architecture.md); benchmarks call it before timing."""
+
+    def _set_final(self, build: Callable[[], Program]) -> bool:
+        """Device.compile's hook for a quick program: `build()` returns the Program of the final bytes, which this
+        program adopts in `upgrade`. False (the default): this runtime does not swap, the device loads the final
+        build at once."""
+        return False
+
     def may_run_long(self, vals: list[int]) -> bool:
         """Whether a launch with these int vars (declaration order) may block long enough that Ctrl-C must not
         wait for it. When True and the caller is the main thread, `execute` runs `_launch` on a launcher thread and

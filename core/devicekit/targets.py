@@ -146,13 +146,22 @@ class Device(Target):
         spec = renderer.render(kernel, name=name)
         if opts := spec.get_meta("opts"):
             dprint(2, f"{self.spec}: {spec.name}: optimizer: {', '.join(opts)}")
-        program = self._program(compiler.compile(spec), compiler)
+        program = self._first_program(spec, compiler)
         with self._lock:
             program = self._programs.setdefault(key, program)
             self._programs.move_to_end(key)
             while len(self._programs) > PROGRAM_MEMO_SIZE:  # bounded: a long-lived process compiles without end
                 self._programs.popitem(last=False)  # an evicted Program still works for whoever holds it
             return program
+
+    def _first_program(self, spec, compiler: Compiler) -> Program:
+        """The Program of `compiler.first_build(spec)`: a quick build (tiers) is given the way to its final one."""
+        first = compiler.first_build(spec)
+        program = self._program(first, compiler)
+        if program.compiled.tier == "quick" and not program._set_final(
+                lambda: self._program(compiler.compile(spec), compiler)):
+            program = self._program(compiler.compile(spec), compiler)  # a runtime that cannot swap: final at once
+        return program
 
     def compile_many(self, kernels: Sequence[Any], pair: int | str | None = None, jobs: int | None = None
                      ) -> list[Program]:

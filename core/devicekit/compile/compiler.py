@@ -43,9 +43,10 @@ class CompiledSpec:
     compiler_id: str
     trusted: bool = field(default=False, compare=False)
     from_cache: bool = field(default=False, compare=False)
+    tier: str = field(default="final", compare=False)  # "quick": Compiler.first_build's cheap build (see there)
 
-    def __reduce__(self):
-        return (type(self), (self.spec, self.lib, self.compiler_id))  # trust does not travel: unpickled bytes are checked
+    def __reduce__(self):  # trust does not travel: unpickled bytes are checked
+        return (type(self), (self.spec, self.lib, self.compiler_id, False, False, self.tier))
 
     @property
     def name(self) -> str:
@@ -67,6 +68,12 @@ class Compiler(ABC):
     output (toolchain version, flags, target arch): it is part of the cache key, so a toolchain upgrade never
     reuses stale bytes. Set `cache` (a CompileCache) on an instance to use another cache than the process-wide one;
     `use_cache = False` bypasses caching (for compilers whose output is not reproducible).
+
+    Tiers (optional): a compiler whose `quick_tier(src)` answers True for a source also builds it cheaply
+    (`quick_compile_src`: LLVM's O0, ~1 ms, where O3 takes ~20), and `Device.compile` loads that quick build first
+    when the final bytes are not cached; the Program swaps to the final build once it has run enough
+    (`Program.upgrade`). The contract: the quick build's program computes the very values the final one does (the
+    CPU plugin offers it only for IR without fast-math flags), so a program changes speed, never results.
     """
 
     name: str = "compiler"
@@ -80,6 +87,47 @@ class Compiler(ABC):
     @abstractmethod
     def compile_src(self, src: str) -> bytes:
         """Compile `src`; raise CompileError(message, log, src) when the source is rejected."""
+
+    def quick_tier(self, src: str) -> bool:
+        """Whether `quick_compile_src` builds `src` (default False: no quick tier)."""
+        return False
+
+    def quick_compile_src(self, src: str) -> bytes:
+        """A cheap build of `src` (when `quick_tier(src)`) whose program computes the same values as
+        `compile_src(src)`'s, only slower."""
+        raise NotImplementedError(f"compiler {self.name!r} has no quick tier")
+
+    def quick_identity(self) -> str:
+        """The identity the quick build is cached under: never `identity()`, so the tiers' bytes never mix."""
+        return f"{self.identity()} tier=quick"
+
+    def first_build(self, spec: ProgramSpec) -> CompiledSpec:
+        """What `Device.compile` loads first: `compile(spec)` when its bytes are cached, when tiers are off
+        (DEVICEKIT_TIERS=0) or when this compiler has no quick tier for the source; else the quick build (through
+        the cache under `quick_identity()`), a CompiledSpec with `tier="quick"`."""
+        from .. import settings
+        if not self.use_cache or not settings.get("DEVICEKIT_TIERS") or not self.quick_tier(spec.src):
+            return self.compile(spec)
+        cache = self._cache()
+        ident = self.identity()
+        if (lib := cache.get(self.cache_key(spec))) is not None:
+            dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")
+            return CompiledSpec(spec, lib, ident, trusted=True, from_cache=True)
+        quick = self.quick_identity()
+        compiled_now = False
+
+        def build() -> bytes:
+            nonlocal compiled_now
+            compiled_now = True
+            t0 = time.perf_counter()
+            lib = bytes(self.quick_compile_src(spec.src))
+            dprint(2, f"compiled {spec.name} (quick tier) with {short_identity(quick)} in "
+                      f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
+            return lib
+
+        key = CacheKey(spec.device, quick, hashlib.sha256(spec.src.encode()).hexdigest())
+        lib = cache.get_or_compile(key, build)
+        return CompiledSpec(spec, lib, quick, trusted=True, from_cache=not compiled_now, tier="quick")
 
     def cache_key(self, spec: ProgramSpec) -> CacheKey:
         """The cache key of `spec` for this compiler: (spec.device, identity(), sha256(spec.src))."""

@@ -29,6 +29,8 @@ class Kernel:
     checked: bool = True  # False: no run-time bounds checks (ir/bounds.py); `build(checked=False)`
     shapes: tuple[tuple[SymInt, ...] | None, ...] = ()  # per param: its `shape=` (dk.run shapes outputs by it)
     optimize: bool = True  # False: the heuristic optimizer leaves it as written (ir/optimize.py); `build(optimize=False)`
+    tiles: tuple[int, int] | None = None  # the optimizer's tile (rows unrolled, lanes upcast) instead of its heuristic's:
+    # `with_tiles` (dk.search's candidates); None: the heuristic chooses
 
     @property
     def key(self) -> bytes:
@@ -44,6 +46,8 @@ class Kernel:
             h.update(b"unchecked")
         if not self.optimize:
             h.update(b"as-written")
+        if self.tiles is not None:
+            h.update(repr(("tiles", self.tiles)).encode())
         for p in self.param_uops:
             h.update(p.key)
         return h.digest()
@@ -55,6 +59,16 @@ class Kernel:
 
     def uops(self) -> list[UOp]:
         return self.sink.toposort()
+
+    def with_tiles(self, rows: int, lanes: int) -> Kernel:
+        """This kernel with the optimizer's register tile set: `rows` copies of each statement over the unrolled
+        global range, `lanes` lanes of the upcast one per vector (1, 1: as written). A kernel the optimizer does not
+        rewrite compiles as before. What `dk.search` times; its key differs, so every cache tells them apart."""
+        import dataclasses
+        for what, v in (("rows", rows), ("lanes", lanes)):
+            if type(v) is not int or not 1 <= v <= 16:
+                raise ValueError(f"{self.name}: with_tiles({what}=) takes an int from 1 to 16, got {v!r}")
+        return dataclasses.replace(self, tiles=(rows, lanes))
 
 
 class BufferRef:

@@ -52,7 +52,7 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink, err, checks = guard_accesses(kernel, sink)  # before anything else: proofs hold on the user's graph
     opts: tuple[str, ...] = ()
     if kernel.optimize and err is None and settings.get("DEVICEKIT_OPT"):
-        sink, opts = optimize(sink, caps)
+        sink, opts = optimize(sink, caps, kernel.tiles)
     param_uops = kernel.param_uops if err is None else (*kernel.param_uops, err)
     # scalars travel as their wire dtype (bool as uint8, half/bfloat16 as float32) and are converted once, inside
     wire = {v: v.replace(dtype=scalar_wire(v.dtype)) for v in kernel.var_uops

@@ -1,7 +1,9 @@
 """Differential fuzzer: random well-formed kernels (`fuzzgen.make_case`) run on every compiler pair of a device and
 compared with the PYTHON reference at docs/ir.md's tolerances. Kinds that cannot run here are compiled only (CUDA
 without a GPU: NVRTC) or rendered only (METAL off macOS). Each finding is shrunk to a minimal kernel (`shrink.py`)
-and printed as Python for a regression test.
+and printed as Python for a regression test. A kernel whose program starts on a quick build (tiers,
+`Compiler.first_build`) runs again on its final build, which must give the same bits (`tier-mismatch` otherwise); a kernel the optimizer
+rewrote runs again with other register tiles (`Kernel.with_tiles`, what `dk.search` picks among).
 
     python -m devicekit.testing.fuzz --device CPU --pair llvm --n 2000 --seed 0 [--jobs 2] [--profile mixed]
 
@@ -30,7 +32,7 @@ from .random_kernels import assert_matches, tolerance
 class Finding:
     seed: int
     target: str  # "CPU/llvm"
-    kind: str  # mismatch | error | compile-error | crash | reference-error | oob-write
+    kind: str  # mismatch | error | compile-error | crash | reference-error | oob-write | tier-mismatch
     message: str
 
 
@@ -42,10 +44,14 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
     optimized: int = 0  # kernels the heuristic optimizer rewrote on some target (ir/optimize.py)
+    tiered: int = 0  # kernels that ran on a quick build and then on their final build (same bits required)
+    retiled: int = 0  # optimized kernels checked again with random other tiles (dk.search's candidates)
 
     def merge(self, other: Report) -> None:
         self.tried += other.tried
         self.optimized += other.optimized
+        self.tiered += other.tiered
+        self.retiled += other.retiled
         for mine, theirs in ((self.checks, other.checks), (self.unsupported, other.unsupported)):
             for t, c in theirs.items():
                 mine[t] = mine.get(t, 0) + c
@@ -76,6 +82,8 @@ class Runner:
             label = f"{base.spec.kind}/{name}"
             self.targets[label] = (r, c) if self.compile_only else Device(base.spec, dev.allocator, r, c, dev.runtime)
         self._made = 0
+        self.tiered = 0  # kernels checked on both tiers
+        self.retiled = 0  # kernels the optimizer rewrote, checked again with other tiles (Kernel.with_tiles)
         self.unsupported: dict[str, int] = {}  # target -> kernels it refused as unsupported (not findings)
         self.render_only = self.compile_only and not self._can_compile()
 
@@ -97,7 +105,6 @@ class Runner:
 
     def check_one(self, label: str, kernel, inputs: dict, want: dict | None) -> tuple[str, str] | None:
         """(kind, message) when `kernel` misbehaves on target `label`, else None."""
-        import devicekit as dk
         from devicekit.errors import CompileError
         from devicekit.ir import KernelError
 
@@ -109,10 +116,15 @@ class Runner:
                 if not self.render_only:
                     c.compile(spec)
                 return None
-            if redzones.supported(target):  # stores outside a buffer show, instead of corrupting a neighbour
-                got = redzones.run(kernel, target, inputs)
-            else:
-                got = dk.run(kernel, target, **inputs)  # positional: a param may be named `device`
+            got = self._run(kernel, target, inputs)
+            program = target.compile(kernel)  # the memo's Program, the one that just ran
+            if program.tier == "quick":  # tiers: the final build must compute the very same values
+                self.tiered += 1
+                program.upgrade()
+                final = self._run(kernel, target, inputs)
+                for p in kernel.params:
+                    if p.writable and (bad := tier_difference(got[p.name], final[p.name])):
+                        return "tier-mismatch", f"{p.name}: the quick build and the final build differ: {bad}"
         except redzones.RedZoneError as e:
             return "oob-write", str(e)
         except IndexError as e:  # a run-time bounds check (ir/bounds.py): right when the reference raised it too
@@ -141,6 +153,13 @@ class Runner:
                     return "mismatch", str(e)
         return None
 
+    @staticmethod
+    def _run(kernel, target, inputs: dict) -> dict:
+        import devicekit as dk
+        if redzones.supported(target):  # stores outside a buffer show, instead of corrupting a neighbour
+            return redzones.run(kernel, target, inputs)
+        return dk.run(kernel, target, **inputs)  # positional: a param may be named `device`
+
     def check(self, case) -> list[Finding]:
         try:
             want = self.reference(case)
@@ -149,17 +168,47 @@ class Runner:
         except Exception as e:  # noqa: BLE001 - a generator bug: the kernel should have been defined
             return [Finding(case.seed, "PYTHON", "reference-error", f"{type(e).__name__}: {str(e)[:400]}")]
         out = []
+        from devicekit.ir import optimize
+        before = optimize.applied
         for label in self.targets:
             if (bad := self.check_one(label, case.kernel, case.inputs, want)) is not None:
                 if bad[0] == "unsupported":
                     self.unsupported[label] = self.unsupported.get(label, 0) + 1
                 else:
                     out.append(Finding(case.seed, label, *bad))
+        if optimize.applied > before and case.kernel.tiles is None:  # the optimizer rewrote it: one of the other
+            import random  # tiles dk.search may pick must give the same results
+
+            from devicekit.tile_search import LANES, ROWS
+            r = random.Random(case.seed * 7919 + 3)
+            tiles = (r.choice(ROWS), r.choice(LANES))
+            variant = case.kernel.with_tiles(*tiles)
+            self.retiled += 1
+            for label in self.targets:
+                if (bad := self.check_one(label, variant, case.inputs, want)) is not None and bad[0] != "unsupported":
+                    out.append(Finding(case.seed, label, bad[0], f"with_tiles{tiles}: {bad[1]}"))
         self._made += 1
         if self._made % 500 == 0 and not self.compile_only:  # Device.compile memoizes every Program: start afresh
             self.targets = {lb: type(d).from_pairs(d.spec, d.allocator, d.compilers, d.pair_names, d.runtime)
                             for lb, d in self.targets.items()}
         return out
+
+
+def tier_difference(quick, final) -> str:
+    """"" when two results hold the same bits (any NaN equals any NaN), else where they first differ."""
+    import numpy as np
+    a, b = np.ascontiguousarray(quick), np.ascontiguousarray(final)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return f"shape/dtype {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
+    same = a.view(np.uint8).reshape(a.size, -1) == b.view(np.uint8).reshape(b.size, -1)
+    same = same.all(axis=1) if a.size else same.reshape(0)
+    if a.dtype.kind in "fc":
+        same |= (np.isnan(a) & np.isnan(b)).reshape(-1)
+    if same.all():
+        return ""
+    i = int(np.flatnonzero(~same)[0])
+    return f"{int((~same).sum())} of {a.size} elements, first at flat index {i}: {a.reshape(-1)[i]!r} vs " \
+           f"{b.reshape(-1)[i]!r}"
 
 
 def _oob_access(e: IndexError) -> str:
@@ -193,6 +242,8 @@ def fuzz_seeds(seeds: Iterable[int], kind: str = "CPU", pairs: Iterable[str] | N
         for t in runner.targets:
             rep.checks[t] = rep.checks.get(t, 0) + 1
     rep.unsupported = dict(runner.unsupported)
+    rep.tiered = runner.tiered
+    rep.retiled = runner.retiled
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -312,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
                chunk=min(100, max(10, args.n // 20)), progress=None if args.no_progress else print_progress)
     rate = ", ".join(f"{t}: {c}" for t, c in rep.checks.items())
     print(f"fuzz: {rep.tried} kernels (seeds {args.seed}..{args.seed + args.n - 1}, profile {args.profile}) in "
-          f"{rep.seconds:.1f} s; checked {rate}; optimized {rep.optimized}; {len(rep.findings)} findings"
+          f"{rep.seconds:.1f} s; checked {rate}; optimized {rep.optimized}; "
+          f"on both tiers {rep.tiered}; "
+          f"retiled {rep.retiled}; {len(rep.findings)} findings"
           + (f"; refused as unsupported (not findings): {rep.unsupported}" if rep.unsupported else ""))
     for f in rep.findings:
         print(f"  seed {f.seed} {f.target} {f.kind}: {f.message.splitlines()[0][:300]}")

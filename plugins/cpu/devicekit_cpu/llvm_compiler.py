@@ -15,6 +15,10 @@ _UITOFP = re.compile(r"uitofp [^%]*(%[\w.]+)")
 # float16 became 65504 instead of inf, -21 -> uint64 -> float32 4.29e9 instead of 1.84e19 (fuzz seed 3002524). A
 # module with that pattern is optimized without SLP; the rule's version is part of the identity (cached bytes follow)
 SLP_RULE = "slp-off-for-uitofp-of-sext-1"
+# the quick tier (Compiler.first_build): IR whose every operation has one IEEE result, so O0 and O3 compute the same
+# values: no fast-math flag (a reduction's `reassoc contract`) and no fmuladd (fused or not, at the optimizer's choice)
+_LOOSE = re.compile(r"\b(?:reassoc|contract|fast|afn|arcp|nnan|ninf|nsz)\b|@llvm\.fmuladd")
+QUICK_RULE = "quick-O0-exact-1"
 
 
 def slp_safe(src: str) -> bool:
@@ -38,9 +42,33 @@ class LLVMCompiler(Compiler):
         self.features = host_features if features is None else features
         self._tm = llvm_jit.target_machine(self.cpu, self.features, self.opt)
         self._id = f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O{self.opt} {SLP_RULE} features={self.features}"
+        self._tm_quick = None
 
     def identity(self) -> str:
         return self._id
+
+    def quick_tier(self, src: str) -> bool:
+        """IR without fast-math flags has a quick tier (O0: no passes, fast instruction selection, ~1 ms where O3
+        takes ~20) whose program computes the same values bit for bit; none at DEVICEKIT_CPU_OPT=0 (that is final)."""
+        return self.opt > 0 and _LOOSE.search(src) is None
+
+    def quick_identity(self) -> str:
+        return f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O0 {QUICK_RULE} features={self.features}"
+
+    def quick_compile_src(self, src: str) -> bytes:
+        import llvmlite.binding as llvm
+
+        with llvm_jit.LOCK:
+            if self._tm_quick is None:
+                self._tm_quick = llvm_jit.target_machine(self.cpu, self.features, 0)
+            try:
+                mod = llvm.parse_assembly(src)
+                mod.verify()
+            except RuntimeError as e:
+                raise CompileError("LLVM rejected the IR", str(e), src) from None
+            mod.triple = self._tm_quick.triple
+            mod.data_layout = str(self._tm_quick.target_data)
+            return bytes(self._tm_quick.emit_object(mod))
 
     def compile_src(self, src: str) -> bytes:
         import llvmlite.binding as llvm

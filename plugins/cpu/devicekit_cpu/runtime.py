@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import time
+import warnings
 from functools import partial
 from operator import is_ as _is
 
@@ -40,6 +42,20 @@ PARALLEL_MIN_WORK = 1 << 16
 # the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below, it is too short
 # to matter and the handoff (~20 us) is not paid
 INTERRUPTIBLE_MIN_WORK = PARALLEL_MIN_WORK
+# a program on its quick build (tiers: LLVM O0, 3-10x slower code) swaps to the final one (O3, ~20 ms to compile)
+# before the launch that brings it to TIER_LAUNCHES launches or TIER_WORK estimated operations: by then the slow
+# code has cost a few ms, a fraction of the compile it saved; a kernel run once or twice on small data never pays it
+TIER_LAUNCHES = 32
+TIER_WORK = 1 << 20
+
+
+class _QuickTier:
+    """The pending swap of a program on its quick build: how to build the final Program, and what ran so far."""
+
+    __slots__ = ("build", "launches", "lock", "work")
+
+    def __init__(self, build):
+        self.build, self.launches, self.work, self.lock = build, 0, 0, threading.Lock()
 
 
 class CPUProgram(Program):
@@ -83,6 +99,39 @@ class CPUProgram(Program):
         self._work = compile_sym(work, names, fallback=INTERRUPTIBLE_MIN_WORK)
         self._maybe_long = self._from_source or not (isinstance(work, int) and work < INTERRUPTIBLE_MIN_WORK)
         self._last = None  # (buffers, vals, handles) of the last fast-path launch that needs no Ctrl-C or record
+        self._quick: _QuickTier | None = None  # set by Device.compile on a quick build (tiers)
+
+    def _set_final(self, build) -> bool:
+        if self.compiled.tier != "quick":
+            return False
+        self._quick = _QuickTier(build)
+        return True
+
+    def upgrade(self) -> None:
+        q = self._quick
+        if q is None:
+            return
+        with q.lock:  # one build, however many threads launch it; the others wait for it
+            if self._quick is None:
+                return
+            try:
+                final = q.build()
+            except Exception as e:  # noqa: BLE001 - the quick build runs right: keep it, and say why
+                warnings.warn(f"devicekit-cpu: {self.name}: its final build failed ({type(e).__name__}: {e}); it "
+                              "keeps running its quick build (same values, slower)", RuntimeWarning, stacklevel=2)
+            else:
+                # launches in flight on other threads finish on the quick code, kept alive with the final one
+                self._keep = (self._keep, final._keep, final)
+                self._fn, self._addr, self.compiled, self._last = final._fn, final._addr, final.compiled, None
+            self._quick = None
+
+    def _tick(self, vals) -> None:
+        """Count a launch of a quick build: upgrade before the one that reaches the tier limits."""
+        q = self._quick
+        q.launches += 1
+        q.work += self._work(vals)
+        if q.launches >= TIER_LAUNCHES or q.work >= TIER_WORK:
+            self.upgrade()
 
     def may_run_long(self, vals) -> bool:
         """Hand-written source kernels (their loops are unknown) and launches estimated at INTERRUPTIBLE_MIN_WORK
@@ -143,11 +192,14 @@ class CPUProgram(Program):
             # checks and the Ctrl-C path; the arguments are built once (not again by _launch)
             one = self._one_call(handles, vals)
             if one is not None:
+                if self._quick is not None:
+                    self._tick(vals)
                 self._fn(*one)
                 t = time.perf_counter() - t0 if wait else None
             else:
                 t = self._launch(handles, vals, None, None, None, wait)
-            self._last = (tuple(buffers), vals, handles, one, type(given)(given), list(map(type, vals)), None)
+            if self._quick is None:  # a quick build's launches are counted: not through the fast path
+                self._last = (tuple(buffers), vals, handles, one, type(given)(given), list(map(type, vals)), None)
         else:
             t = self._launch(handles, vals, None, None, None, wait)
         if rec is not None:
@@ -176,6 +228,8 @@ class CPUProgram(Program):
     def plan_record(self, handles, vals):
         """For dk.Plan: (replay.run_records, [fn, argc, args...]) when this launch runs on one thread with pointer
         and int64 arguments only (no check record, not hand-written); None otherwise (the plan calls _launch)."""
+        if self._quick is not None:  # a plan repeats its launches natively: the final build first
+            self.upgrade()
         if not self._int_abi or self._checked or self._from_source or self._order is not None:
             return None
         args = self._one_call(handles, vals)
@@ -191,6 +245,8 @@ class CPUProgram(Program):
         return n
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
+        if self._quick is not None:
+            self._tick(vals)
         t0 = time.perf_counter() if wait else 0.0
         if self._order is None:
             args = [h.ptr for h in handles]
