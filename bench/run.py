@@ -419,8 +419,8 @@ def main() -> int:
                         f"{naive[1] / mm[1]:.2f}x kernels.matmul's {fmt_t(mm[1])} (issue 17: within 1.5x)"))
     if mm is not None and searched is not None:
         singles.append(("naive matmul (dk.search) / kernels.matmul", searched[1],
-                        f"{searched[1] / mm[1]:.2f}x kernels.matmul's; the search took {search_s:.1f} s and chose "
-                        f"{', '.join(search_opts or ('as written',))}"))
+                        (f"{searched[1] / mm[1]:.2f}x kernels.matmul's; the search took {search_s:.1f} s and chose "
+                        f"{', '.join(search_opts or ('as written',))}")))
     if want("fused") or want("bandwidth"):
         t_copy, t_copy_np = bench_bandwidth(dk)
         bw = 2 * 4 * COPY_N / t_copy
