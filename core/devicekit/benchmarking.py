@@ -167,7 +167,9 @@ def _total_sum_setup(parts: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     return setup
 
 
-def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
+def _packed_setup(s: int, pack_timed: bool = True) -> Callable[[Any, dict[str, Any]], Prepared]:
+    """pack_b then the panels matmul; `pack_timed=False`: b packed once here (a weight, as an MLP's is), the matmul
+    alone timed."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
         from . import kernels
         pack, mm = kernels.pack_b(s, s), kernels.matmul(s, s, s, b_layout="panels", name="bench_matmul_panels",
@@ -175,6 +177,9 @@ def _packed_setup(s: int) -> Callable[[Any, dict[str, Any]], Prepared]:
         pp, pm = final(dev.compile(pack)), final(dev.compile(mm))
         pbufs, _ = _buffers(dev, pp, inputs)
         mbufs, _ = _buffers(dev, pm, inputs, {"bp": pbufs[1]})
+        if not pack_timed:
+            pp.execute(pbufs, [], wait=True)
+            return Prepared(lambda: pm.execute(mbufs, [], wait=True), mbufs[2].numpy)
         return Prepared(lambda: _two(pp.execute(pbufs, [], wait=True), pm.execute(mbufs, [], wait=True)),
                         mbufs[2].numpy)
     return setup
@@ -273,6 +278,7 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
         BenchCase("matmul", f"{s}x{s}x{s}", f"matmul {s} f32", lambda: kernels.matmul(s, s, s, name="bench_matmul"),
                   lambda: {"a": _normal(5, s * s), "b": _normal(6, s * s)}, "c",
                   lambda d: (d["a"].reshape(s, s) @ d["b"].reshape(s, s)).reshape(-1), 2.0 * s ** 3, "GFLOP/s",
+                  setup=_made_for(lambda dev: kernels.matmul(s, s, s, name="bench_matmul", device=dev), "c"),
                   tinygrad=lambda d: (lambda x, y: x @ y, (d["a"].reshape(s, s), d["b"].reshape(s, s)))),
     ]
     gather_in = lambda: {"x": _normal(7, n), "idx": np.random.default_rng(8).integers(0, n, n), "n": n, "m": n}
@@ -286,6 +292,9 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
         out.append(BenchCase("matmul-packed", f"{s}x{s}x{s}", f"matmul {s} f32, packed B (pack_b + panels, pack timed)",
                              lambda: kernels.matmul(s, s, s, b_layout="panels"), out[3].inputs, "c",
                              out[3].reference, 2.0 * s ** 3, "GFLOP/s", setup=_packed_setup(s)))
+        out.append(BenchCase("matmul-packed-once", f"{s}x{s}x{s}", f"matmul {s} f32, B packed once (a weight)",
+                             lambda: kernels.matmul(s, s, s, b_layout="panels"), out[3].inputs, "c",
+                             out[3].reference, 2.0 * s ** 3, "GFLOP/s", setup=_packed_setup(s, pack_timed=False)))
         out.append(BenchCase("matmul-naive", f"{s}x{s}x{s}", f"matmul {s} f32, naive kernel (core optimizer)",
                              lambda: naive_matmul(s), out[3].inputs, "c", out[3].reference, 2.0 * s ** 3, "GFLOP/s",
                              tinygrad=out[3].tinygrad))

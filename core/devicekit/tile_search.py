@@ -20,7 +20,7 @@ from typing import Any
 
 from .debug import dprint
 
-ROWS = (1, 2, 4, 8)
+ROWS = (1, 2, 4, 8, 16)
 LANES = (1, 4, 8, 16)
 SLOWER = 3.0  # a candidate this many times slower than the best after one run is not timed further
 SEARCH_RULE = "search-1"  # part of the key: a change of the candidates or of what is measured starts afresh

@@ -44,7 +44,11 @@ def test_a_naive_gemm_is_tiled_and_right(pair, shape):
     M, N, K = shape
     kern = naive_gemm(M, N, K)
     got = opts(kern, pair)
-    assert got and got[0].startswith("unroll global range 0 x"), got
+    assert got
+    if M > 1:  # rows are capped by a known extent: one row is not unrolled
+        assert got[0].startswith("unroll global range 0 x"), got
+    else:
+        assert not any(o.startswith("unroll") for o in got), got
     if N > 1:
         assert any(o.startswith("upcast global range 1 x") for o in got), got
     out, want = run_gemm(kern, M, N, K, pair=pair)
@@ -146,7 +150,10 @@ def test_devicekit_compile_says_what_the_optimizer_did(tmp_path):
     cmd = [sys.executable, "-m", "devicekit.cli", "compile", f"{f}:gemm", "--device", "CPU"]
     ir_out = subprocess.run([*cmd, "--show", "ir"], capture_output=True, text=True, check=True).stdout
     import re
-    rows = r"x[48]"  # 4 rows, 8 where the host has AVX-512's 32 vector registers (optimize.heuristic_rows)
+
+    import devicekit as dk
+    from devicekit.ir.optimize import heuristic_rows
+    rows = f"x{min(8, heuristic_rows(dk.device('CPU').renderer.capabilities))}"  # 4 on AVX2; 16 on AVX-512, of 8
     assert re.match(rf"# optimizer: unroll global range 0 {rows}\n# optimizer: upcast", ir_out), ir_out[:200]
     src = subprocess.run(cmd, capture_output=True, text=True, check=True)
     assert re.search(rf"optimizer: unroll global range 0 {rows}", src.stderr) and "optimizer" not in src.stdout
