@@ -115,3 +115,22 @@ def test_run_searches_when_asked(monkeypatch, tmp_path):
     np.testing.assert_allclose(got.reshape(40, 40), a.reshape(40, 40) @ b.reshape(40, 40), rtol=2e-4, atol=2e-4)
     cpu = dk.device("CPU")
     assert search._key(kern, cpu, cpu.compiler, [40]) in search._CHOSEN
+
+
+@pytest.mark.parametrize("stored", [b"[99, 3]", b"\xff not json", b'"fastest"', b"[4]"])
+def test_a_stored_choice_that_makes_no_sense_is_searched_again(monkeypatch, tmp_path, stored):
+    """A choice entry is MAC-checked like compiled bytes (a planted one never verifies); one that verifies but that
+    this version does not understand (another version's candidates, damage before it was written) is searched
+    again and replaced."""
+    monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(search, "_CHOSEN", {})
+    kern = _var_gemm("search_stale_entry")
+    cpu = dk.device("CPU")
+    key = search._key(kern, cpu, cpu.compiler, [24])
+    store = search._store(cpu.compiler)
+    store.put(search._cache_key(key), stored, replace=True)
+    prog = dk.search(kern, cpu, n=24)
+    choice = search._CHOSEN[key]
+    assert choice == "heuristic" or (choice[0] in search.ROWS and choice[1] in search.LANES)
+    assert store.get(search._cache_key(key)) != stored  # replaced by the new search's choice
+    assert prog.spec.name == "search_stale_entry"
