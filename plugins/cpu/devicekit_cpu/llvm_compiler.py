@@ -27,6 +27,19 @@ def slp_safe(src: str) -> bool:
     return not (sexts and any(v in sexts for v in _UITOFP.findall(src)))
 
 
+def _parsed(src: str, tm):
+    """The module of `src`, verified, for target machine `tm` (the caller holds llvm_jit.LOCK)."""
+    import llvmlite.binding as llvm
+    try:
+        mod = llvm.parse_assembly(src)
+        mod.verify()
+    except RuntimeError as e:
+        raise CompileError("LLVM rejected the IR", str(e), src) from None
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    return mod
+
+
 class LLVMCompiler(Compiler):
     """Parses and verifies the IR, runs the new pass manager's O3 pipeline (loop + SLP vectorization, unrolling,
     interleaving) tuned for the host CPU, and emits an ELF/Mach-O object. `identity()` names llvmlite and LLVM
@@ -56,31 +69,16 @@ class LLVMCompiler(Compiler):
         return f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O0 {QUICK_RULE} features={self.features}"
 
     def quick_compile_src(self, src: str) -> bytes:
-        import llvmlite.binding as llvm
-
         with llvm_jit.LOCK:
             if self._tm_quick is None:
                 self._tm_quick = llvm_jit.target_machine(self.cpu, self.features, 0)
-            try:
-                mod = llvm.parse_assembly(src)
-                mod.verify()
-            except RuntimeError as e:
-                raise CompileError("LLVM rejected the IR", str(e), src) from None
-            mod.triple = self._tm_quick.triple
-            mod.data_layout = str(self._tm_quick.target_data)
-            return bytes(self._tm_quick.emit_object(mod))
+            return bytes(self._tm_quick.emit_object(_parsed(src, self._tm_quick)))
 
     def compile_src(self, src: str) -> bytes:
         import llvmlite.binding as llvm
 
         with llvm_jit.LOCK:
-            try:
-                mod = llvm.parse_assembly(src)
-                mod.verify()
-            except RuntimeError as e:
-                raise CompileError("LLVM rejected the IR", str(e), src) from None
-            mod.triple = self._tm.triple
-            mod.data_layout = str(self._tm.target_data)
+            mod = _parsed(src, self._tm)
             if self.opt > 0:
                 pto = llvm.create_pipeline_tuning_options(speed_level=min(self.opt, 3))
                 pto.loop_vectorization = True
