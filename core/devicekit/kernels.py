@@ -164,6 +164,18 @@ def pack_b(K: int, N: int, dtype: DType = dtypes.float32, tn: int = 16, name: st
     return k.build()
 
 
+PANEL_GROUP_BYTES = 256 << 10  # b panels a thread keeps in its L2 while every row tile passes
+
+
+def _panel_group(nj: int, panel_bytes: int) -> int:
+    """Panels walked as one group, outermost: ~PANEL_GROUP_BYTES of b, at most 8, dividing `nj`, and leaving at least
+    8 groups to split across threads (1: no groups, row tiles outermost). A group stays in a thread's L2 while every
+    row tile of a passes (a is read nj / group times instead of nj), and after pack_b (split the same way) each
+    thread reads the panels it packed: 1024^3 float32 on a Rocket Lake Xeon, pack + matmul 0.64-0.69x OpenBLAS
+    without groups, 0.72-0.81x with 4 or 8."""
+    return _pick_tile(nj, max(1, min(8, PANEL_GROUP_BYTES // max(1, panel_bytes), nj // 8)))
+
+
 def _capabilities(device: Any) -> Capabilities | None:
     """The renderer Capabilities of `device=` (a Device, a Target or Capabilities); None for None."""
     if device is None:
@@ -200,7 +212,8 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored). Its
     default tm fills half the vector registers of `device` (the Device or Target it will run on; None: 4, right for
     AVX2): 4 on AVX2, 16 on AVX-512 for float32. On a 2-core EPYC this ran a 1024^3 float32 matmul 2.3x faster than the
-    rows layout (bench/run.py has the figures). Either way tm shrinks to divide M."""
+    rows layout (bench/run.py has the figures). With enough panels they are walked in groups (`_panel_group`), the
+    group outermost. Either way tm shrinks to divide M."""
     _check_dims("matmul", M=M, N=N, K=K)
     if b_layout not in ("rows", "panels"):
         raise ValueError(f"matmul b_layout must be 'rows' or 'panels', got {b_layout!r}")
@@ -218,7 +231,12 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     b = k.param("bp", dtype, nj * K * tn) if panels else k.param("b", dtype, K * N)
     bias_p = k.param("bias", dtype, N) if bias else None
     c = k.param("c", dtype, M * N, writable=True)
-    i, j = k.range(M // tm, "global"), k.range(nj, "global")
+    group = _panel_group(nj, K * tn * dtype.itemsize) if panels else 1
+    if group > 1:  # panel groups outermost (split across threads), then row tiles, then the group's panels
+        jb, i, jj = k.range(nj // group, "global"), k.range(M // tm, "global"), k.range(group, "global")
+        j = jb * group + jj
+    else:
+        i, j = k.range(M // tm, "global"), k.range(nj, "global")
     r = k.range(K, "reduce")
     f = (lambda v: v.cast(acc_t)) if acc_t != dtype else (lambda v: v)
     bv = [f(b[(j * K + r) * tn + y] if panels else b[r * N + j * tn + y]) for y in range(tn)]

@@ -72,3 +72,24 @@ def test_packed_matmul_tiled_for_this_cpu(pair, single_pair, close):
     mm = kernels.matmul(M, N, K, b_layout="panels", device=dev)
     got = dk.run(mm, device=dev, a=a, bp=bp)["c"]
     close(got, (a.reshape(M, K) @ b.reshape(K, N)).reshape(-1), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pair", PAIRS)
+@pytest.mark.parametrize("N, tn, group", [(256, 16, 2), (250, 16, 2), (512, 8, 8), (1024, 16, 8), (64, 16, 1)])
+def test_packed_matmul_walks_panels_in_groups(pair, N, tn, group, single_pair, close):
+    """Enough panels are walked in groups, outermost (kernels._panel_group: ~256 KB of b, at most 8, leaving 8 groups
+    for the threads), ragged N included; a @ b either way."""
+    import devicekit as dk
+    import numpy as np
+    from devicekit.ir.ops import Ops
+    M, K = 24, 8
+    mm = kernels.matmul(M, N, K, tm=4, tn=tn, b_layout="panels")
+    nj = -(-N // tn)
+    outer = min((u for u in mm.uops() if u.op is Ops.RANGE and u.arg[1] == "global"), key=lambda u: u.arg[0])
+    assert outer.src[0].arg == (nj // group if group > 1 else M // 4)
+    rng = np.random.default_rng(N + tn)
+    a, b = rng.standard_normal(M * K).astype(np.float32), rng.standard_normal(K * N).astype(np.float32)
+    dev = single_pair(pair)
+    bp = dk.run(kernels.pack_b(K, N, tn=tn), device=dev, b=b)["bp"]
+    got = dk.run(mm, device=dev, a=a, bp=bp)["c"]
+    close(got, (a.reshape(M, K) @ b.reshape(K, N)).reshape(-1), rtol=1e-4, atol=1e-4)
