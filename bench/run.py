@@ -21,6 +21,7 @@ if "CC" not in os.environ and not __import__("shutil").which("clang") and __impo
     os.environ["CC"] = "clang-19"
 
 import argparse
+import contextlib
 import json
 import platform
 import statistics
@@ -130,18 +131,26 @@ def bench_case(dk, tg, case, reps, compare: bool = True):
     return t_dk, t_np, t_nb, t_tg, t_cl
 
 
+@contextlib.contextmanager
+def fresh_cache(compiler):
+    """`compiler` with a new memory-only compile cache for the block: what it builds is new to it."""
+    from devicekit.compile.cache import CompileCache
+    saved, compiler.cache = compiler.cache, CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
+    try:
+        yield compiler
+    finally:
+        compiler.cache = saved
+
+
 def bench_compile(dk, reps):
     """New kernel: a kernel never seen (unique constant), a fresh in-memory cache: render + first build + load, the
     path Device.compile takes (tiers: the quick build, LLVM O0); then its final build (O3) + load, what the program
     pays once it has run enough (Program.upgrade). Cached: the same kernel again (render + memory-cache hit of the
     final bytes + load). Device memo: dev.compile() a second time."""
     from devicekit import kernels
-    from devicekit.compile.cache import CompileCache
     renderer, compiler = dk.cpu.pair(dk.pair)
-    saved = compiler.cache
-    compiler.cache = CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
-    try:
-        new, final, hit, tiers = [], [], [], set()
+    with fresh_cache(compiler):
+        new, upgraded, hit, tiers = [], [], [], set()
         parts = {"render": [], "compile": [], "load": []}
         salt = time.time_ns() % 1000003
         for i in range(max(5, reps)):
@@ -160,18 +169,16 @@ def bench_compile(dk, reps):
             tiers.add(compiled.tier)
             t0 = time.perf_counter()
             dk.cpu.runtime(compiler.compile(spec))
-            final.append(time.perf_counter() - t0)
+            upgraded.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             dk.cpu.runtime(compiler.first_build(renderer.render(kern)))
             hit.append(time.perf_counter() - t0)
         kern = kernels.elementwise("a * b + c")
         dk.cpu.compile(kern)
         memo = best(lambda: dk.cpu.compile(kern), 50)
-    finally:
-        compiler.cache = saved
     parts = {k: statistics.median(v) for k, v in parts.items()}
     parts["tier"] = "/".join(sorted(tiers))
-    return statistics.median(new), statistics.median(final), statistics.median(hit), memo, parts
+    return statistics.median(new), statistics.median(upgraded), statistics.median(hit), memo, parts
 
 
 def bench_search(dk) -> tuple[float, tuple]:
@@ -179,27 +186,20 @@ def bench_search(dk) -> tuple[float, tuple]:
     choice stays in tile_search's memory, so the benchmark case that follows times it without searching again."""
     from devicekit import tile_search
     from devicekit.benchmarking import naive_matmul
-    from devicekit.compile.cache import CompileCache
     tile_search._CHOSEN.clear()
-    compiler = dk.cpu.compiler
-    saved, compiler.cache = compiler.cache, CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
-    try:
+    with fresh_cache(dk.cpu.compiler):
         t0 = time.perf_counter()
         opts = tile_search.search(naive_matmul(1024), dk.cpu).spec.get_meta("opts")
         return time.perf_counter() - t0, opts
-    finally:
-        compiler.cache = saved
 
 
 def bench_compile_many(dk, n: int = 64):
     """64 kernels never seen, one by one vs Device.compile_many (threads), each in a fresh memory-only cache."""
     from devicekit import kernels
-    from devicekit.compile.cache import CompileCache
     _, compiler = dk.cpu.pair(dk.pair)
-    saved, times = compiler.cache, []
-    try:
-        for how in ("serial", "many"):
-            compiler.cache = CompileCache(tempfile.mkdtemp(prefix="dkbench_"), disk=False)
+    times = []
+    for how in ("serial", "many"):
+        with fresh_cache(compiler):
             salt = time.time_ns() % 1000003
             ks = [kernels.elementwise(f"a * b + c * {salt + i}.0 + {i}.25", name=f"many_{how}_{salt}_{i}")
                   for i in range(n)]
@@ -209,8 +209,6 @@ def bench_compile_many(dk, n: int = 64):
             else:
                 dk.cpu.compile_many(ks, pair=dk.pair)
             times.append(time.perf_counter() - t0)
-    finally:
-        compiler.cache = saved
     return times[0], times[1]
 
 
@@ -434,12 +432,14 @@ def main() -> int:
             singles.append(("fused a*b+c 16M: fraction of the copy bandwidth", fused[1],
                             f"{rate / 1e9:.1f} GB/s (4 x 64 MB) = {rate / bw:.2f} of devicekit's copy"))
     if want("compile"):
-        new, final, hit, memo, parts = bench_compile(dk, reps)
+        new, upgraded, hit, memo, parts = bench_compile(dk, reps)
         detail = (f"{parts['tier']} build: render {fmt_t(parts['render'])}, compile {fmt_t(parts['compile'])}, "
                   f"load {fmt_t(parts['load'])}")
         singles.append(("new kernel: render+compile+load", new, detail))
-        singles.append(("its final build (O3) + load, once it has run enough", final,
-                        "Program.upgrade: after 32 launches or ~1M estimated operations"))
+        from devicekit_cpu.runtime import TIER_LAUNCHES, TIER_WORK
+        singles.append(("its final build (O3) + load, once it has run enough", upgraded,
+                        (f"Program.upgrade: after {TIER_LAUNCHES} launches or 2^{TIER_WORK.bit_length() - 1} "
+                        "estimated operations")))
         from devicekit.bench_numba import first_call_seconds
         nb_first = [first_call_seconds(time.time_ns() % 1000003 + i + 0.5) for i in range(3)]
         if nb_first[0] is None:

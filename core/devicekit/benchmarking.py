@@ -141,9 +141,13 @@ def prepare(case: BenchCase, dev: Any, inputs: dict[str, Any]) -> Prepared:
     """Compile `case` for `dev` and copy its inputs in (neither is timed)."""
     if case.setup is not None:
         return case.setup(dev, inputs)
-    program = final(dev.compile(case.kernel()))
+    return _prepared(dev, final(dev.compile(case.kernel())), inputs, case.output)
+
+
+def _prepared(dev: Any, program: Any, inputs: dict[str, Any], output: str) -> Prepared:
+    """One launch of `program` on buffers holding `inputs`, and the readback of its param `output`."""
     bufs, vals = _buffers(dev, program, inputs)
-    out = bufs[[p.name for p in program.spec.user_params].index(case.output)]
+    out = bufs[[p.name for p in program.spec.user_params].index(output)]
     return Prepared(lambda: program.execute(bufs, vals, wait=True), out.numpy)
 
 
@@ -214,10 +218,7 @@ def gather_kernel(checked: bool = True):
 def _made_for(make: Callable[[Any], Any], output: str = "out") -> Callable[[Any, dict[str, Any]], Prepared]:
     """The kernel `make(dev)` builds for the device it runs on (library kernels sized by its registers)."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
-        program = final(dev.compile(make(dev)))
-        bufs, vals = _buffers(dev, program, inputs)
-        out = bufs[[p.name for p in program.spec.user_params].index(output)]
-        return Prepared(lambda: program.execute(bufs, vals, wait=True), out.numpy)
+        return _prepared(dev, final(dev.compile(make(dev))), inputs, output)
     return setup
 
 
@@ -225,9 +226,7 @@ def _searched_setup(make: Callable[[], Any]) -> Callable[[Any, dict[str, Any]], 
     """The kernel with the tile dk.search times fastest on `dev` (the search itself is not timed here)."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
         from .tile_search import search
-        program = search(make(), dev)
-        bufs, vals = _buffers(dev, program, inputs)
-        return Prepared(lambda: program.execute(bufs, vals, wait=True), bufs[2].numpy)
+        return _prepared(dev, search(make(), dev), inputs, "c")
     return setup
 
 

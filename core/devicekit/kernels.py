@@ -14,6 +14,7 @@ from typing import Any
 from . import ir
 from .ir import dtypes
 from .ir.dtypes import DType
+from .ir.optimize import tile_rows
 from .ir.uop import UOp
 from .render.renderer import Capabilities
 
@@ -99,8 +100,7 @@ def softmax(dtype: DType = dtypes.float32, vec: int | None = None, name: str = "
     lanes per reduction step: by default 16 where `device` (a Device, Target or Capabilities) has AVX-512's 2 KB
     of vector registers (3.6x numpy at 4096 x 1024 on a Rocket Lake Xeon, against 3.2x with 8), else 8."""
     if vec is None:
-        caps = _capabilities(device)
-        vec = 16 if caps is not None and caps.vector_register_bytes >= 2048 else 8
+        vec = 16 if _avx512_like(device) else 8
     k = ir.KernelBuilder(name)
     m, n = k.var("m", 1), k.var("n", 1)
     x = k.param("x", dtype, m * n)
@@ -193,10 +193,13 @@ def _panel_rows(device: Any, tn: int, itemsize: int) -> int:
     float32 on AVX2 (8 of its 16 ymm registers), 16 x 16 on AVX-512 (16 of 32 zmm); at least 4. 4 without a
     device, or when it does not say (`Capabilities.vector_register_bytes` 0)."""
     caps = _capabilities(device)
-    if caps is None:
-        return 4
-    regs = caps.vector_register_bytes
-    return max(4, min(16, regs // 2 // (tn * itemsize))) if regs else 4
+    return tile_rows(0 if caps is None else caps.vector_register_bytes, tn * itemsize)
+
+
+def _avx512_like(device: Any) -> bool:
+    """Whether `device=` has AVX-512's 2 KB of vector registers (32 x 64 bytes): 16-lane defaults pay there."""
+    caps = _capabilities(device)
+    return caps is not None and caps.vector_register_bytes >= 2048
 
 
 def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
@@ -219,7 +222,7 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
         raise ValueError(f"matmul b_layout must be 'rows' or 'panels', got {b_layout!r}")
     panels = b_layout == "panels"
     acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
-    wide = (caps := _capabilities(device)) is not None and caps.vector_register_bytes >= 2048  # AVX-512's 32 x 64 B
+    wide = _avx512_like(device)
     if panels:
         tn = _panel_width(16 if tn is None else tn)
     else:  # rows: 8 x 8 tiles, or 16 lanes by the register file's rows where `device` has AVX-512's registers

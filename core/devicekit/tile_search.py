@@ -30,8 +30,6 @@ _CHOSEN: dict[tuple, Any] = {}  # key -> "heuristic" or [rows, lanes]
 def search(kernel: Any, device: Any = None, /, reps: int = 3, pair: int | str | None = None, **vals: Any):
     """The Program of `kernel` on `device` with the fastest register tile for these var values (every int var and
     scalar of the kernel, by name, as dk.run takes them). `reps`: timed runs per candidate (the best counts)."""
-    import numpy as np
-
     from .api import resolve_device
     from .ir.accept import as_kernel
     kernel = as_kernel(kernel, "dk.search")
@@ -55,7 +53,7 @@ def search(kernel: Any, device: Any = None, /, reps: int = 3, pair: int | str | 
         dprint(2, f"{dev.spec}: {spec.name}: search result reused: {choice}")
         return base if choice == "heuristic" else dev.compile(kernel.with_tiles(*choice), pair=pair)
     var_vals = spec.check_vars(order)
-    bufs = _inputs(dev, spec, var_vals, np)
+    bufs = _inputs(dev, spec, var_vals)
     seen: dict[str, Any] = {base.spec.src: "heuristic"}
     cands: list[tuple[Any, Any]] = [("heuristic", base)]
     for rows in ROWS:
@@ -91,9 +89,11 @@ def _time(prog, bufs, vals, reps: int, best: float) -> float:
     return t
 
 
-def _inputs(dev, spec, var_vals, np) -> list:
+def _inputs(dev, spec, var_vals) -> list:
     """Buffers of the sizes these var values give: floats random, everything else zero (an index param of zeros
     stays in bounds)."""
+    import numpy as np
+
     from .memory import Buffer, BufferOptions
     rng = np.random.default_rng(0)
     out = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -108,66 +109,63 @@ class Compiler(ABC):
         from .. import settings
         if not self.use_cache or not settings.get("DEVICEKIT_TIERS") or not self.quick_tier(spec.src):
             return self.compile(spec)
-        cache = self._cache()
         ident = self.identity()
-        if (lib := cache.get(self.cache_key(spec))) is not None:
+        if (lib := self._cache().get(self.cache_key(spec))) is not None:
             dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")
             return CompiledSpec(spec, lib, ident, trusted=True, from_cache=True)
         quick = self.quick_identity()
-        compiled_now = False
-
-        def build() -> bytes:
-            nonlocal compiled_now
-            compiled_now = True
-            t0 = time.perf_counter()
-            lib = bytes(self.quick_compile_src(spec.src))
-            dprint(2, f"compiled {spec.name} (quick tier) with {short_identity(quick)} in "
-                      f"{(time.perf_counter() - t0) * 1e3:.2f} ms")
-            return lib
-
-        key = CacheKey(spec.device, quick, hashlib.sha256(spec.src.encode()).hexdigest())
-        lib = cache.get_or_compile(key, build)
-        return CompiledSpec(spec, lib, quick, trusted=True, from_cache=not compiled_now, tier="quick")
+        return self._cached_build(spec, quick, self._key(spec, quick), self.quick_compile_src, tier="quick")
 
     def cache_key(self, spec: ProgramSpec) -> CacheKey:
         """The cache key of `spec` for this compiler: (spec.device, identity(), sha256(spec.src))."""
-        return CacheKey(spec.device, self.identity(), hashlib.sha256(spec.src.encode()).hexdigest())
+        return self._key(spec, self.identity())
+
+    @staticmethod
+    def _key(spec: ProgramSpec, ident: str) -> CacheKey:
+        return CacheKey(spec.device, ident, hashlib.sha256(spec.src.encode()).hexdigest())
 
     def _cache(self) -> CompileCache:
         return self.cache if self.cache is not None else default_cache()
 
-    def _build(self, spec: ProgramSpec, ident: str) -> bytes:
+    def _build(self, spec: ProgramSpec, ident: str, compile_src: Callable[[str], bytes] | None = None) -> bytes:
+        """`compile_src(spec.src)` (default: this compiler's), its CompileError given the source, its result checked
+        to be bytes."""
+        fn = compile_src or self.compile_src
         t0 = time.perf_counter()
         try:
-            lib = self.compile_src(spec.src)
+            lib = fn(spec.src)
         except CompileError as e:
             if not e.src:
                 raise CompileError(e.message, e.log, spec.src) from e
             raise
         if not isinstance(lib, (bytes, bytearray, memoryview)):
-            raise TypeError(f"compiler {self.name!r}: compile_src must return bytes, got {type(lib).__name__}")
+            raise TypeError(f"compiler {self.name!r}: {fn.__name__} must return bytes, got {type(lib).__name__}")
         dprint(2, f"compiled {spec.name} with {short_identity(ident)} in {(time.perf_counter() - t0) * 1e3:.2f} ms")
         return bytes(lib)
+
+    def _cached_build(self, spec: ProgramSpec, ident: str, key: CacheKey,
+                      compile_src: Callable[[str], bytes] | None = None, tier: str = "final") -> CompiledSpec:
+        """The bytes of `spec` under `key` (identity `ident`): from the cache, else built by `_build` and stored."""
+        compiled_now = False
+
+        def build() -> bytes:
+            nonlocal compiled_now
+            compiled_now = True
+            return self._build(spec, ident, compile_src)
+
+        lib = self._cache().get_or_compile(key, build)
+        if not compiled_now:
+            dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")
+        return CompiledSpec(spec, lib, ident, trusted=True, from_cache=not compiled_now, tier=tier)
 
     def compile(self, spec: ProgramSpec) -> CompiledSpec:
         """Compile `spec.src`, through the cache keyed by (spec.device, identity(), sha256(src))."""
         ident = self.identity()
         if debug_level() >= 3:
             dprint(3, f"source of {spec.name} ({spec.device}, {spec.lang}):\n{spec.src}")
-        compiled_now = False
-
-        def build() -> bytes:
-            nonlocal compiled_now
-            compiled_now = True
-            return self._build(spec, ident)
-
         if not self.use_cache:
-            lib = build()
-        else:
-            lib = self._cache().get_or_compile(self.cache_key(spec), build)
-            if not compiled_now:
-                dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")
-        return CompiledSpec(spec, lib, ident, trusted=True, from_cache=not compiled_now)
+            return CompiledSpec(spec, self._build(spec, ident), ident, trusted=True)
+        return self._cached_build(spec, ident, self.cache_key(spec))
 
     def recompile(self, spec: ProgramSpec, reason: str = "") -> CompiledSpec:
         """Compile `spec.src` again, bypassing the cache, and replace its entry (memory and disk): the cached bytes

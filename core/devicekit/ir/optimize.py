@@ -103,11 +103,16 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
 
 
 def heuristic_rows(caps: Any) -> int:
-    """Rows of the register tile: accumulators (a TILE_BYTES vector per row) filling half the SIMD registers when
-    the renderer says how many there are, as kernels.matmul's tiles do: 4 on AVX2, 16 on AVX-512 (a naive 1024^3
-    float32 gemm on a Rocket Lake Xeon: 31 ms with 4 rows, 21 with 8, 18 with 16); UNROLL when it does not."""
-    regs = (getattr(caps, "vector_register_bytes", 0) or 0) // TILE_BYTES
-    return max(UNROLL, min(16, regs // 2))
+    """Rows of the register tile: `tile_rows` of a TILE_BYTES vector per row (a naive 1024^3 float32 gemm on a
+    Rocket Lake Xeon: 31 ms with 4 rows, 21 with 8, 18 with 16)."""
+    return tile_rows(getattr(caps, "vector_register_bytes", 0) or 0, TILE_BYTES)
+
+
+def tile_rows(vector_register_bytes: int, row_bytes: int) -> int:
+    """Rows of a register tile whose accumulators (`row_bytes` each) fill half the SIMD register file: 4 on AVX2,
+    16 on AVX-512 for a 64-byte row; UNROLL (4) at least, and when the file's size is unknown (0); 16 at most. The
+    one rule for the optimizer's tiles and kernels.matmul's."""
+    return max(UNROLL, min(16, vector_register_bytes // 2 // max(1, row_bytes)))
 
 
 def _stride(idx: UOp, r: UOp, memo: dict) -> int | None:

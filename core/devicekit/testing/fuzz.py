@@ -2,8 +2,9 @@
 compared with the PYTHON reference at docs/ir.md's tolerances. Kinds that cannot run here are compiled only (CUDA
 without a GPU: NVRTC) or rendered only (METAL off macOS). Each finding is shrunk to a minimal kernel (`shrink.py`)
 and printed as Python for a regression test. A kernel whose program starts on a quick build (tiers,
-`Compiler.first_build`) runs again on its final build, which must give the same bits (`tier-mismatch` otherwise); a kernel the optimizer
-rewrote runs again with other register tiles (`Kernel.with_tiles`, what `dk.search` picks among).
+`Compiler.first_build`) runs again on its final build, which must give the same bits (`tier-mismatch` otherwise);
+a kernel the optimizer rewrote runs again with other register tiles (`Kernel.with_tiles`, what `dk.search` picks
+among).
 
     python -m devicekit.testing.fuzz --device CPU --pair llvm --n 2000 --seed 0 [--jobs 2] [--profile mixed]
 

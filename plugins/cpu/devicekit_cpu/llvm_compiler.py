@@ -54,7 +54,7 @@ class LLVMCompiler(Compiler):
         self.cpu = cpu or host_cpu
         self.features = host_features if features is None else features
         self._tm = llvm_jit.target_machine(self.cpu, self.features, self.opt)
-        self._id = f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O{self.opt} {SLP_RULE} features={self.features}"
+        self._id = self._identity(f"O{self.opt} {SLP_RULE}")
         self._tm_quick = None
 
     def identity(self) -> str:
@@ -66,7 +66,11 @@ class LLVMCompiler(Compiler):
         return self.opt > 0 and _LOOSE.search(src) is None
 
     def quick_identity(self) -> str:
-        return f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} O0 {QUICK_RULE} features={self.features}"
+        return self._identity(f"O0 {QUICK_RULE}")
+
+    def _identity(self, level: str) -> str:
+        """Everything that changes the bytes; `level`: the opt level and its rules."""
+        return f"{self.name} {llvm_jit.versions()} {self.triple} cpu={self.cpu} {level} features={self.features}"
 
     def quick_compile_src(self, src: str) -> bytes:
         with llvm_jit.LOCK:
