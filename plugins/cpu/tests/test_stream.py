@@ -71,3 +71,12 @@ def _kernel(body: str):
 @pytest.mark.parametrize("body", ["two_outputs", "reads_other_element", "strided"])
 def test_loops_that_do_not_qualify_keep_ordinary_stores(cpu, body):
     assert "!nontemporal" not in _program(cpu, _kernel(body), 64).spec.src
+
+
+@pytest.mark.parametrize("llc", [32 << 20, 480 << 20, 4 << 30])
+def test_a_threads_llc_share_is_capped(monkeypatch, llc):
+    """A VM reports its host's whole LLC (480 MB on a 2-vCPU Xeon VM, where nothing then streamed below 480 MB of
+    output): each thread's share is capped at THREAD_LLC_CAP, so a 64 MB output streams on any host."""
+    from devicekit_cpu import stream
+    monkeypatch.setattr(stream, "llc_bytes", lambda: llc)
+    assert (1 << 20) <= stream.default_threshold() <= stream.THREAD_LLC_CAP < 64 << 20
