@@ -1,0 +1,56 @@
+"""The comparator every differential test leans on (testing.random_kernels.assert_matches): an infinity matches only
+the same infinity, a NaN only a NaN, finite values within the dtype's tolerance, integers exactly. Before the fix an
+expected +-inf matched any value (|inf - x| <= tol * (1 + inf)), so every fuzz campaign was blind to a wrong infinity."""
+
+import numpy as np
+import pytest
+from devicekit.ir import dtypes
+from devicekit.testing.random_kernels import assert_matches, tolerance
+
+INF, NAN = np.inf, np.nan
+
+
+@pytest.mark.parametrize("got, want", [
+    (1.0, INF), (-INF, INF), (INF, -INF), (0.0, -INF), (3.4e38, INF), (INF, 1.0), (NAN, INF), (INF, NAN),
+    (NAN, 1.0), (1.0, NAN), (0.0, NAN), (1.0, 1.1), (-1.0, 1.0), (1e6, 1e6 * 1.1),
+])
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64, dtypes.float16])
+def test_mismatches_are_caught(got, want, dt):
+    with pytest.raises(AssertionError, match="differ"):
+        assert_matches(np.array([0.5, got], np.float64), np.array([0.5, want], np.float64), dt, "x")
+
+
+@pytest.mark.parametrize("got, want", [(INF, INF), (-INF, -INF), (NAN, NAN), (1.0, 1.0), (0.0, -0.0),
+                                       (1e6, 1e6 * (1 + 1e-11))])
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.float64, dtypes.float16])
+def test_equal_values_match(got, want, dt):
+    assert_matches(np.array([got]), np.array([want]), dt, "x")
+
+
+@pytest.mark.parametrize("dt", [dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64])
+def test_tolerance_is_relative_and_bounded(dt):
+    tol = tolerance(dt)
+    for w in (0.0, 1.0, -250.0, 1e4):
+        inside, outside = w + 0.5 * tol * (1 + abs(w)), w + 2 * tol * (1 + abs(w))
+        assert_matches(np.array([inside]), np.array([w]), dt, "inside")
+        with pytest.raises(AssertionError):
+            assert_matches(np.array([outside]), np.array([w]), dt, "outside")
+
+
+def test_integers_bools_and_shapes_are_exact():
+    assert_matches(np.array([1, 2, 3], np.int32), np.array([1, 2, 3], np.int32), dtypes.int32)
+    with pytest.raises(AssertionError, match="mismatches"):
+        assert_matches(np.array([1, 2, 4], np.int32), np.array([1, 2, 3], np.int32), dtypes.int32)
+    with pytest.raises(AssertionError, match="mismatches"):
+        assert_matches(np.array([True]), np.array([False]), dtypes.bool)
+    with pytest.raises(AssertionError, match="shape"):
+        assert_matches(np.zeros(3), np.zeros(4), dtypes.float32)
+
+
+def test_bfloat16_bits_compare_as_floats():
+    # bfloat16 travels as uint16 bits: 0x3F80 is 1.0, 0x7F80 is +inf, 0xFF80 is -inf
+    assert_matches(np.array([0x3F80, 0x7F80], np.uint16), np.array([0x3F80, 0x7F80], np.uint16), dtypes.bfloat16)
+    with pytest.raises(AssertionError):
+        assert_matches(np.array([0xFF80], np.uint16), np.array([0x7F80], np.uint16), dtypes.bfloat16)
+    with pytest.raises(AssertionError):
+        assert_matches(np.array([0x3F80], np.uint16), np.array([0x7F80], np.uint16), dtypes.bfloat16)
