@@ -37,6 +37,11 @@ class PythonCompiler(Compiler):
 
     name = "python-reference"
 
+    def identity(self) -> str:
+        """The listing's format and the core's version: the interpreter that runs it ships with the core."""
+        from .. import __version__
+        return f"python-reference listing-1 devicekit-{__version__}"
+
     def compile_src(self, src: str) -> bytes:
         return src.encode()
 

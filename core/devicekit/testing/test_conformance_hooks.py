@@ -47,7 +47,23 @@ def test_declared_pairs_resolve(dk_spec, dk_target):
     assert dk_target.base_device_key == dk_spec.kind
     for renderer, compiler in dk_target.compilers:
         assert renderer.device == dk_spec.kind, f"{type(renderer).__name__}.device is {renderer.device!r}"
-        assert isinstance(compiler.identity(), str) and compiler.identity()
+
+
+def test_compiler_identity_names_what_changes_the_bytes(dk_target):
+    """`identity()` is the compiler's part of the compile-cache key: toolchain, version, flags, arch. A bare name
+    (the base class's default, `llvm`, `cc`) would let an upgraded toolchain reuse stale bytes; two pairs of one kind
+    with one identity would share entries."""
+    seen: dict[str, str] = {}
+    for pair, (_renderer, compiler) in zip(dk_target.pair_names, dk_target.compilers):
+        ident = compiler.identity()
+        assert isinstance(ident, str) and ident.strip(), f"pair {pair!r}: identity() must be a non-empty str"
+        assert compiler.identity() == ident, f"pair {pair!r}: identity() must be stable"
+        bare = {pair, getattr(compiler, "name", ""), type(compiler).__name__, type(compiler).__name__.lower()}
+        assert ident.strip() not in bare, \
+            f"pair {pair!r}: identity() is the bare name {ident!r}: name the toolchain's version, flags and target"
+        assert any(ch.isdigit() for ch in ident), f"pair {pair!r}: identity() {ident!r} names no version"
+        assert ident not in seen, f"pairs {seen.get(ident)!r} and {pair!r} have one identity {ident!r}"
+        seen[ident] = pair
 
 
 def test_device_resolves_allocator_and_runtime(dk_spec, dk_device):

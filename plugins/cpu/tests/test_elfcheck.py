@@ -14,7 +14,7 @@ import pytest
 from devicekit import settings
 from devicekit.compile.compiler import CompiledSpec
 from devicekit.errors import CompileError
-from devicekit.testing.random_kernels import random_kernel
+from devicekit.testing.conformance import probe_kernel
 
 PAIRS = ("llvm", "c")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF hosts (Linux) only")
@@ -22,11 +22,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="EL
 
 @pytest.fixture(scope="module")
 def built(cpu):
-    """pair -> a CompiledSpec of a small random kernel."""
+    """pair -> a CompiledSpec of out = a * b + c (every output element nonzero, so a kernel that never ran shows)."""
     out = {}
     for pair in PAIRS:
         r, c = cpu.pair(pair)
-        out[pair] = c.compile(r.render(random_kernel(1).kernel))
+        out[pair] = c.compile(r.render(probe_kernel()))
     return out
 
 
@@ -82,7 +82,12 @@ def test_good_bytes_pass_and_run(pair, built, cpu):
     from devicekit_cpu.elfcheck import check
     comp = built[pair]
     check(comp.lib, comp.spec.name, shared=pair == "c")
-    assert cpu.runtime(comp) is not None
+    import devicekit as dk
+    import numpy as np
+    a, b, c = (np.arange(1, 8, dtype=np.float32) * s for s in (1.5, -2.0, 0.25))
+    prog = cpu.runtime(comp)  # the checked bytes, loaded and then called: a loaded kernel that never runs fails
+    got = dk.run(prog, a=a, b=b, c=c, n=a.size)["out"]
+    np.testing.assert_array_equal(got, a * b + c)
 
 
 def test_dynamic_segment_out_of_bounds_is_refused(built):
