@@ -48,6 +48,16 @@ class SettingWarning(RuntimeWarning):
 
 Parser = Callable[[str], Any]
 
+# Every value has a range, so a hostile one is refused here, naming the variable, rather than deep inside whatever
+# reads it (DEVICEKIT_PROBE_TIMEOUT=1e10 passed and then every probe died of OverflowError in Thread.join).
+MAX_RAW = 32 << 10  # characters of one value (Linux caps one environment string at 128 KiB anyway)
+MAX_INT = (1 << 31) - 1  # the bound of int_in(lo) without its own
+MAX_SECONDS = 1_000_000.0  # about 11.6 days; threading's and select's limits are far above, 0 means no limit
+MAX_SIZE = 1 << 60  # bytes
+MAX_PATH = 4096  # characters (PATH_MAX)
+_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$", re.ASCII)
+_FLOAT_RE = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$", re.ASCII)
+
 
 def _accepting(words: str) -> Callable[[Parser], Parser]:
     def mark(fn: Parser) -> Parser:
@@ -70,54 +80,63 @@ def flag(raw: str) -> bool:
 
 
 def int_in(lo: int, hi: int | None = None) -> Parser:
-    """An integer in [lo, hi] (hi None: no upper bound)."""
-    words = f"an integer from {lo} to {hi}" if hi is not None else f"an integer >= {lo}"
+    """An integer in [lo, hi] written in ASCII decimal digits (hi None: MAX_INT)."""
+    hi = MAX_INT if hi is None else hi
+    words = f"an integer from {lo} to {hi}"
 
     @_accepting(words)
     def parse(raw: str) -> int:
-        try:
-            n = int(raw.strip(), 10)
-        except ValueError:
-            raise ValueError("not an integer") from None
-        if n < lo or (hi is not None and n > hi):
+        if not _INT_RE.match(raw):
+            raise ValueError("not an integer")
+        if len(raw.strip().lstrip("+-0")) > 20:  # int() of 5,000 digits is slow and refused anyway
+            raise ValueError("out of range")
+        n = int(raw.strip(), 10)
+        if n < lo or n > hi:
             raise ValueError("out of range")
         return n
     return parse
 
 
-@_accepting("a number of seconds >= 0, e.g. 5 or 0.5 (0: no limit)")
+@_accepting(f"a number of seconds from 0 to {MAX_SECONDS:.0f}, e.g. 5 or 0.5 (0: no limit)")
 def seconds(raw: str) -> float:
-    try:
-        v = float(raw.strip())
-    except ValueError:
-        raise ValueError("not a number") from None
-    if not math.isfinite(v) or v < 0:
-        raise ValueError("not a finite number >= 0")
+    if not _FLOAT_RE.match(raw):
+        raise ValueError("not a number")
+    v = float(raw.strip())
+    if not math.isfinite(v) or v < 0 or v > MAX_SECONDS:
+        raise ValueError("out of range")
     return v
 
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE | re.ASCII)
 
 
 @_accepting("a size in bytes: a whole number (1073741824) or one with a binary unit K, M, G or T "
-            "(512M, 1G, 1.5GiB; 1K = 1024)")
+            "(512M, 1G, 1.5GiB; 1K = 1024), at most 1024P")
 def size(raw: str) -> int:
     m = _SIZE_RE.match(raw)
-    if m is None:
-        raise ValueError("not a size")
+    if m is None or len(raw) > 40:
+        raise ValueError("not a size" if m is None else "out of range")
     number, unit = m.group(1), m.group(2).lower()
     if "." in number and not unit:
         raise ValueError("a fraction of a byte")
-    return int(float(number) * _UNITS[unit]) if "." in number else int(number) * _UNITS[unit]
+    n = int(float(number) * _UNITS[unit]) if "." in number else int(number) * _UNITS[unit]
+    if n > MAX_SIZE:
+        raise ValueError("out of range")
+    return n
 
 
 @_accepting("a device name KIND or KIND:INDEX, e.g. CPU or CUDA:1")
 def device_spec(raw: str) -> DeviceSpec:
+    if not raw.isascii():
+        raise ValueError("not a device name")
     try:
-        return DeviceSpec.parse(raw)
+        spec = DeviceSpec.parse(raw)
     except ValueError:
         raise ValueError("not a device name") from None
+    if spec.index > MAX_INT:
+        raise ValueError("index out of range")
+    return spec
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
@@ -132,10 +151,12 @@ def name_list(raw: str) -> frozenset[str]:
     return frozenset(n for n in names if n)
 
 
-@_accepting("a path")
+@_accepting(f"a path of at most {MAX_PATH} characters")
 def path(raw: str) -> str:
     if "\0" in raw:
         raise ValueError("a NUL byte")
+    if len(raw) > MAX_PATH:
+        raise ValueError("too long")
     return os.path.expanduser(raw.strip())
 
 
@@ -197,8 +218,23 @@ class Setting:
         return str(self.default)
 
     def error(self, raw: str, why: str) -> SettingError:
-        return SettingError(f"{self.name}={raw!r} is not valid ({why}): expected {self.accepts}. Unset it to use "
-                            f"the default ({self.default_text()}).")
+        why = why if len(why) <= 300 else why[:200] + f"... ({len(why)} characters)"  # a parser quoting it all
+        return SettingError(f"{self.name}={_shown(raw)} is not valid ({why}): expected {self.accepts}. Unset it "
+                            f"to use the default ({self.default_text()}).")
+
+    def parse_raw(self, raw: str) -> Any:
+        """`parse(raw)` after the checks every value gets: a bounded length and text that is UTF-8 (os.environ
+        holds undecodable bytes as lone surrogates, which fail later wherever the value is encoded)."""
+        if len(raw) > MAX_RAW:
+            raise ValueError(f"{len(raw)} characters; at most {MAX_RAW}")
+        if any("\ud800" <= c <= "\udfff" for c in raw):
+            raise ValueError("bytes that are not UTF-8")
+        return self.parse(raw)
+
+
+def _shown(raw: str) -> str:
+    """raw as the error shows it: quoted and escaped, a long one cut to its start and its length."""
+    return repr(raw) if len(raw) <= 200 else f"{raw[:80]!r}... ({len(raw)} characters)"
 
 
 _settings: dict[str, Setting] = {}
@@ -230,6 +266,11 @@ def declared(name: str) -> Setting:
         raise LookupError(f"{name} is not a declared setting (declare it with devicekit.settings.register)") from None
 
 
+def declared_names() -> tuple[str, ...]:
+    """The name of every declared variable, in declaration order (the lowered-kernel cache keys on their values)."""
+    return tuple(_settings)
+
+
 def _raw(name: str) -> str | None:
     raw = os.environ.get(name)
     return None if raw is None or raw.strip() == "" else raw
@@ -246,7 +287,7 @@ def get(name: str) -> Any:
     if hit is not None and hit[0] == raw:
         return hit[1]
     try:
-        value = s.parse(raw)
+        value = s.parse_raw(raw)
     except (ValueError, TypeError) as e:
         err = s.error(raw, str(e) or type(e).__name__)
         if s.on_error is _RAISE:
@@ -285,7 +326,7 @@ def describe() -> list[dict]:
                "value": s.default, "error": None, "default": s.default_text(), "accepts": s.accepts, "doc": s.doc}
         if raw is not None:
             try:
-                row["value"] = s.parse(raw)
+                row["value"] = s.parse_raw(raw)
             except (ValueError, TypeError) as e:
                 row["error"] = str(s.error(raw, str(e) or type(e).__name__))
                 row["value"] = None if s.on_error is _RAISE else s.on_error
@@ -318,7 +359,7 @@ register("DEVICEKIT_STRICT_PLUGINS", flag, False, "a plugin failure raises Plugi
 register("DEVICEKIT_TRACE_PLUGINS", flag, False, "trace plugin loading and every hook call on stderr", _CORE)
 register("DEVICEKIT_PROBE_TIMEOUT", seconds, 5.0, "seconds a kind's probe() or count() may take (set: for every "
          "kind; unset: a kind's own DeviceKind.probe_timeout, else 5)", _CORE, shown_default="5")
-register("DEVICEKIT_DEBUG", int_in(0), 0, "debug output on stderr: 1 device choices, fallbacks, cache events; "
+register("DEVICEKIT_DEBUG", int_in(0, 9), 0, "debug output on stderr: 1 device choices, fallbacks, cache events; "
          "2 compiles; 3 sources; 4 launches", _CORE, on_error=1)
 register("DEVICEKIT_PARSE_TIMEOUT", seconds, 20.0, "seconds reading one hand-written kernel's signature may take "
          "(0: no bound, read in process)", _CORE, shown_default="20")
@@ -341,7 +382,7 @@ register("DEVICEKIT_FUZZ_LONG_N", int_in(1), 20000, "kernels per profile in the 
 register("DEVICEKIT_NO_APT", flag, False, "scripts/dev-setup.sh never installs the distribution's PoCL with apt", _TESTS)
 
 
-@_accepting("a number of seconds > 0")
+@_accepting(f"a number of seconds > 0, at most {MAX_SECONDS:.0f}")
 def _duration(raw: str) -> float:
     v = seconds(raw)
     if v <= 0:

@@ -70,7 +70,7 @@ def bounded(fn: Any, what: str, limit: float | None = None, source: str = "DEVIC
 
     t = threading.Thread(target=call, name=f"devicekit-{what}", daemon=True)
     t.start()
-    t.join(limit)
+    t.join(min(limit, threading.TIMEOUT_MAX))  # a kind's own huge probe_timeout must not overflow the wait
     if t.is_alive():
         raise ProbeTimeout(f"{what} timed out after {limit:g}s ({source})")
     if "error" in box:

@@ -16,18 +16,33 @@ def device_choice(raw: str) -> tuple[str, tuple[int, ...]]:
     text = raw.strip().lower()
     if text in DEVICE_TYPES:
         return text, ()
-    try:
-        idx = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        raise ValueError("not a device type or a list of indices") from None
-    if not idx or any(i < 0 for i in idx) or len(set(idx)) != len(idx):
+    parts = [x.strip() for x in text.split(",")]
+    if not all(x.isascii() and x.isdigit() for x in parts):
+        raise ValueError("not a device type or a list of indices")
+    if any(len(x) > 4 for x in parts):  # devicekit lists at most 4096 ids per kind
+        raise ValueError("an index out of range")
+    idx = tuple(int(x) for x in parts)
+    if not idx or len(set(idx)) != len(idx):
         raise ValueError("indices must be distinct and >= 0")
     return "index", idx
 
 
+def platform_choice(raw: str) -> str:
+    """A platform index (ASCII digits) or a part of its name; kept as written (platform.py matches it)."""
+    text = raw.strip()
+    if text.isdigit() and not (text.isascii() and len(text) <= 4):
+        raise ValueError("not a platform index")
+    if len(text) > 256:
+        raise ValueError("longer than any platform name")
+    return raw
+
+
+platform_choice.accepts = "a platform index (0, 1, ...) or a part of its name of at most 256 characters"  # type: ignore[attr-defined]
+
+
 device_choice.accepts = "all, gpu, cpu, accelerator, or device indices within the platform such as 0 or 0,2"  # type: ignore[attr-defined]
 
-settings.register("DEVICEKIT_OPENCL_PLATFORM", settings.text, None,
+settings.register("DEVICEKIT_OPENCL_PLATFORM", platform_choice, None,
                   "the OpenCL platform whose devices are OPENCL:0, OPENCL:1, ...: its index or a part of its name "
                   "(case-insensitive), e.g. 0, pocl, nvidia", OWNER,
                   shown_default="the first platform with a GPU, else the first with any device")
