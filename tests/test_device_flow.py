@@ -14,10 +14,10 @@ from devicekit.memory import Buffer
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def saxpy():
+def saxpy(name: str = "saxpy"):
     from devicekit import ir
     from devicekit.ir import dtypes
-    k = ir.KernelBuilder("saxpy")
+    k = ir.KernelBuilder(name)
     n = k.var("n", lo=1, hi=2**31 - 1)
     x = k.param("x", dtypes.float32, size=n)
     y = k.param("y", dtypes.float32, size=n)
@@ -102,13 +102,22 @@ def test_run_with_resident_buffers(devices):
         dk.run(kernel, "CPU", x=Buffer("PYTHON", 16, "float32"), y=np.ones(16, np.float32), n=16)
 
 
-def test_run_picks_the_compiler_pair(devices):
+def test_run_picks_the_compiler_pair(devices, monkeypatch, capfd):
+    """Both pairs compute the same values, so the values cannot tell which pair ran: the compile trace
+    (DEVICEKIT_DEBUG=2 names the pair of each compile) does. A fresh kernel per pair, so no memo hides a compile."""
     if "CPU" not in devices:
         pytest.skip("needs the CPU device")
-    kernel = saxpy()
+    import uuid
     x, y = np.arange(8, dtype=np.float32), np.ones(8, np.float32)
-    for pair in ("llvm", "c", 1):
+    monkeypatch.setenv("DEVICEKIT_DEBUG", "2")
+    for pair, name in (("llvm", "llvm"), ("c", "c"), (1, dk.device("CPU").pair_names[1]), (0, "llvm")):
+        kernel = saxpy(f"saxpy_pair_{uuid.uuid4().hex[:8]}")
+        capfd.readouterr()
         np.testing.assert_array_equal(dk.run(kernel, "CPU", x=x, y=y, n=8, pair=pair)["out"], x * 2 + 1)
+        trace = capfd.readouterr().err
+        assert f"compiling {kernel.name} with pair {name!r}" in trace, (pair, trace[-2000:])
+    monkeypatch.delenv("DEVICEKIT_DEBUG")
+    kernel = saxpy()
     with pytest.raises(KeyError, match="no compiler pair 'nope'"):
         dk.run(kernel, "CPU", x=x, y=y, n=8, pair="nope")
     prog = dk.device("CPU").compile(kernel)
