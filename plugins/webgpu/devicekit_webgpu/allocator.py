@@ -1,0 +1,106 @@
+"""WebGPUAllocator: storage buffers of one WEBGPU id, with the core's LRU reuse; copies through mapped staging buffers.
+
+A handle is a `WGMem`: the allocation's GPUBuffer (usage STORAGE | COPY_SRC | COPY_DST, its size rounded up to 4
+bytes as WebGPU's copies and bindings need), a byte offset into it (views, at any byte: generated kernels take the
+offset in elements through their uniform args) and a size. copyin fills a staging buffer mapped at creation
+(MAP_WRITE) and copies it over; copyout copies into a MAP_READ staging buffer and maps it. Both are on the device's
+queue, so they are ordered after the dispatches submitted before them, and both block. WebGPU copies move whole
+4-byte words: an unaligned copyin reads the words it touches first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from devicekit.memory import BufferOptions, LRUAllocator
+
+from . import adapters
+
+PAD = 16  # bytes every allocation has at least
+
+
+def _words(offset: int, nbytes: int) -> tuple[int, int]:
+    """The 4-byte-aligned byte range [lo, hi) that covers [offset, offset + nbytes)."""
+    return offset & ~3, (offset + nbytes + 3) & ~3
+
+
+@dataclass(frozen=True, eq=False)
+class WGMem:
+    buf: Any  # wgpu GPUBuffer, the whole allocation
+    offset: int  # bytes into it
+    nbytes: int
+    index: int  # the WEBGPU id whose device owns it
+
+
+class WebGPUAllocator(LRUAllocator):
+    def __init__(self, index: int = 0, max_cached_bytes: int = 256 << 20):
+        super().__init__("WEBGPU" if index == 0 else f"WEBGPU:{index}", max_cached_bytes)
+        self.index = index
+        self.ctx = adapters.get(index)
+
+    def _alloc(self, nbytes: int, options: BufferOptions) -> WGMem:
+        import wgpu
+        size = max(PAD, (nbytes + 3) & ~3)
+        limit = int(self.ctx.limits["max-buffer-size"])
+        if size > limit:
+            raise MemoryError(f"{self.device}: {nbytes} bytes is more than this adapter's max-buffer-size ({limit})")
+        u = wgpu.BufferUsage
+        buf = self.ctx.device.create_buffer(size=size, usage=u.STORAGE | u.COPY_SRC | u.COPY_DST)  # zeroed by WebGPU
+        return WGMem(buf, 0, nbytes, self.index)
+
+    def _free(self, handle: WGMem, nbytes: int, options: BufferOptions) -> None:
+        handle.buf.destroy()  # work already submitted that uses it still completes (WebGPU defers the release)
+
+    def _check(self, handle: WGMem) -> None:
+        if handle.index != self.index:
+            raise ValueError(f"{self.device}: the buffer belongs to WEBGPU:{handle.index}, not to this device")
+
+    def _read(self, buf: Any, lo: int, hi: int) -> np.ndarray:
+        import wgpu
+        dev = self.ctx.device
+        staging = dev.create_buffer(size=hi - lo, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        enc = dev.create_command_encoder()
+        enc.copy_buffer_to_buffer(buf, lo, staging, 0, hi - lo)
+        dev.queue.submit([enc.finish()])
+        staging.map_sync(wgpu.MapMode.READ)
+        try:
+            return np.frombuffer(staging.read_mapped(), dtype=np.uint8).copy()
+        finally:
+            staging.unmap()
+            staging.destroy()
+
+    def copyin(self, handle: WGMem, src: memoryview) -> None:
+        if src.nbytes == 0:
+            return
+        import wgpu
+        self._check(handle)
+        host = np.frombuffer(src, dtype=np.uint8)
+        lo, hi = _words(handle.offset, host.nbytes)
+        if (lo, hi) != (handle.offset, handle.offset + host.nbytes):  # keep the neighbouring bytes of the words
+            words = self._read(handle.buf, lo, hi)
+            words[handle.offset - lo:handle.offset - lo + host.nbytes] = host
+            host = words
+        dev = self.ctx.device
+        staging = dev.create_buffer(size=hi - lo, usage=wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC,
+                                    mapped_at_creation=True)
+        staging.write_mapped(host)
+        staging.unmap()
+        enc = dev.create_command_encoder()
+        enc.copy_buffer_to_buffer(staging, 0, handle.buf, lo, hi - lo)
+        dev.queue.submit([enc.finish()])  # the staging buffer is released when the copy no longer needs it
+
+    def copyout(self, dest: memoryview, handle: WGMem) -> None:
+        if dest.nbytes == 0:
+            return
+        self._check(handle)
+        lo, hi = _words(handle.offset, dest.nbytes)
+        words = self._read(handle.buf, lo, hi)
+        np.frombuffer(dest, dtype=np.uint8)[:] = words[handle.offset - lo:handle.offset - lo + dest.nbytes]
+
+    def offset(self, handle: WGMem, nbytes: int, offset: int) -> WGMem:
+        return WGMem(handle.buf, handle.offset + offset, nbytes, handle.index)
+
+    def synchronize(self) -> None:
+        self.ctx.wait()

@@ -1,0 +1,326 @@
+"""WGSLRenderer: the linear form -> a WGSL compute shader, on the core's C-style walk.
+
+WGSL is not C; what changes and where:
+  * the module: every buffer is a storage binding, `@group(0) @binding(i) var<storage, read_write> dku_a:
+    array<f32>;` (read_write for all, so a buffer bound twice, read and written, is one usage), the vars, scalars
+    and each buffer's view offset (in elements) are the fields of one uniform struct at binding n (`dk_args`), local
+    arrays are module-scope `var<workgroup>` arrays, and the entry is `@compute @workgroup_size(x, y, z) fn
+    dku_<name>(@builtin(workgroup_id) ..., @builtin(local_invocation_id) ...)`: no pointer params (`render_kernel`).
+  * statements: `let`/`var` declarations, `for (var r: i32 = ...)`, braces on every if and `select` for the gated
+    load's conditional are respelled from the walk's C shapes by `wgsl_text` (the base has no hooks for them).
+  * 64-bit integers: WGSL has none. Index and loop arithmetic (int64 in the IR) is rendered as i32 where
+    `devicekit.ir.narrow` proves every value fits, and refused by name where it cannot. An int64 buffer that the
+    kernel only writes (argmax's indices, the bounds-check record) is an array<i32> of (low, high) word pairs;
+    loading int64 data is refused (its values are not bounded).
+  * dtypes: f32, i32, u32, bool, f16 with the adapter's `shader-f16`. bool memory is bytes: array<u32> words read
+    by shifts, written with atomicAnd/atomicOr on array<atomic<u32>> (neighbouring bytes belong to other
+    invocations). 8/16-bit ints, uint64, float64 and bfloat16 are refused ("does not support").
+  * semantics the IR fixes and WGSL does not: `x / 0 = x % 0 = 0` by select (WGSL gives x for `/`), float -> int
+    casts give 0 out of range (WGSL saturates), shift amounts masked, u32 negation as `0u - x`. Integer arithmetic
+    wraps in WGSL as in the IR. inf/nan are bitcasts (WGSL has no literals for them); exp2/log2/sin are left to the
+    core's decompositions (WGSL's error bounds for them are wider than docs/ir.md's tolerances), sqrt and trunc are
+    native.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import ClassVar
+
+from devicekit.ir.dtypes import DType, dtypes
+from devicekit.ir.narrow import narrow_plan
+from devicekit.ir.ops import Ops
+from devicekit.ir.uop import KernelError
+from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads
+
+from .wgsl_text import statement
+
+TYPE_MAP = {"bool": "bool", "int32": "i32", "uint32": "u32", "float32": "f32", "float16": "f16", "int64": "i32"}
+UNIFORM_TYPES = {"int32": "i32", "uint32": "u32", "float32": "f32", "int64": "i32"}
+_ZERO = {"i32": "0i", "u32": "0u", "f32": "0.0f", "f16": "0.0h"}
+_F32_BITS = {"inf": "0x7f800000u", "-inf": "0xff800000u", "nan": "0x7fc00000u"}
+
+
+def _t(dt: DType) -> str:
+    return TYPE_MAP[dt.scalar().name]
+
+
+def _b(op: str):
+    return lambda a, b, dtype: f"({a}{op}{b})"
+
+
+def _neg(x: str, dtype: DType) -> str:
+    t = _t(dtype)
+    return f"(!{x})" if t == "bool" else f"(0u-{x})" if t == "u32" else f"(-({x}))"
+
+
+def _div(op: str):
+    def render(a: str, b: str, dtype: DType) -> str:
+        t = _t(dtype)
+        if t in ("f32", "f16"):
+            return f"({a}{op}{b})"
+        return f"select(({a}{op}{b}), {_ZERO[t]}, ({b}=={_ZERO[t]}))"  # the IR: x / 0 = x % 0 = 0
+    return render
+
+
+def _shift(op: str):
+    def render(a: str, b: str, dtype: DType) -> str:
+        t = _t(dtype)
+        if dtype.scalar() == dtypes.int64:  # narrowed: the amount is taken modulo 64, then at most 31 (the sign)
+            amt = f"u32(min(({b})&63i, 31i))" if op == ">>" else f"u32(({b})&31i)"
+        else:
+            amt = f"u32(({b})&{31}{t[0]})"
+        return f"({a}{op}{amt})"
+    return render
+
+
+def _xor(a: str, b: str, dtype: DType) -> str:
+    return f"({a}!={b})" if _t(dtype) == "bool" else f"({a}^{b})"
+
+
+_CODE = {
+    Ops.NEG: _neg, Ops.RECIP: lambda x, dtype: f"({'1.0h' if _t(dtype) == 'f16' else '1.0f'}/{x})",
+    Ops.ADD: _b("+"), Ops.SUB: _b("-"), Ops.MUL: _b("*"), Ops.FDIV: _b("/"), Ops.IDIV: _div("/"), Ops.MOD: _div("%"),
+    Ops.CMPLT: _b("<"), Ops.CMPNE: _b("!="), Ops.CMPEQ: _b("=="), Ops.AND: _b("&"), Ops.OR: _b("|"), Ops.XOR: _xor,
+    Ops.SHL: _shift("<<"), Ops.SHR: _shift(">>"),
+    Ops.MAX: lambda a, b, dtype: f"select({a}, {b}, ({a}<{b}))",  # NaN in a propagates, NaN in b does not
+    Ops.WHERE: lambda c, a, b, dtype: f"select({b}, {a}, {c})",
+    Ops.MULACC: lambda a, b, c, dtype: f"(({a}*{b})+{c})",
+}
+
+
+@dataclass
+class _Kernel:
+    """What render_linear learns for render_kernel (per thread: one renderer serves every thread)."""
+
+    local_size: tuple[int, ...]
+    params: dict[str, tuple[int, DType, bool]]  # WGSL name -> (binding, storage dtype, written)
+
+
+class WGSLRenderer(CStyleRenderer):
+    """WGSL for one adapter's limits and features (`from_limits`); the defaults are WebGPU's minimums."""
+
+    device = "WEBGPU"
+    lang = "wgsl"
+    gpu_indexing = True
+    has_local = True
+    core_split = False
+    vectors = True  # vector values reach the walk, which scalarizes them (native_vector: none)
+    global_max = (65535, 65535, 65535)  # maxComputeWorkgroupsPerDimension
+    local_max = (256, 256, 64)
+    local_total_max = 256
+    shared_max = 16384
+    max_buffers = 8  # maxStorageBuffersPerShaderStage
+
+    infinity: ClassVar[str] = f"bitcast<f32>({_F32_BITS['inf']})"
+    nan: ClassVar[str] = f"bitcast<f32>({_F32_BITS['nan']})"
+    type_map: ClassVar[dict[str, str]] = TYPE_MAP
+    code_for_op = _CODE
+    math_fns: ClassVar[dict[Ops, str]] = {Ops.SQRT: "sqrt", Ops.TRUNC: "trunc"}
+    repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX, Ops.IDIV, Ops.MOD, Ops.CAST, Ops.SHR})
+    barrier: ClassVar[str] = "workgroupBarrier();"
+
+    def __init__(self, fp16: bool = False, local_max: tuple[int, ...] | None = None,
+                 local_total_max: int | None = None, shared_max: int | None = None, max_buffers: int | None = None,
+                 global_max: int | None = None):
+        self.fp16 = fp16
+        self.supported_dtypes = frozenset({dtypes.bool, dtypes.int32, dtypes.uint32, dtypes.float32}
+                                          | ({dtypes.float16} if fp16 else set()))
+        if local_total_max is not None:
+            self.local_total_max = local_total_max
+        if local_max is not None:
+            self.local_max = tuple(min(x, self.local_total_max) for x in local_max)
+        if shared_max is not None:
+            self.shared_max = shared_max
+        if max_buffers is not None:
+            self.max_buffers = max_buffers
+        if global_max is not None:
+            self.global_max = (global_max,) * 3
+        self._tls = threading.local()
+
+    @classmethod
+    def from_limits(cls, limits: dict, features) -> WGSLRenderer:
+        """The renderer for an adapter's limits (wgpu's dict) and feature set."""
+        return cls(fp16="shader-f16" in features,
+                   local_max=tuple(int(limits[f"max-compute-workgroup-size-{a}"]) for a in "xyz"),
+                   local_total_max=int(limits["max-compute-invocations-per-workgroup"]),
+                   shared_max=int(limits["max-compute-workgroup-storage-size"]),
+                   max_buffers=int(limits["max-storage-buffers-per-shader-stage"]),
+                   global_max=int(limits["max-compute-workgroups-per-dimension"]))
+
+    def __reduce__(self):
+        return (type(self), (self.fp16, self.local_max, self.local_total_max, self.shared_max, self.max_buffers,
+                             self.global_max[0]))
+
+    def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
+                     shared_bytes=None):
+        """A ProgramSpec for a hand-written WGSL compute shader: its signature from the @group/@binding
+        declarations (.source)."""
+        from .source import parse_wgsl_source
+        return parse_wgsl_source(src, entry, sizes=sizes, global_size=global_size, local_size=local_size,
+                                 device=self.device)
+
+    # ---- types and literals
+    def render_dtype(self, dt: DType) -> str:
+        if dt.count != 1 or dt.name not in TYPE_MAP:
+            raise KernelError(f"WEBGPU does not support {dt.name} values (WGSL has f32, i32, u32, bool and f16)")
+        return TYPE_MAP[dt.name]
+
+    def render_const(self, value, dt: DType) -> str:
+        t = self.render_dtype(dt)
+        if dt.is_bool:
+            return "true" if value else "false"
+        if dt.is_float:
+            if math.isnan(value) or math.isinf(value):
+                key = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+                x = f"bitcast<f32>({_F32_BITS[key]})"
+                return x if t == "f32" else f"f16({x})"
+            s = repr(float(value))
+            if "e" not in s and "." not in s:
+                s += ".0"
+            s += "h" if t == "f16" else "f"
+            return f"({s})" if s.startswith("-") else s
+        v = int(value)
+        if t == "u32":
+            return f"{v}u"
+        if v == -(2**31):
+            return "(-2147483647i-1i)"
+        return f"({v}i)" if v < 0 else f"{v}i"
+
+    def render_cast(self, x: str, src: DType, dst: DType) -> str:
+        s, d = _t(src), _t(dst)
+        if s == d:
+            return x
+        if d == "bool":
+            return f"({x}!={_ZERO[s]})"
+        if s in ("f32", "f16") and d in ("i32", "u32"):  # the IR: out of range (and NaN) gives 0; WGSL saturates
+            f = f"f32({x})" if s == "f16" else x
+            lo, hi = ("-2147483648.0f", "2147483648.0f") if d == "i32" else ("-1.0f", "4294967296.0f")
+            cond = f"(({f}>={lo})&&({f}<{hi}))" if d == "i32" else f"(({f}>{lo})&&({f}<{hi}))"
+            return f"select({_ZERO[d]}, {d}({x}), {cond})"
+        return f"{d}({x})"
+
+    def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
+        return f"bitcast<{_t(dst)}>({x})"
+
+    def render_math(self, fn: str, x: str, dt: DType) -> str:
+        return f"{fn}({x})"
+
+    def render_special(self, name: str, axis: int, extent: str) -> str:
+        if not 0 <= axis < 3:
+            raise KernelError(f"WGSL has 3 workgroup dimensions; {name} asks for axis {axis}")
+        return f"i32({'dk_gid' if name.startswith('g') else 'dk_lid'}.{'xyz'[axis]})"
+
+    # ---- memory
+    def _param(self, buf: str) -> tuple[int, DType, bool] | None:
+        return self._tls.k.params.get(buf)
+
+    def render_load(self, buf: str, idx: str, dt: DType) -> str:
+        p = self._param(buf)
+        if p is None:  # a workgroup array
+            return f"{buf}[{idx}]"
+        if dt.is_bool:
+            at = f"(dk_args.dko_{buf}+{idx})"
+            word = f"atomicLoad(&{buf}[{at}/4i])" if p[2] else f"{buf}[{at}/4i]"
+            return f"((({word}>>(8u*u32({at}%4i)))&255u)!=0u)"
+        return f"{buf}[dk_args.dko_{buf}+{idx}]"
+
+    def render_store(self, buf: str, idx: str, value: str, dt: DType) -> str:
+        p = self._param(buf)
+        if p is None:
+            return f"{buf}[{idx}] = {value}"
+        at = f"(dk_args.dko_{buf}+{idx})"
+        if dt.is_bool:
+            sh = f"(8u*u32({at}%4i))"
+            return (f"atomicAnd(&{buf}[{at}/4i], ~(255u<<{sh})); "
+                    f"atomicOr(&{buf}[{at}/4i], (select(0u, 1u, {value})<<{sh}))")
+        if p[1] == dtypes.int64:  # (low, high) word pairs: the value is proven to fit in i32
+            at = f"(dk_args.dko_{buf}+2i*({idx}))"
+            return f"{buf}[{at}] = {value}; {buf}[{at}+1i] = ({value}>>31u)"
+        return f"{buf}[{at}] = {value}"
+
+    def render_local(self, name: str, dt: DType, size: int) -> str:
+        return f"var<workgroup> {name}: array<{self.render_dtype(dt)}, {size}>;"
+
+    # ---- the module
+    def render_linear(self, lk, name: str) -> str:
+        narrow_plan(lk, "WEBGPU")  # refuses what no launch can narrow; meta() keeps the launch-time guards
+        params: dict[str, tuple[int, DType, bool]] = {}
+        stored = {u.arg[0]: u.dtype for u in lk.uops if u.op is Ops.PARAM}
+        written = {u.src[0].src[0].arg[0] for u in lk.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}
+        loaded = {u.src[0].src[0].arg[0] for u in lk.uops if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM}
+        for i, p in enumerate(lk.params):
+            dt = stored.get(i, p.dtype)
+            if dt.name not in TYPE_MAP or (dt == dtypes.float16 and not self.fp16):
+                raise KernelError(f"WEBGPU does not support {dt.name} buffers (param {p.name!r})")
+            if dt == dtypes.int64 and i in loaded:
+                raise KernelError(f"WEBGPU does not support loading int64 data (param {p.name!r}): WGSL has no "
+                                  "64-bit integers; an int64 buffer may only be written")
+            params[self.user_name(p.name)] = (i, dt, i in written)
+        if len(params) > self.max_buffers:
+            raise KernelError(f"WEBGPU does not support kernel {name} with {len(params)} buffers: this adapter allows "
+                              f"{self.max_buffers} storage buffers per shader stage")
+        for v in lk.vars:
+            if v.scalar is not None and v.dtype.name not in UNIFORM_TYPES:
+                raise KernelError(f"WEBGPU does not support {v.scalar.name} scalar {v.name!r} (passed as "
+                                  f"{v.dtype.name}; WGSL uniforms are f32, i32, u32)")
+            if v.scalar is not None and v.dtype == dtypes.int64:
+                raise KernelError(f"WEBGPU does not support int64 scalar {v.name!r}: WGSL has no 64-bit integers")
+        local_bytes = sum(u.dtype.itemsize * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
+        if local_bytes > self.shared_max:
+            raise KernelError(f"kernel {name} declares {local_bytes} bytes of workgroup memory; this adapter has "
+                              f"{self.shared_max}")
+        dims = tuple(lk.local_size or ())
+        if any(not isinstance(d, int) for d in dims):
+            raise KernelError(f"WEBGPU does not support a workgroup size that depends on vars ({dims}): WGSL's "
+                              "@workgroup_size is fixed when the shader is made")
+        threads = const_threads(dims)
+        if threads is not None and threads > self.local_total_max:
+            raise KernelError(f"kernel {name} has {threads} invocations a workgroup; this adapter allows "
+                              f"{self.local_total_max}")
+        self._tls.k = _Kernel(dims, params)
+        try:
+            return super().render_linear(lk, name)
+        finally:
+            del self._tls.k
+
+    def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
+        k: _Kernel = self._tls.k
+        out = ["enable f16;"] if any(d.scalar() == dtypes.float16 for d in used) else []
+        fields = [f"  dko_{p.name}: i32," for p in params if p.kind == "buffer"]
+        fields += [f"  {p.name}: {UNIFORM_TYPES[p.dtype.name]}," for p in params if p.kind == "var"]
+        out += ["struct DkArgs {", *(fields or ["  dk_pad: u32,"]), "}"]
+        nbuf = 0
+        for p in params:
+            if p.kind != "buffer":
+                continue
+            _, dt, wr = k.params[p.name]
+            elem = ("atomic<u32>" if wr else "u32") if dt.is_bool else TYPE_MAP[dt.name]
+            out.append(f"@group(0) @binding({p.index}) var<storage, read_write> {p.name}: array<{elem}>;")
+            nbuf += 1
+        out.append(f"@group(0) @binding({nbuf}) var<uniform> dk_args: DkArgs;")
+        lines = [statement(x) for x in body]
+        out += [x.strip() for x in lines if x.lstrip().startswith("var<workgroup>")]
+        lines = [x for x in lines if not x.lstrip().startswith("var<workgroup>")]
+        head = [f"  let {p.name}: {UNIFORM_TYPES[p.dtype.name]} = dk_args.{p.name};" for p in params if p.kind == "var"]
+        size = ", ".join(str(d) for d in (k.local_size or (1,)))
+        out.append(f"@compute @workgroup_size({size})")
+        out.append(f"fn {name}(@builtin(workgroup_id) dk_gid: vec3<u32>, "
+                   "@builtin(local_invocation_id) dk_lid: vec3<u32>) {")
+        return "\n".join(out + head + lines) + "\n}\n"
+
+    def meta(self, lk) -> tuple:
+        local_bytes = sum(u.dtype.itemsize * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
+        stored = {u.arg[0]: u.dtype for u in lk.uops if u.op is Ops.PARAM}
+        wire = tuple(UNIFORM_TYPES["int64" if v.scalar is None else v.dtype.name] for v in lk.vars)
+        units = tuple(_unit(stored.get(i, p.dtype)) for i, p in enumerate(lk.params))
+        return (("shared_bytes", local_bytes), ("wgsl_args", wire), ("wgsl_units", units),
+                ("narrow_guards", narrow_plan(lk, "WEBGPU")))
+
+
+def _unit(dt: DType) -> int:
+    """Bytes per element of the WGSL array a buffer of dt is bound as: a view's offset is passed in these units
+    (bool: bytes of u32 words; int64: i32 words)."""
+    return 1 if dt.is_bool else 4 if dt == dtypes.int64 else dt.itemsize

@@ -1,0 +1,179 @@
+"""WebGPUProgram: one compute pipeline per kernel on its id's device, dispatched as groups x workgroup size.
+
+- Loading: the WGSL text (the compiled bytes) becomes a shader module and a compute pipeline with an explicit
+  layout (storage bindings read_write, one uniform binding); a source the device rejects raises here, at load.
+- Arguments: generated kernels take every buffer at binding i and one uniform struct at binding n: each buffer's
+  view offset in elements, then the vars and scalars (renderer meta "wgsl_args" / "wgsl_units"). A hand-written
+  shader's bindings are its own (`source.py`: "wgsl_bindings", "wgsl_uniform"); its views must sit at the adapter's
+  min-storage-buffer-offset-alignment.
+- Bind groups are cached per Program by the buffers they bind (at most 64, oldest dropped). The uniform buffer is the
+  Program's own: its write and the dispatch are submitted under the device's lock, so the queue sees them paired.
+- Limits: a grid over max-compute-workgroups-per-dimension, or a binding over max-storage-buffer-binding-size, is a
+  ValueError naming the limit; a zero extent runs nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from devicekit.ir.narrow import launch_check
+from devicekit.runtime import Program
+
+from . import adapters
+from .compiler import shader_module
+
+_NP = {"i32": np.int32, "u32": np.uint32, "f32": np.float32}
+_BY_DTYPE = {"int32": "i32", "uint32": "u32", "float32": "f32", "int64": "i32"}
+CACHE = 64
+
+
+class WebGPUProgram(Program):
+    def __init__(self, compiled, ctx: adapters.Ctx):
+        super().__init__(compiled)
+        import wgpu
+        self.ctx = ctx
+        spec = compiled.spec
+        src = bytes(compiled.lib).decode("utf-8", errors="replace")
+        self._source = bool(spec.get_meta("from_source", False))
+        nbuf = len(spec.params)
+        if self._source:
+            self._bindings = tuple(spec.get_meta("wgsl_bindings"))
+            self._ubind = spec.get_meta("wgsl_uniform")
+            self._wire = tuple(_BY_DTYPE[v.dtype.name] for v in spec.vars)
+            self._units = None
+        else:
+            self._bindings = tuple(range(nbuf))
+            self._ubind = nbuf
+            self._wire = tuple(spec.get_meta("wgsl_args", ()))
+            self._units = tuple(spec.get_meta("wgsl_units", ()))
+        nfields = (0 if self._source else nbuf) + len(self._wire)
+        self._ubytes = max(16, (4 * nfields + 15) & ~15)
+        try:
+            module = shader_module(ctx, src, repr(spec.name))
+            u = wgpu.ShaderStage.COMPUTE
+            t = wgpu.BufferBindingType  # generated shaders declare every buffer read_write; hand-written their own
+            entries = [{"binding": b, "visibility": u, "buffer": {"type": t.storage if not self._source or p.writable
+                                                                   else t.read_only_storage}}
+                       for b, p in zip(self._bindings, spec.params)]
+            if self._ubind is not None:
+                entries.append({"binding": self._ubind, "visibility": u,
+                                "buffer": {"type": wgpu.BufferBindingType.uniform}})
+            self._layout = ctx.device.create_bind_group_layout(entries=entries)
+            pl = ctx.device.create_pipeline_layout(bind_group_layouts=[self._layout])
+            self._pipeline = ctx.device.create_compute_pipeline(layout=pl, compute={"module": module,
+                                                                                    "entry_point": spec.entry})
+        except Exception as e:  # noqa: BLE001 - anything the device refuses is a load failure, said here
+            raise RuntimeError(f"{ctx.name}: cannot load the shader of {spec.name!r} (entry {spec.entry!r}): "
+                               f"{type(e).__name__}: {e}") from None
+        self._ubuf = (ctx.device.create_buffer(size=self._ubytes, usage=wgpu.BufferUsage.UNIFORM
+                                               | wgpu.BufferUsage.COPY_DST) if self._ubind is not None else None)
+        self._groups: OrderedDict = OrderedDict()
+        self._guards = tuple(spec.get_meta("narrow_guards", ()))  # int64 values proven to fit per launch (ir.narrow)
+        self._proven: set = set()
+        self._align = int(ctx.limits["min-storage-buffer-offset-alignment"])
+        self._max_bind = int(ctx.limits["max-storage-buffer-binding-size"])
+        self._max_groups = int(ctx.limits["max-compute-workgroups-per-dimension"])
+
+    def _binding(self, h, j: int) -> tuple[Any, int, int, int]:
+        """(buffer, bind offset, bind size, element offset) of handle h as param j."""
+        if h.index != self.ctx.index:
+            raise ValueError(f"{self.name}: buffer {j} lives on WEBGPU:{h.index}, the program on {self.ctx.name}")
+        p = self.spec.params[j]
+        if self._source:
+            if h.offset % self._align:
+                raise ValueError(f"{self.name}: param {p.name!r} is a view {h.offset} bytes into its buffer; a "
+                                 f"hand-written WGSL shader binds views at offsets aligned to {self._align} bytes "
+                                 "(min-storage-buffer-offset-alignment): copy the data to its own buffer")
+            start, elem = h.offset, 0
+        else:
+            unit = self._units[j]
+            start = h.offset - h.offset % self._align
+            if (h.offset - start) % unit:
+                raise ValueError(f"{self.name}: param {p.name!r} is a view {h.offset} bytes into its buffer, not a "
+                                 f"whole number of {unit}-byte elements: WGSL arrays are typed")
+            elem = (h.offset - start) // unit
+        size = min(int(h.buf.size) - start, self._max_bind)
+        if h.offset - start + h.nbytes > size:
+            raise ValueError(f"{self.name}: param {p.name!r} spans {h.nbytes} bytes; this adapter binds at most "
+                             f"{self._max_bind} bytes of a storage buffer (max-storage-buffer-binding-size)")
+        return h.buf, start, size - size % 4, elem
+
+    def _bind_group(self, binds: list) -> Any:
+        key = tuple((b[0], b[1], b[2]) for b in binds)
+        with self.ctx.lock:
+            bg = self._groups.get(key)
+            if bg is not None:
+                self._groups.move_to_end(key)
+                return bg
+        entries = [{"binding": slot, "resource": {"buffer": b[0], "offset": b[1], "size": b[2]}}
+                   for slot, b in zip(self._bindings, binds)]
+        if self._ubuf is not None:
+            entries.append({"binding": self._ubind, "resource": {"buffer": self._ubuf, "offset": 0,
+                                                                  "size": self._ubytes}})
+        bg = self.ctx.device.create_bind_group(layout=self._layout, entries=entries)
+        with self.ctx.lock:
+            self._groups[key] = bg
+            while len(self._groups) > CACHE:
+                self._groups.popitem(last=False)
+        return bg
+
+    def _uniform(self, binds: list, vals: list) -> bytes:
+        data = bytearray(self._ubytes)
+        words = ([] if self._source else [np.int32(b[3]) for b in binds])
+        words += [_NP[t](v) for t, v in zip(self._wire, vals)]
+        for i, w in enumerate(words):
+            data[4 * i:4 * i + 4] = w.tobytes()
+        return bytes(data)
+
+    def _launch(self, handles: list, vals: list, var_vals: dict, global_size, local_size, wait: bool):
+        groups = tuple(int(g) for g in (global_size or (1,)))
+        if len(groups) > 3:
+            raise ValueError(f"{self.name}: WebGPU dispatches 3 dimensions of workgroups, got {groups}")
+        if any(g > self._max_groups for g in groups):
+            raise ValueError(f"{self.name}: {groups} workgroups; this adapter dispatches at most {self._max_groups} a "
+                             "dimension (max-compute-workgroups-per-dimension)")
+        if self._source and local_size:
+            declared = tuple(self.spec.get_meta("wgsl_workgroup_size"))
+            got = tuple(int(x) for x in local_size) + (1,) * (3 - len(local_size))
+            if got != declared:
+                raise ValueError(f"{self.name}: the shader declares @workgroup_size{declared}; it was launched with "
+                                 f"local size {tuple(local_size)}: pass local_size={declared} or leave it out")
+        if self._guards:
+            key = tuple(sorted(var_vals.items()))
+            if key not in self._proven:
+                launch_check(self._guards, var_vals, "WEBGPU", self.name)
+                if len(self._proven) > 256:
+                    self._proven.clear()
+                self._proven.add(key)
+        binds = [self._binding(h, j) for j, h in enumerate(handles)]
+        if any(g <= 0 for g in groups):
+            return 0.0 if wait else None
+        bg = self._bind_group(binds)
+        dev = self.ctx.device
+        enc = dev.create_command_encoder()
+        cp = enc.begin_compute_pass()
+        cp.set_pipeline(self._pipeline)
+        cp.set_bind_group(0, bg)
+        cp.dispatch_workgroups(*(groups + (1,) * (3 - len(groups))))
+        cp.end()
+        t0 = time.perf_counter()
+        with self.ctx.lock:  # the uniform write must meet its own dispatch on the queue
+            if self._ubuf is not None:
+                dev.queue.write_buffer(self._ubuf, 0, self._uniform(binds, vals))
+            dev.queue.submit([enc.finish()])
+        if not wait:
+            return None
+        self.ctx.wait()
+        return time.perf_counter() - t0
+
+
+def factory(spec):
+    """RuntimeFactory of one device: CompiledSpec -> WebGPUProgram on WEBGPU:<spec.index>'s device."""
+    ctx = adapters.get(spec.index)  # fail here, with the reason, rather than at the first program
+
+    def make(compiled) -> WebGPUProgram:
+        return WebGPUProgram(compiled, ctx)
+    return make
