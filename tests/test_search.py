@@ -117,7 +117,9 @@ def test_run_searches_when_asked(monkeypatch, tmp_path):
     assert search._key(kern, cpu, cpu.compiler, [40]) in search._CHOSEN
 
 
-@pytest.mark.parametrize("stored", [b"[99, 3]", b"\xff not json", b'"fastest"', b"[4]"])
+@pytest.mark.parametrize("stored", [b"[99, 3]", b"\xff not json", b'"fastest"', b"[4]", b"[true, 4]", b"[1.0, 4]",
+                                    b"[4, true]", b"[2, 4.0]", b"[[2], 4]", b"null", b"[" * 100_000,
+                                    b'["heuristic"]', b"[2, 4, 8]"])
 def test_a_stored_choice_that_makes_no_sense_is_searched_again(monkeypatch, tmp_path, stored):
     """A choice entry is MAC-checked like compiled bytes (a planted one never verifies); one that verifies but that
     this version does not understand (another version's candidates, damage before it was written) is searched
@@ -131,6 +133,20 @@ def test_a_stored_choice_that_makes_no_sense_is_searched_again(monkeypatch, tmp_
     store.put(search._cache_key(key), stored, replace=True)
     prog = dk.search(kern, cpu, n=24)
     choice = search._CHOSEN[key]
-    assert choice == "heuristic" or (choice[0] in search.ROWS and choice[1] in search.LANES)
+    assert search.valid_choice(choice)
     assert store.get(search._cache_key(key)) != stored  # replaced by the new search's choice
     assert prog.spec.name == "search_stale_entry"
+    search._CHOSEN.clear()  # the next search of the kernel reads the replaced entry and reuses it
+    assert dk.search(kern, cpu, n=24).spec.name == "search_stale_entry"
+
+
+def test_a_bad_stored_choice_is_said_at_debug_level(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("DEVICEKIT_DEBUG", "1")
+    monkeypatch.setattr(search, "_CHOSEN", {})
+    kern = _var_gemm("search_bool_entry")
+    cpu = dk.device("CPU")
+    key = search._key(kern, cpu, cpu.compiler, [24])
+    search._store(cpu.compiler).put(search._cache_key(key), b"[true, 4]", replace=True)
+    assert search._recall(key, cpu.compiler) is None
+    assert "stored dk.search choice [True, 4] is not one this version makes: searching again" in capsys.readouterr().err

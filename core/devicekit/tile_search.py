@@ -122,13 +122,25 @@ def _recall(key: tuple, compiler) -> Any:
         return None
     try:
         choice = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested past the parser's depth
+        choice = _BAD
+    if not valid_choice(choice):  # an entry this version does not understand: search again
+        shown = repr(choice)[:80] if choice is not _BAD else f"{bytes(raw[:40])!r} (not JSON)"
+        dprint(1, f"stored dk.search choice {shown} is not one this version makes: searching again")
         return None
-    if choice != "heuristic" and not (isinstance(choice, list) and len(choice) == 2 and choice[0] in ROWS
-                                      and choice[1] in LANES):
-        return None  # an entry this version does not understand: search again
     _CHOSEN[key] = choice
     return choice
+
+
+_BAD = object()
+
+
+def valid_choice(choice: Any) -> bool:
+    """"heuristic", or [rows, lanes] of ints (not bools or floats, which `in ROWS` would take: True == 1) among
+    the candidates."""
+    return choice == "heuristic" and type(choice) is str or (
+        type(choice) is list and len(choice) == 2 and all(type(x) is int for x in choice)
+        and choice[0] in ROWS and choice[1] in LANES)
 
 
 def _remember(key: tuple, compiler, choice: Any) -> None:

@@ -79,15 +79,20 @@ def size_expr(expr: int | str, vars_: dict[str, UOp], what: str) -> SymInt:
             return vars_[n.id]
         if isinstance(n, ast.BinOp) and type(n.op) in _BINOPS:
             a, b = ev(n.left), ev(n.right)
+            if isinstance(n.op, (ast.FloorDiv, ast.Mod)) and isinstance(b, int) and b == 0:
+                raise CompileError(f"{what}: {shown} divides by zero")
             if isinstance(a, int) and isinstance(b, int):
                 return _BINOPS[type(n.op)](a, b)
             return _BINOPS[type(n.op)](a if isinstance(a, UOp) else UOp.const(dtypes.index, a), b)
-        raise CompileError(f"{what}: unsupported expression {expr!r} (use ints, int params, + - * // %)")
+        raise CompileError(f"{what}: unsupported expression {shown} (use ints, int params, + - * // %)")
 
+    shown = repr(expr) if len(expr) <= 200 else f"{expr[:80]!r}... ({len(expr)} characters)"
     try:
         return ev(ast.parse(expr.strip(), mode="eval"))
     except SyntaxError as e:
-        raise CompileError(f"{what}: cannot parse {expr!r}: {e.msg}") from None
+        raise CompileError(f"{what}: cannot parse {shown}: {e.msg}") from None
+    except (RecursionError, MemoryError, ValueError) as e:  # nested too deep, too many digits for int()
+        raise CompileError(f"{what}: cannot parse {shown}: {type(e).__name__}: {str(e)[:100]}") from None
 
 
 # ---------------------------------------------------------------- plain data: what a reader returns
