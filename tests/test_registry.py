@@ -268,3 +268,37 @@ def test_a_kinds_probe_timeout_must_be_seconds(bad, exc, words):
     with pytest.raises(exc, match=f"DeviceKind 'SLOW': probe_timeout.*{words}"):
         DeviceKind("SLOW", probe_timeout=bad)
     assert DeviceKind("SLOW", probe_timeout=30).probe_timeout == 30.0
+
+
+def test_a_misspelled_kind_says_did_you_mean(registry):
+    with pytest.raises(DeviceNotFoundError, match=r"no device 'TOYY'\. Did you mean 'TOY'\? Available: TOY"):
+        dk.device("TOYY")
+    with pytest.raises(DeviceNotFoundError) as ei:
+        dk.device("ZZZZZ")
+    assert "Did you mean" not in str(ei.value)
+
+
+def test_real_plugins_did_you_mean_and_gpu_lists_the_gpu_kinds():
+    """With the installed plugins (CPU, CUDA, METAL, OPENCL, ...): `CPUU` -> CPU; `GPU` names each GPU kind
+    installed and whether it is available here; `NVIDIA` -> CUDA."""
+    reg = Registry()
+    with pytest.raises(DeviceNotFoundError, match=r"Did you mean 'CPU'\?"):
+        reg.device("CPUU")
+    with pytest.raises(DeviceNotFoundError) as ei:
+        reg.device("GPU")
+    msg = str(ei.value)
+    assert "GPU is not a device kind; GPUs are reached through their own kinds: installed" in msg
+    for kind in ("CUDA", "METAL", "OPENCL"):  # installed by scripts/dev-setup.sh
+        assert kind in reg.kind_table()
+        avail = "available" if reg.availability(reg.kind_table()[kind]).ok else "unavailable here"
+        assert f"{kind} ({avail})" in msg
+    with pytest.raises(DeviceNotFoundError, match="NVIDIA is not a device kind; it is reached through CUDA"):
+        reg.device("nvidia:0")
+
+
+def test_gpu_without_gpu_plugins_says_what_to_install():
+    from devicekit.registry.suggest import kind_hint
+    hint = kind_hint("GPU", {"CPU": (True, "the host CPU"), "PYTHON": (True, "")})
+    assert "none of them installed" in hint and "pip install devicekit-cuda, devicekit-metal, devicekit-opencl" in hint
+    assert "VEGA" in kind_hint("GPU", {"VEGA": (True, "an AMD GPU"), "CPU": (True, "")})  # a GPU by its description
+    assert kind_hint("CPU", {"CPU": (True, "")}) == ""

@@ -37,6 +37,7 @@ from .records import (
     who,
 )
 from .resolution import KindEntry, default_kind, kind_table, ranked
+from .suggest import kind_hint
 from .tracing import monitor
 
 __all__ = ["Registry"]
@@ -205,15 +206,18 @@ class Registry:
         if spec.kind in failed:
             return DeviceUnavailableError(f"device {spec} is not available: {failed[spec.kind][1]}")
         table = self.kind_table()
-        avail, unavail = [], []
+        avail, unavail, avail_kinds = [], [], set()
         for kind, e in sorted(table.items()):
             a = self.availability(e)
             if a.ok:
                 avail.append(id_summary(kind, e.count or 0))
+                avail_kinds.add(kind)
             else:
                 unavail.append(kind)
         unavail += [k for k in sorted(failed) if k not in table]
-        msg = f"no device {str(spec)!r}. Available: {', '.join(avail) or 'none'}."
+        known = {k: (k in avail_kinds, e.decl.description or "") for k, e in table.items()}
+        known.update({k: (False, "") for k in failed if k not in known})
+        msg = f"no device {str(spec)!r}.{kind_hint(spec.kind, known)} Available: {', '.join(avail) or 'none'}."
         if unavail:  # the reasons are long and the same in every such error: `devicekit info` has them once
             msg += f" Unavailable here: {', '.join(unavail)} (`devicekit info` says why)."
         other = [str(f) for f in self.failures() if f.phase in DISCOVERY_PHASES]
