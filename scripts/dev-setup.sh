@@ -39,6 +39,21 @@ if ! .venv/bin/python -c 'from devicekit_opencl import platform as p; p.select()
     fi
 fi
 
+# WebGPU for the tests (plugins/webgpu, installed above with wgpu): without a GPU driver, Mesa's Vulkan software
+# adapter (lavapipe), as root with apt; else say that the WebGPU tests will skip. DEVICEKIT_NO_APT=1 as above.
+if ! .venv/bin/python -c 'from devicekit_webgpu import adapters as a; a.adapters()' >/dev/null 2>&1; then
+    if [ "${DEVICEKIT_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "dev-setup: no WebGPU adapter here: installing Mesa's Vulkan drivers (apt-get install mesa-vulkan-drivers)"
+        if ! (apt-get install -y -q mesa-vulkan-drivers >/dev/null 2>&1 ||
+              { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mesa-vulkan-drivers >/dev/null 2>&1; }); then
+            echo "dev-setup: apt-get could not install mesa-vulkan-drivers; the WebGPU tests will skip with the reason"
+        fi
+    else
+        echo "dev-setup: no WebGPU adapter here; the WebGPU tests will skip with the reason" \
+             "(as root with apt this script installs mesa-vulkan-drivers)"
+    fi
+fi
+
 # The oldest NVRTC devicekit-cuda supports (13.2: 13.0 and 13.1 miscompile, see devicekit_cuda.compiler.MIN_NVRTC)
 # beside the installed one, for plugins/cuda/tests/test_cuda_nvrtc_oldest.py: NVRTC versions differ in what they
 # accept and produce (found on an H200, whose NVRTC was 13.0), so the test kernels compile with both. Unpacked from
