@@ -13,7 +13,8 @@ from devicekit import ir, kernels, settings
 from devicekit.ir import names as irnames
 from devicekit.ir.dtypes import dtypes
 from devicekit.testing.conformance import check_against_reference
-from devicekit.testing.names import HOSTILE_NAMES, INVALID_NAMES, hostile_kernel, name_sets
+from devicekit.testing.names import HOSTILE_NAMES, INVALID_NAMES, hostile_expected, hostile_kernel, name_sets
+from devicekit.testing.random_kernels import assert_matches
 
 SLOW = settings.get("DEVICEKIT_SLOW")
 CASES = name_sets(4, rotations=None if SLOW else (0, 2))
@@ -36,8 +37,10 @@ def test_the_list_holds_the_issue_names_and_valid_identifiers():
 @pytest.mark.parametrize(("kname", "args"), CASES, ids=[f"{k}-{'-'.join(a)}" for k, a in CASES])
 def test_hostile_names_run_like_python_on_both_cpu_pairs(cpu, kname, args):
     kernel, inputs = hostile_kernel(args, kname)
+    want = hostile_expected(args, inputs)  # numpy, not dk.run: both sides of check_against_reference go through it
     for pair in cpu.pair_names:
-        check_against_reference(kernel, inputs, cpu, f"{kname}{args} [{pair}]", pair)
+        got = check_against_reference(kernel, inputs, cpu, f"{kname}{args} [{pair}]", pair)
+        assert_matches(got[args[3]], want, dtypes.float32, f"{kname}{args} [{pair}] vs numpy")
 
 
 @pytest.mark.parametrize("bad", INVALID_NAMES, ids=repr)
@@ -107,6 +110,7 @@ def test_spec_keeps_the_users_names_and_run_passes_them(cpu):
         assert "dku_INFINITY" in spec.src and "dku_alu0" in spec.src, pair
     got = dk.run(kernel, device="CPU", **inputs)
     assert set(got) == {"alu0"}
+    assert_matches(got["alu0"], hostile_expected(["for", "INFINITY", "int", "alu0"], inputs), dtypes.float32, "alu0")
 
 
 def test_handwritten_sources_keep_their_names(cpu):

@@ -94,6 +94,15 @@ def hostile_kernel(names: Sequence[str], kernel_name: str = "kernel", local: boo
     return k.build(), inputs
 
 
+def hostile_expected(names: Sequence[str], inputs: dict[str, Any], local: bool = False) -> np.ndarray:
+    """What `hostile_kernel(names, ..., local)` computes, in plain numpy (float64, then float32): an answer that does
+    not go through `dk.run` or the reference, so a run that loses an input (passes zeros) fails on every device."""
+    vn, an, bn = names[:3]
+    n, a, b = int(inputs[vn]), np.asarray(inputs[an], np.float64), np.asarray(inputs[bn], np.float64)
+    total = a.reshape(n, 16).sum(axis=1).repeat(16) if local else a[:n].sum()
+    return (np.abs(a) + b + n + total + a).astype(np.float32)
+
+
 def name_sets(width: int = 4, rotations: tuple[int, ...] | None = (0, 1, 2)) -> list[tuple[str, list[str]]]:
     """(kernel name, `width` distinct param/var names) cases. The names are cut into chunks of width + 1 (the last
     padded from the start); rotation r of a chunk makes its r-th name the kernel's, the next the var's, the rest

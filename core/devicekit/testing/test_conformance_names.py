@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from ..ir.dtypes import dtypes
 from .conformance import check_against_reference
-from .names import hostile_kernel, name_sets
+from .names import hostile_expected, hostile_kernel, name_sets
+from .random_kernels import assert_matches
 
 pytestmark = pytest.mark.devicekit_conformance
 
@@ -32,6 +34,9 @@ def test_hostile_names_render_and_compile(dk_compiles, kname, args):
 
 @pytest.mark.parametrize(("kname", "args"), CASES, ids=[k for k, _ in CASES])
 def test_hostile_names_match_reference(dk_device, kname, args):
-    kernel, inputs = hostile_kernel(args, kname, local=_local(dk_device))
+    local = _local(dk_device)
+    kernel, inputs = hostile_kernel(args, kname, local=local)
+    want = hostile_expected(args, inputs, local)  # numpy: independent of the reference and of dk.run
     for pair in dk_device.pair_names:
-        check_against_reference(kernel, inputs, dk_device, f"{kname}{args} [{pair}]", pair)
+        got = check_against_reference(kernel, inputs, dk_device, f"{kname}{args} [{pair}]", pair)
+        assert_matches(got[args[3]], want, dtypes.float32, f"{kname}{args} [{pair}] vs numpy")
