@@ -161,3 +161,118 @@ def test_roundtrip_property(registry, name, size, seed):
     np.testing.assert_array_equal(b.numpy(), x)
     if size >= 2:
         np.testing.assert_array_equal(b.view(size - 1, offset=1).numpy(), x[1:])
+
+
+# ---- issue 30.3: a Buffer's size, dtype and device are fixed; launches check the allocation's own bytes
+
+_OVERRUN = r'''
+import sys
+import numpy as np
+import devicekit as dk
+from devicekit import kernels
+dev = dk.device("CPU")
+prog = dev.compile(kernels.elementwise("a + 1.0", inputs=("a",), name="overrun_inc"))
+a, out = dk.Buffer(dev, 16, "float32"), dk.Buffer(dev, 16, "float32")
+for b in (a, out):
+    try:
+        b.size = 1 << 20
+    except AttributeError as e:
+        assert "Buffer.size is read-only" in str(e), e
+    else:
+        print("assigned size")
+    b.__dict__["_size"] = 1 << 20  # even a tampered private count is not what a launch trusts
+outcomes = []
+for launch in (lambda: prog.execute([a, out], [1 << 20]), lambda: dk.Plan(dev).add(prog, a=a, out=out, n=1 << 20).run(),
+               lambda: dk.run(prog, a=a, out=out, n=1 << 20)):
+    try:
+        launch()
+        outcomes.append("ran")
+    except ValueError as e:
+        outcomes.append("refused" if "needs 1048576 elements" in str(e) else str(e))
+print(outcomes)
+sys.exit(0 if outcomes == ["refused"] * 3 else 3)
+'''
+
+
+def test_buffer_identity_is_read_only_and_launches_check_the_allocation(tmp_path):
+    """`b.size = 1 << 20` then a launch of n = 2^20 wrote 4 MiB past a 64-byte allocation (SIGSEGV): the assignment
+    is refused naming the attribute, and execute, a Plan and dk.run check against the allocation's byte count
+    (a subprocess: on the old code this kills the interpreter)."""
+    import subprocess
+    import sys
+    script = tmp_path / "overrun.py"
+    script.write_text(_OVERRUN)
+    r = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr[-2000:]}"
+    assert "assigned" not in r.stdout
+
+
+def test_assigning_size_dtype_or_device_names_the_attribute():
+    import devicekit as dk
+    b = dk.Buffer("CPU", 4, "float32")
+    for name, value in (("size", 8), ("dtype", dtypes.float64), ("device", None)):
+        with pytest.raises(AttributeError, match=f"Buffer.{name} is read-only"):
+            setattr(b, name, value)
+    assert (b.size, b.dtype, b.nbytes) == (4, dtypes.float32, 16)
+
+
+# ---- issue 30.4: Buffer.free() and `with`; any later use raises naming the Buffer
+
+
+def _inc():
+    import devicekit as dk
+    from devicekit import kernels
+    return dk.device("CPU").compile(kernels.elementwise("a + 1.0", inputs=("a",), name="freed_inc"))
+
+
+def test_a_freed_buffer_refuses_every_use_by_name():
+    import devicekit as dk
+    from devicekit.errors import FreedBufferError
+    dev = dk.device("CPU")
+    prog = _inc()
+    a = dk.Buffer(dev, 16, "float32").copyin(np.ones(16, np.float32))
+    out = dk.Buffer(dev, 16, "float32")
+    view = a.view(8, offset=4)
+    prog.execute([a, out], [16])
+    prog.execute([a, out], [16])  # remembered by the repeat memo
+    plan = dk.Plan(dev).add(prog, a=a, out=out, n=16)
+    plan.run()
+    a.free()
+    a.free()  # twice: a no-op
+    assert a.freed and view.freed and "freed" in repr(a)
+    uses = {"copyin": lambda: a.copyin(np.ones(16, np.float32)), "copyout": a.copyout, "numpy": a.numpy,
+            "handle": lambda: a.handle, "view": lambda: a.view(4), "dlpack": lambda: np.from_dlpack(a),
+            "execute (repeat)": lambda: prog.execute([a, out], [16]), "execute": lambda: prog.execute([a, out], [8]),
+            "plan": plan.run, "new plan": lambda: dk.Plan(dev).add(prog, a=a, out=out, n=16),
+            "run": lambda: dk.run(prog, a=a, out=out, n=16), "view numpy": view.numpy,
+            "view launch": lambda: prog.execute([view, out], [8]), "with": lambda: a.__enter__()}
+    for what, use in uses.items():
+        with pytest.raises(FreedBufferError, match="freed") as e:
+            use()
+        assert "float32[16]" in str(e.value) or "'a'" in str(e.value) or "float32[8]" in str(e.value), what
+    np.testing.assert_array_equal(out.numpy(), np.full(16, 2, np.float32))  # the other Buffer is untouched
+
+
+def test_a_with_block_frees_and_the_memory_is_reused_not_read_back():
+    import devicekit as dk
+    from devicekit.errors import FreedBufferError
+    dev = dk.device("CPU")
+    with dk.Buffer(dev, 64, "float32") as b:
+        b.copyin(np.arange(64, dtype=np.float32))
+        handle = b.handle
+    assert b.freed and not b.is_allocated
+    c = dk.Buffer(dev, 64, "float32")
+    assert c.handle is handle  # the allocator's cache handed the memory to the next Buffer of that size
+    c.copyin(np.zeros(64, np.float32))
+    with pytest.raises(FreedBufferError):
+        b.numpy()  # never the next owner's zeros
+
+
+def test_freeing_a_view_leaves_its_base_usable():
+    import devicekit as dk
+    dev = dk.device("CPU")
+    a = dk.Buffer(dev, 16, "float32").copyin(np.arange(16, dtype=np.float32))
+    v = a.view(4, offset=2)
+    v.free()
+    np.testing.assert_array_equal(a.numpy(), np.arange(16, dtype=np.float32))
+    np.testing.assert_array_equal(a.view(4, offset=2).numpy(), [2, 3, 4, 5])

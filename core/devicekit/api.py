@@ -75,7 +75,9 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     spec = program.spec
     pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
     if extra := sorted(set(named) - set(pnames) - set(vnames)):
-        raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
+        from .runtime import did_you_mean
+        hint = "".join(did_you_mean(x, [*pnames, *vnames]) for x in extra)
+        raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}{hint}; the kernel takes params "
                         f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
     if missing := [v.name for v in spec.vars if v.name not in named and v.scalar is None]:
         kind = "" if any(v.is_float for v in spec.vars) else "int "

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "CompileError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "PluginError",
-    "ResolutionError", "SettingError",
+    "CompileError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "FreedBufferError",
+    "PluginError", "ReadOnlyBufferError", "ResolutionError", "SettingError",
 ]
 
 
@@ -33,6 +33,14 @@ class DeviceNotFoundError(DeviceKitError, LookupError):
 
 class DeviceUnavailableError(DeviceKitError, RuntimeError):
     """The kind is known but cannot run here (no driver, wrong OS, its plugin failed); the message says why."""
+
+
+class FreedBufferError(DeviceKitError, ValueError):
+    """A Buffer was used after `Buffer.free()` (or its `with` block): its memory may belong to another Buffer now."""
+
+
+class ReadOnlyBufferError(DeviceKitError, ValueError):
+    """A read-only Buffer (over a read-only array or DLPack export) was given where something writes it."""
 
 
 # "file:12:5: error", "kernel.cu(12): error", "line 12", "<stdin>:12: error"

@@ -1,223 +1,24 @@
-"""Device memory: the Allocator contract, an LRU cache of freed allocations, a host allocator, and Buffer."""
+"""Buffer: device memory of one dtype and size, with its data, views, freeing and zero-copy interop. The Allocator
+contract it stands on lives in devicekit.alloc (re-exported here)."""
 
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
-from abc import ABC, abstractmethod
-from collections import OrderedDict
-from dataclasses import dataclass
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import forksafe
+from .alloc import DEFAULT_OPTIONS, Allocator, BufferOptions, HostAllocator, LRUAllocator
+from .errors import FreedBufferError, ReadOnlyBufferError
 from .ir.dtypes import DType, dtypes, from_numpy_values, to_numpy_values
 
 if TYPE_CHECKING:
     from .targets import Device
 
 __all__ = ["Allocator", "Buffer", "BufferOptions", "HostAllocator", "LRUAllocator", "from_dlpack", "from_numpy"]
-
-
-@dataclass(frozen=True)
-class BufferOptions:
-    """How a buffer is allocated. Part of the LRU key: a freed buffer is only reused for the same options."""
-
-    zero: bool = False  # contents start as zeros
-    host: bool = False  # host-visible (pinned / shared) memory, where the device has such a thing
-    nolru: bool = False  # never cached by an LRUAllocator: freed immediately
-    cpu_access: bool = False  # the host must be able to map it (as_buffer)
-    uncached: bool = False  # uncached / write-combined memory where the device offers it
-
-
-DEFAULT_OPTIONS = BufferOptions()
-
-
-class Allocator(ABC):
-    """Allocates and moves device memory. Handles are opaque to the core.
-
-    Required: `_alloc`, `_free`, `copyin`, `copyout`. Optional (the core checks `supports(...)`): `offset` (views),
-    `as_buffer` (zero-copy host access: also what `Buffer.__dlpack__` exports), `from_host` (a handle on host memory
-    someone else owns: `Buffer.from_numpy`/`from_dlpack` without a copy), `transfer` (device-to-device copy). `alloc` turns any failure of `_alloc`
-    into a MemoryError naming the device and the size.
-    """
-
-    alloc_zeroes = False  # True when _alloc always returns zeroed memory (then `zero` costs nothing)
-
-    def __init__(self, device: str = ""):
-        self.device = device
-
-    # ---- public, concrete
-    def alloc(self, nbytes: int, options: BufferOptions | None = None) -> Any:
-        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
-            raise ValueError(f"{self.device or type(self).__name__}: cannot allocate {nbytes!r} bytes")
-        opts = options or DEFAULT_OPTIONS
-        try:
-            handle = self._alloc(int(nbytes), opts)
-        except Exception as e:
-            raise MemoryError(f"{self.device or type(self).__name__}: failed to allocate {nbytes} bytes "
-                              f"({type(e).__name__}: {e})") from e
-        if opts.zero and not self.alloc_zeroes and nbytes:
-            self.copyin(handle, memoryview(bytearray(nbytes)))
-        return handle
-
-    def free(self, handle: Any, nbytes: int, options: BufferOptions | None = None) -> None:
-        self._free(handle, nbytes, options or DEFAULT_OPTIONS)
-
-    def supports(self, feature: str) -> bool:
-        """Whether the optional method `feature` ("offset", "as_buffer", "transfer") is implemented."""
-        return getattr(type(self), feature, None) is not getattr(Allocator, feature, None)
-
-    # ---- backend
-    @abstractmethod
-    def _alloc(self, nbytes: int, options: BufferOptions) -> Any: ...
-
-    @abstractmethod
-    def _free(self, handle: Any, nbytes: int, options: BufferOptions) -> None: ...
-
-    @abstractmethod
-    def copyin(self, handle: Any, src: memoryview) -> None:
-        """Copy the bytes of `src` (a flat byte memoryview) to the start of `handle`."""
-
-    @abstractmethod
-    def copyout(self, dest: memoryview, handle: Any) -> None:
-        """Copy len(dest) bytes from the start of `handle` into `dest` (a flat writable byte memoryview)."""
-
-    def offset(self, handle: Any, nbytes: int, offset: int) -> Any:
-        """A handle to `nbytes` bytes of `handle` starting at byte `offset`, sharing its memory (for views)."""
-        raise NotImplementedError(f"{self.device}: this allocator does not support views")
-
-    def as_buffer(self, handle: Any, nbytes: int) -> memoryview:
-        """A memoryview of the allocation itself (zero-copy host access)."""
-        raise NotImplementedError(f"{self.device}: this allocator does not map memory to the host")
-
-    def from_host(self, mem: memoryview) -> Any:
-        """A handle on `mem` (flat bytes of host memory the caller owns and keeps alive), sharing it: zero-copy wrap.
-        Only allocators whose handles are host memory that kernels read directly implement it."""
-        raise NotImplementedError(f"{self.device}: this allocator cannot wrap host memory")
-
-    def transfer(self, dest: Any, src: Any, nbytes: int, src_allocator: Allocator | None = None) -> None:
-        """Copy `nbytes` from `src` to `dest` without going through the host."""
-        raise NotImplementedError(f"{self.device}: this allocator has no device-to-device transfer")
-
-    def synchronize(self) -> None:
-        """Wait until every queued copy on this device is done. Host memory: nothing to wait for."""
-
-
-class LRUAllocator(Allocator):
-    """Keeps freed allocations, keyed by (nbytes, options), to hand them out again. At most `max_cached_bytes`
-    are kept (least recently freed evicted first). An allocation that fails is retried once after freeing
-    everything cached. Thread-safe. `stats` counts hits, misses, evictions and flushes."""
-
-    def __init__(self, device: str = "", max_cached_bytes: int = 256 << 20):
-        super().__init__(device)
-        self.max_cached_bytes = max_cached_bytes
-        self._cache: OrderedDict[tuple[int, BufferOptions], list[Any]] = OrderedDict()
-        self.cached_bytes = 0
-        self._lru_lock = forksafe.lock()
-        self.stats = {"hits": 0, "misses": 0, "evicted": 0, "flushes": 0}
-
-    def alloc(self, nbytes: int, options: BufferOptions | None = None) -> Any:
-        opts = options or DEFAULT_OPTIONS
-        key = (int(nbytes), opts)
-        if not opts.nolru:
-            with self._lru_lock:
-                handles = self._cache.get(key)
-                if handles:
-                    handle = handles.pop()
-                    if not handles:
-                        del self._cache[key]
-                    self.cached_bytes -= key[0]
-                    self.stats["hits"] += 1
-                else:
-                    handle = None
-            if handle is not None:
-                if opts.zero and nbytes:
-                    self.copyin(handle, memoryview(bytearray(nbytes)))
-                return handle
-        with self._lru_lock:
-            self.stats["misses"] += 1
-        try:
-            return super().alloc(nbytes, opts)
-        except MemoryError:
-            if not self.cached_bytes:
-                raise
-            self.free_cache()
-            return super().alloc(nbytes, opts)
-
-    def free(self, handle: Any, nbytes: int, options: BufferOptions | None = None) -> None:
-        opts = options or DEFAULT_OPTIONS
-        if opts.nolru or nbytes > self.max_cached_bytes:
-            self._free(handle, nbytes, opts)
-            return
-        evict: list[tuple[Any, int, BufferOptions]] = []
-        with self._lru_lock:
-            key = (int(nbytes), opts)
-            self._cache.setdefault(key, []).append(handle)
-            self._cache.move_to_end(key)
-            self.cached_bytes += key[0]
-            while self.cached_bytes > self.max_cached_bytes and self._cache:
-                (sz, o), hs = next(iter(self._cache.items()))
-                evict.append((hs.pop(0), sz, o))
-                if not hs:
-                    del self._cache[(sz, o)]
-                self.cached_bytes -= sz
-                self.stats["evicted"] += 1
-        for h, sz, o in evict:
-            self._free(h, sz, o)
-
-    def free_cache(self) -> None:
-        """Really free every cached allocation."""
-        with self._lru_lock:
-            items = [(k, h) for k, hs in self._cache.items() for h in hs]
-            self._cache.clear()
-            self.cached_bytes = 0
-            self.stats["flushes"] += 1
-        for (sz, o), h in items:
-            self._free(h, sz, o)
-
-
-class HostAllocator(LRUAllocator):
-    """Host memory: each handle is a 64-byte aligned numpy uint8 array. Supports views, zero-copy and transfer.
-    `capacity` (bytes, None = unbounded) makes allocations beyond it fail like a full device would."""
-
-    alloc_zeroes = True
-    ALIGN = 64
-
-    def __init__(self, device: str = "HOST", capacity: int | None = None, max_cached_bytes: int = 64 << 20):
-        super().__init__(device, max_cached_bytes)
-        self.capacity = capacity
-        self.live_bytes = 0  # bytes held by live or cached handles
-
-    def _alloc(self, nbytes: int, options: BufferOptions) -> np.ndarray:
-        if self.capacity is not None and self.live_bytes + nbytes > self.capacity:
-            raise MemoryError(f"{self.live_bytes} of {self.capacity} bytes in use")
-        raw = np.zeros(nbytes + self.ALIGN, dtype=np.uint8)
-        start = (-raw.ctypes.data) % self.ALIGN
-        self.live_bytes += nbytes
-        return raw[start:start + nbytes]
-
-    def _free(self, handle: np.ndarray, nbytes: int, options: BufferOptions) -> None:
-        self.live_bytes -= nbytes
-
-    def copyin(self, handle: np.ndarray, src: memoryview) -> None:
-        handle[:src.nbytes] = np.frombuffer(src, dtype=np.uint8)
-
-    def copyout(self, dest: memoryview, handle: np.ndarray) -> None:
-        np.frombuffer(dest, dtype=np.uint8)[:] = handle[:dest.nbytes]
-
-    def offset(self, handle: np.ndarray, nbytes: int, offset: int) -> np.ndarray:
-        return handle[offset:offset + nbytes]
-
-    def as_buffer(self, handle: np.ndarray, nbytes: int) -> memoryview:
-        return memoryview(handle[:nbytes]).cast("B")
-
-    def from_host(self, mem: memoryview) -> np.ndarray:
-        return np.frombuffer(mem, dtype=np.uint8)
-
-    def transfer(self, dest: np.ndarray, src: np.ndarray, nbytes: int, src_allocator: Allocator | None = None) -> None:
-        dest[:nbytes] = src[:nbytes]
 
 
 def _wrap_refusal(a: np.ndarray, dt: DType, device: Any) -> str | None:
@@ -227,9 +28,8 @@ def _wrap_refusal(a: np.ndarray, dt: DType, device: Any) -> str | None:
     if a.dtype != dt.np:
         return f"the array is {a.dtype}, a {dt.name} Buffer stores {np.dtype(dt.np)}"
     if not a.flags.c_contiguous:
-        return "the array is not C-contiguous"
-    if not a.flags.writeable:
-        return "the array is read-only (kernels may write any Buffer they are given)"
+        return (f"the array is not C-contiguous (shape {a.shape}, strides {a.strides} bytes): a Buffer is one "
+                "contiguous run of elements; np.ascontiguousarray(arr) (or copy=True) makes the copy it needs")
     if a.size == 0 or a.size % dt.count:
         return "the array is empty" if a.size == 0 else f"{a.size} scalars is not a whole number of {dt}"
     if a.ctypes.data % dt.itemsize:
@@ -259,13 +59,30 @@ def _as_dtype(dtype: Any) -> DType:
     return as_dtype(dtype, "Buffer")
 
 
+_FREES = [0]  # bumped by every Buffer.free(): launch memos and prepared plans holding handles re-check after one
+
+
+def _fixed(attr: str, doc: str) -> property:
+    """A read-only property whose assignment says why it is refused."""
+    name = attr.lstrip("_")
+
+    def refuse(self: Buffer, value: Any) -> None:
+        raise AttributeError(f"Buffer.{name} is read-only: a Buffer's size, dtype and device are fixed when it is made "
+                             "(its memory was allocated for them); make a new Buffer, or a view of part of this one "
+                             "(buf.view(size, dtype, offset))")
+    return property(operator.attrgetter(attr), refuse, doc=doc)
+
+
 class Buffer:
     """`size` elements of `dtype` on `device` (a Device or a spec string like "CPU"). Allocated on first use.
 
     Element counts are in elements of `dtype`; a vector dtype (float32.vec(4)) has `lanes` scalars per element.
     bfloat16 buffers store uint16 bits: `copyin` takes float32 values (rounded) or uint16 bits, `numpy()` returns
     float32 values. `view(size, dtype, offset)` shares this buffer's memory; `offset` counts elements of *this*
-    buffer's dtype.
+    buffer's dtype. `size`, `dtype` and `device` are fixed for the Buffer's life (read-only: every launch is checked
+    against the allocation's own byte count). `free()` (or a `with` block) gives the memory back at once; any later
+    use raises FreedBufferError naming the Buffer. A read-only Buffer (over a read-only array or DLPack export) is
+    accepted for the params a kernel only reads and refused, by name, for the ones it writes.
     """
 
     def __init__(self, device: Device | str | None, size: int, dtype: DType | Any,
@@ -273,32 +90,39 @@ class Buffer:
         if isinstance(device, str) or device is None:
             from .api import resolve_device  # the one upward import of the contracts: see docs/architecture.md
             device = resolve_device(device)
-        self.device = device
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(f"Buffer size must be a non-negative int (elements), got {size!r}")
-        self.size = int(size)
-        self.dtype = _as_dtype(dtype)
-        if self.dtype == dtypes.void:
+        dt = _as_dtype(dtype)
+        if dt == dtypes.void:
             raise TypeError("a Buffer cannot hold dtypes.void")
+        self._device, self._size, self._dtype, self._nbytes = device, int(size), dt, int(size) * dt.nbytes
         self.options = options or DEFAULT_OPTIONS
         self._base = _base
         self._byte_offset = _byte_offset
         self._handle: Any = None
         self._foreign = False  # the handle wraps memory this Buffer does not own (from_numpy/from_dlpack): never freed
+        self._freed = False
+        self._readonly = _base is not None and _base._readonly
+        self._views: weakref.WeakSet | None = None  # a base's live views: freeing the base makes them unusable
         self._lock = threading.Lock()
 
-    # ---- identity
-    @property
-    def allocator(self) -> Allocator:
-        return self.device.allocator
+    # ---- identity (read-only: the memory was allocated for them)
+    device = _fixed("_device", "the Device the memory is on")
+    size = _fixed("_size", "elements of `dtype`")
+    dtype = _fixed("_dtype", "the element type")
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.nbytes
+        """The allocation's byte count: what every launch checks a param's needs against."""
+        return self._nbytes
+
+    @property
+    def allocator(self) -> Allocator:
+        return self._device.allocator
 
     @property
     def lanes(self) -> int:
-        return self.dtype.count
+        return self._dtype.count
 
     @property
     def base(self) -> Buffer:
@@ -312,84 +136,133 @@ class Buffer:
     def offset_bytes(self) -> int:
         return self._byte_offset
 
+    @property
+    def readonly(self) -> bool:
+        """True for a Buffer over read-only memory: kernels may read it, nothing may write it."""
+        return self._readonly
+
+    @property
+    def freed(self) -> bool:
+        """True once `free()` ran on this Buffer or on the Buffer it is a view of."""
+        return self._freed
+
     # ---- allocation
     @property
     def is_allocated(self) -> bool:
         return self._handle is not None
 
+    def _refuse_freed(self) -> None:
+        if self._freed:
+            what = "its base Buffer was freed" if self._base is not None and self._base._freed else "it was freed"
+            raise FreedBufferError(f"{self!r} cannot be used: {what} (Buffer.free() or the end of its `with` "
+                                   "block), and its memory may belong to another Buffer now; make a new Buffer")
+
     def allocate(self) -> Buffer:
         with self._lock:
+            self._refuse_freed()
             if self._handle is None:
                 if self._base is not None:
-                    self._handle = self.allocator.offset(self._base.allocate().handle, self.nbytes, self._byte_offset)
+                    self._handle = self.allocator.offset(self._base.allocate().handle, self._nbytes, self._byte_offset)
                 else:
-                    self._handle = self.allocator.alloc(self.nbytes, self.options)
+                    self._handle = self.allocator.alloc(self._nbytes, self.options)
         return self
 
     @property
     def handle(self) -> Any:
-        """The allocator's handle (allocating on first access)."""
-        if self._handle is None:
+        """The allocator's handle (allocating on first access). FreedBufferError after `free()`."""
+        h = self._handle
+        if h is None:
             self.allocate()
-        return self._handle
+            h = self._handle
+        return h
+
+    def free(self) -> None:
+        """Give the memory back now (to the allocator's cache, or to the array a zero-copy Buffer wraps). Any later
+        use of this Buffer, or of a view of it, raises FreedBufferError naming it. Freeing a view makes only the view
+        unusable. Freeing twice is a no-op."""
+        with self._lock:
+            if self._freed:
+                return
+            self._freed = True
+            h, self._handle = self._handle, None
+            views, self._views = self._views, None
+        _FREES[0] += 1
+        for v in list(views or ()):
+            v._freed, v._handle = True, None
+        if h is not None and self._base is None and not self._foreign:
+            self.allocator.free(h, self._nbytes, self.options)
+
+    def __enter__(self) -> Buffer:  # noqa: PYI034 - Buffer subclasses are not a use case
+        self._refuse_freed()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.free()
 
     def __del__(self):
         with contextlib.suppress(Exception):  # interpreter shutdown, half-built object
             if self._handle is not None and self._base is None and not self._foreign:
                 h, self._handle = self._handle, None
-                self.allocator.free(h, self.nbytes, self.options)
+                self.allocator.free(h, self._nbytes, self.options)
 
     # ---- data
     def _host_array(self, obj: Any) -> np.ndarray:
         """`obj` as the flat array stored in this buffer, checking dtype and size."""
         from .ir.accept import host_array  # the one rule for data (dk.run's arrays too)
-        arr = host_array(obj, self.dtype)
-        want = self.dtype.scalar()
-        if arr.size != self.size * self.lanes:
-            raise ValueError(f"size mismatch: buffer holds {self.size} x {self.dtype} "
-                             f"({self.size * self.lanes} scalars), data has {arr.size}")
+        arr = host_array(obj, self._dtype)
+        want = self._dtype.scalar()
+        if arr.size != self._size * self.lanes:
+            raise ValueError(f"size mismatch: buffer holds {self._size} x {self._dtype} "
+                             f"({self._size * self.lanes} scalars), data has {arr.size}")
         return np.ascontiguousarray(from_numpy_values(arr.reshape(-1), want))
 
     def copyin(self, obj: Any) -> Buffer:
         """Copy host data in. Size and dtype must match exactly (no silent casts)."""
+        self._refuse_freed()
+        if self._readonly:
+            raise ReadOnlyBufferError(f"{self!r} is read-only (it wraps read-only memory): copy the data into a new "
+                                      "Buffer instead")
         arr = self._host_array(obj)
-        if self.nbytes:
+        if self._nbytes:
             self.allocator.copyin(self.handle, memoryview(arr).cast("B"))
         return self
 
     def copyout(self, dest: Any = None) -> Any:
         """Copy the contents into `dest` (a writable buffer-protocol object of exactly nbytes), or into a new
         numpy array of the storage dtype (bfloat16: uint16 bits). Returns `dest`."""
+        self._refuse_freed()
         if dest is None:
-            dest = np.empty(self.size * self.lanes, dtype=self.dtype.np)
+            dest = np.empty(self._size * self.lanes, dtype=self._dtype.np)
         mv = memoryview(dest)
         if mv.readonly:
             raise ValueError("copyout destination is read-only")
-        if mv.nbytes != self.nbytes:
-            raise ValueError(f"copyout destination has {mv.nbytes} bytes, buffer has {self.nbytes}")
-        if self.nbytes:
+        if mv.nbytes != self._nbytes:
+            raise ValueError(f"copyout destination has {mv.nbytes} bytes, buffer has {self._nbytes}")
+        if self._nbytes:
             self.allocator.copyout(mv.cast("B") if mv.contiguous else mv, self.handle)
         return dest
 
     def numpy(self) -> np.ndarray:
         """A fresh numpy array of the contents (shape (size,) or (size, lanes); bfloat16 as float32 values)."""
+        self._refuse_freed()
         if self.is_allocated or self.options.zero or self.is_view:
             self.allocator.synchronize()
             stored = self.copyout()
         else:  # never written: don't allocate just to read garbage
-            stored = np.zeros(self.size * self.lanes, dtype=self.dtype.np)
-        out = to_numpy_values(stored, self.dtype.scalar())
-        return out.reshape(self.size, self.lanes) if self.lanes > 1 else out
+            stored = np.zeros(self._size * self.lanes, dtype=self._dtype.np)
+        out = to_numpy_values(stored, self._dtype.scalar())
+        return out.reshape(self._size, self.lanes) if self.lanes > 1 else out
 
     # ---- zero-copy interop (host memory: DLPack and numpy)
     @classmethod
     def from_numpy(cls, arr: Any, device: Device | str | None = None, *, copy: bool = False,
                    dtype: DType | Any = None) -> Buffer:
         """A Buffer over `arr`'s memory, without a copy (`copy=True`: a new Buffer with a copy of it). The device's
-        allocator must wrap host memory (CPU, PYTHON); the array must be C-contiguous, writable, aligned to its
-        element size, non-empty, of the Buffer's storage dtype (`dtype=` for a vector type or bfloat16's uint16 bits);
-        each refusal says why and that `copy=True` works. The Buffer keeps `arr` alive; writes on either side are
-        seen by the other."""
+        allocator must wrap host memory (CPU, PYTHON); the array must be C-contiguous, aligned to its element size,
+        non-empty, of the Buffer's storage dtype (`dtype=` for a vector type or bfloat16's uint16 bits); each refusal
+        says why and that `copy=True` works. A read-only array gives a read-only Buffer (kernels may read it, a
+        writable param refuses it by name). The Buffer keeps `arr` alive; writes on either side are seen by the
+        other."""
         if isinstance(device, str) or device is None:
             from .api import resolve_device
             device = resolve_device(device)
@@ -403,13 +276,16 @@ class Buffer:
         buf = cls(device, a.size // dt.count, dt, BufferOptions(nolru=True))
         buf._handle = device.allocator.from_host(memoryview(a.reshape(-1).view(np.uint8)))
         buf._foreign = True
+        buf._readonly = not a.flags.writeable
+        buf._keep = a  # the array (and whatever exported it) outlives the Buffer
         return buf
 
     @classmethod
     def from_dlpack(cls, obj: Any, device: Device | str | None = None, *, copy: bool = False,
                     dtype: DType | Any = None) -> Buffer:
         """A Buffer over the memory of any DLPack exporter on the host (a numpy array, a CPU torch/jax tensor, a
-        Buffer): `from_numpy(np.from_dlpack(obj))`. Memory of another device (a CUDA tensor) is refused by name."""
+        Buffer): `from_numpy(np.from_dlpack(obj))`. A read-only export (jax's) gives a read-only Buffer. Memory of
+        another device (a CUDA tensor) is refused by name."""
         try:
             a = np.from_dlpack(obj)
         except (BufferError, RuntimeError, TypeError, ValueError) as e:
@@ -422,19 +298,23 @@ class Buffer:
         """The Buffer's memory as a numpy array (no copy; storage dtype, shape (size,) or (size, lanes)), which keeps
         this Buffer alive: the memory is neither freed nor reused for another Buffer while the array exists."""
         import ctypes
+        self._refuse_freed()
         if not self.allocator.supports("as_buffer"):
             raise BufferError(_not_host(self))
         self.allocator.synchronize()
         try:
-            mem = self.allocator.as_buffer(self.handle, self.nbytes)
+            mem = self.allocator.as_buffer(self.handle, self._nbytes)
         except NotImplementedError as e:  # an allocator that maps some buffers only (CUDA: host or cpu_access ones)
-            raise BufferError(f"{self.device.spec}: this Buffer's memory is not mapped to the host ({e}): allocate "
+            raise BufferError(f"{self._device.spec}: this Buffer's memory is not mapped to the host ({e}): allocate "
                               "it with BufferOptions(cpu_access=True) to export it, or use buf.numpy() for a copy"
                               ) from None
-        keep = (ctypes.c_char * self.nbytes).from_buffer(mem)
-        keep.dk_buffer = self  # the exported array's base holds the Buffer
-        arr = np.frombuffer(keep, dtype=self.dtype.np)
-        return arr.reshape(self.size, self.lanes) if self.lanes > 1 else arr
+        if self._readonly:  # wrapped read-only memory: the array it came from owns it, and the export stays read-only
+            arr = np.frombuffer(mem, dtype=self._dtype.np)
+        else:
+            keep = (ctypes.c_char * self._nbytes).from_buffer(mem)
+            keep.dk_buffer = self  # the exported array's base holds the Buffer
+            arr = np.frombuffer(keep, dtype=self._dtype.np)
+        return arr.reshape(self._size, self.lanes) if self.lanes > 1 else arr
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: bool | None = None) -> Any:
@@ -453,23 +333,34 @@ class Buffer:
 
     def view(self, size: int, dtype: DType | Any = None, offset: int = 0) -> Buffer:
         """A Buffer of `size` x `dtype` sharing this buffer's memory, starting `offset` elements (of this buffer's
-        dtype) in. Bounds-checked against the base allocation; needs an allocator that supports `offset`."""
-        dt = self.dtype if dtype is None else _as_dtype(dtype)
+        dtype) in: a batch of a dataset, one layer's slice of a parameter block, the same bytes as another dtype.
+        Bounds-checked against the base allocation; needs an allocator that supports `offset`. A view is read-only
+        when its base is, and unusable once its base is freed."""
+        self._refuse_freed()
+        dt = self._dtype if dtype is None else _as_dtype(dtype)
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
             raise ValueError(f"view offset must be a non-negative int, got {offset!r}")
-        byte_off = self._byte_offset + int(offset) * self.dtype.nbytes
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+            raise TypeError(f"view size must be a non-negative int (elements), got {size!r}")
+        byte_off = self._byte_offset + int(offset) * self._dtype.nbytes
         root = self.base
-        if size < 0 or byte_off + size * dt.nbytes > root.nbytes:
+        if size < 0 or byte_off + size * dt.nbytes > root._nbytes:
             raise ValueError(f"view of {size} x {dt} at element {offset} ({byte_off} bytes into the base) does not "
-                             f"fit in the base buffer of {root.nbytes} bytes")
+                             f"fit in the base buffer of {root._nbytes} bytes")
         if byte_off % dt.itemsize:
             raise ValueError(f"view at byte {byte_off} is not aligned for {dt} ({dt.itemsize} bytes)")
         if not self.allocator.supports("offset"):
-            raise NotImplementedError(f"{self.device.spec}: its allocator does not support buffer views")
-        return Buffer(self.device, size, dt, root.options, _base=root, _byte_offset=byte_off)
+            raise NotImplementedError(f"{self._device.spec}: its allocator does not support buffer views")
+        v = Buffer(self._device, size, dt, root.options, _base=root, _byte_offset=byte_off)
+        with root._lock:
+            if root._views is None:
+                root._views = weakref.WeakSet()
+            root._views.add(v)
+        return v
 
     def __repr__(self) -> str:
-        state = "allocated" if self.is_allocated else "unallocated"
+        state = "freed" if self._freed else "allocated" if self.is_allocated else "unallocated"
         view = f" view@{self._byte_offset}B" if self.is_view else ""
-        spec = getattr(self.device, "spec", self.device)
-        return f"<Buffer {spec} {self.dtype}[{self.size}]{view} {state}>"
+        ro = " read-only" if self._readonly else ""
+        spec = getattr(self._device, "spec", self._device)
+        return f"<Buffer {spec} {self._dtype}[{self._size}]{view}{ro} {state}>"

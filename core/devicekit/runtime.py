@@ -6,10 +6,15 @@ import numbers
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import interrupt
 from .debug import debug_level, dprint
+from .errors import FreedBufferError, ReadOnlyBufferError
+from .memory import _FREES
+from .memory import Buffer as _Buffer
+from .signature import Signature, debugging
 
 if TYPE_CHECKING:
     from .compile.compiler import CompiledSpec
@@ -61,6 +66,11 @@ class Program(ABC):
     when the caller gave none), and whether to wait; return elapsed seconds when `wait` is true.
     """
 
+    # False: this backend's `_launch` ignores `var_vals`, `global_size` and `local_size` (the CPU device: its vals
+    # and its own split say everything), so the fast path passes None for them instead of computing them
+    launch_takes_dims: ClassVar[bool] = True
+    _memo: tuple | None = None  # the repeat memo of the last launch (execute)
+
     def __init__(self, compiled: CompiledSpec, device: Device | None = None):
         self.compiled = compiled
         self.device = device
@@ -97,7 +107,11 @@ class Program(ABC):
         home = self.device.spec if self.device is not None else None
         for p, buf, n in zip(params, buffers, needed):
             if not isinstance(buf, Buffer):
-                raise TypeError(f"{spec.name}: param {p.name!r} must be a devicekit Buffer, got {type(buf).__name__}")
+                raise TypeError(f"{spec.name}: param {p.name!r} must be a devicekit Buffer, got {type(buf).__name__}"
+                                f"{_HOW_TO_BUFFER if hasattr(buf, '__array__') or hasattr(buf, '__dlpack__') else ''}")
+            if buf._freed:
+                raise FreedBufferError(f"{spec.name}: param {p.name!r} is {buf!r}: it was freed (Buffer.free() or "
+                                       "the end of its `with` block) and its memory may belong to another Buffer")
             if home is not None and buf.device.spec != home:  # CUDA:1's memory is not CUDA:0's: kind and index
                 raise ValueError(f"{spec.name}: param {p.name!r} is a buffer on {buf.device.spec}, "
                                  f"the program runs on {home}: copy its data to a buffer on {home} first")
@@ -106,19 +120,119 @@ class Program(ABC):
                                  f"the program runs on {kind}")
             if buf.dtype is not p.dtype and buf.dtype != p.dtype:
                 raise TypeError(f"{spec.name}: param {p.name!r} is {p.dtype}, the buffer is {buf.dtype}")
-            if buf.size < n:
+            if buf._nbytes < n * p.dtype.nbytes:  # the allocation's own byte count, never a settable attribute
                 raise ValueError(f"{spec.name}: param {p.name!r} needs {n} elements for "
-                                 f"{var_vals or 'this launch'}, the buffer has {buf.size}")
+                                 f"{var_vals or 'this launch'}, the buffer has {buf._nbytes // p.dtype.nbytes}")
+            if p.writable and buf._readonly:
+                raise ReadOnlyBufferError(f"{spec.name}: param {p.name!r} is writable and {buf!r} is read-only (it "
+                                          "wraps read-only memory, such as a jax array's): pass a writable Buffer")
         _check_aliasing(spec, buffers, needed)
         return var_vals
+
+    def _signature(self) -> Signature:
+        sig = self.__dict__.get("_sig")
+        if sig is None or sig.spec is not self.spec:  # a swapped build keeps its spec; a new spec gets a new one
+            sig = self._sig = Signature(self.spec)
+            self._memo = None
+        return sig
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
                 local_size: tuple[int, ...] | None = None, wait: bool = False) -> Any:
         """Run the kernel on `buffers` (in param order) with `vals` in declaration order: an int per var, a value of
         its dtype's kind per k.scalar (checked and rounded to its dtype first). Seconds when `wait`, else a Launch
-        handle (`.wait()` returns the seconds)."""
-        t0 = time.perf_counter()
+        handle (`.wait()` returns the seconds).
+
+        The one launch path of every backend: the same Buffers and values as the launch before (kept by the repeat
+        memo) launch again at once; else the compiled signature (devicekit.signature) checks them in a few
+        comparisons; anything it cannot prove right takes `check`, which raises the error naming the argument."""
+        m = self._memo
+        try:  # an element with its own == (a numpy array given by mistake) raises: then the full check names it
+            again = (m is not None and buffers == m[0] and vals == m[1] and m[2] == _FREES[0] and global_size is None
+                     and local_size is None and tuple(map(type, vals)) == m[3])
+        except (TypeError, ValueError):
+            again = False
+        if again:
+            t0 = perf_counter()
+            fn = m[4]
+            if fn is None:
+                fn = self._repeat(m)
+            if fn is _LAUNCH:
+                return launched(self, self._launch(m[5], m[1], m[6], m[7], m[8], wait), t0, wait)
+            fn()
+            return perf_counter() - t0 if wait else Launch(self.device, t0)
+        sig = self.__dict__.get("_sig") or self._signature()
+        if (global_size is not None or local_size is not None or type(buffers) not in _SEQ or type(vals) not in _SEQ
+                or len(buffers) != sig.nb or len(vals) != sig.nv or debugging()):
+            return self._execute_checked(buffers, vals, global_size, local_size, wait)
+        for v, (lo, hi, t) in zip(vals, sig.vb):
+            if type(v) is not t or not lo <= v <= hi:
+                return self._execute_checked(buffers, vals, global_size, local_size, wait)
+        for j, lo_f, hi_f in sig.rels:
+            if not lo_f(vals) <= vals[j] <= hi_f(vals):
+                return self._execute_checked(buffers, vals, global_size, local_size, wait)
+        t0 = perf_counter()
+        home = self.device or sig.home
+        handles = []
+        views = False
+        for b, dt, size, nb, w in zip(buffers, sig.pdt, sig.sizes, sig.pbytes, sig.pw):
+            if (type(b) is not _Buffer or b._device is not home or (b._dtype is not dt and b._dtype != dt)
+                    or b._nbytes < size(vals) * nb or (w and b._readonly) or b._freed):
+                return self._execute_checked(buffers, vals, global_size, local_size, wait)
+            h = b._handle
+            handles.append(h if h is not None else b.handle)
+            if b._base is not None:
+                views = True
+        if views:  # the exact byte ranges of shared allocations (raises naming the params)
+            _check_aliasing(sig.spec, buffers, [f(vals) for f in sig.sizes])
+        elif len(set(buffers)) != len(buffers):
+            return self._execute_checked(buffers, vals, global_size, local_size, wait)
+        vals = list(vals)
+        if self.launch_takes_dims:
+            var_vals = dict(zip(sig.names, vals))
+            g, loc = sig.dims(vals)
+        else:
+            var_vals = g = loc = None
+        if sig.checked:  # the hidden bounds-check record (ir/bounds.py), zeroed, after the user's buffers
+            rec = self._record(sig.spec.checks.size)
+            handles.append(rec.handle)
+            args = (handles, vals, var_vals, g, loc, wait)
+            if self.may_run_long(vals) and interrupt.on_main_thread():
+                t = interrupt.call(self._launch, args, keep=[*buffers, rec])
+            else:
+                t = self._launch(*args)
+            self._read_record(rec, dict(zip(sig.names, vals)))
+            return launched(self, t, t0, wait)
+        if self.may_run_long(vals) and interrupt.on_main_thread():
+            t = interrupt.call(self._launch, (handles, vals, var_vals, g, loc, wait), keep=buffers)
+            return launched(self, t, t0, wait)
+        t = self._launch(handles, vals, var_vals, g, loc, wait)
+        # the repeat memo: a next launch with these very Buffers and values skips every check (the Buffers are
+        # held here, so their ids cannot be reused; a free() anywhere bumps _FREES and ends the memo)
+        self._memo = (buffers[:], vals, _FREES[0], sig.vtypes, None, handles, var_vals, g, loc)
+        return launched(self, t, t0, wait)
+
+    def _repeat(self, m: tuple) -> Any:
+        """The call that repeats the memo's launch: the backend's one native record when its `plan_record` offers
+        a `bind` for it (the CPU device: one ctypes call of two arguments), else `_LAUNCH` (call `_launch` again).
+        A quick build (tiers) repeats through `_launch`, which counts its launches, and keeps nothing."""
+        if self.tier == "quick":
+            return _LAUNCH
+        fn = _LAUNCH
+        rec = self.plan_record(m[5], m[1])
+        if rec is not None and getattr(rec[0], "bind", None) is not None:
+            import numpy as np
+            fn = rec[0].bind(np.array(rec[1], dtype=np.int64), 1)
+        if self._memo is m:
+            self._memo = (*m[:4], fn, *m[5:])
+        return fn
+
+    def _execute_checked(self, buffers: Sequence[Any], vals: Sequence[int], global_size: tuple[int, ...] | None,
+                         local_size: tuple[int, ...] | None, wait: bool) -> Any:
+        """`execute` with the full check: the path of anything the signature's fast check does not prove."""
+        t0 = perf_counter()
         var_vals = self.check(buffers, vals)
+        if self.device is None and buffers:  # the seed path's Program: where its Buffers live, for the fast check
+            self._signature().home = buffers[0].device
         g, loc = self.spec.launch_dims(var_vals)
         global_size = g if global_size is None else tuple(global_size)
         local_size = loc if local_size is None else tuple(local_size)
@@ -185,7 +299,8 @@ class Program(ABC):
                 pass
         opts = {k: named[k] for k in _EXECUTE_OPTIONS if k in named and k not in taken}
         if extra := sorted(set(named) - taken - set(opts)):
-            raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}; the kernel takes params "
+            hint = "".join(did_you_mean(x, [*pnames, *vnames]) for x in extra)
+            raise TypeError(f"{spec.name}: unexpected argument(s) {', '.join(extra)}{hint}; the kernel takes params "
                             f"{', '.join(pnames) or 'none'} and vars {', '.join(vnames) or 'none'}")
         if missing := [n for n in pnames + vnames if n not in named]:
             raise TypeError(f"{spec.name}: missing argument(s) {', '.join(missing)} (a Buffer per param, a value "
@@ -234,6 +349,22 @@ RuntimeFactory = Callable[["CompiledSpec"], Program]
 
 
 _EXECUTE_OPTIONS = frozenset({"global_size", "local_size", "wait"})
+_SEQ = (list, tuple)  # buffers and vals the fast check takes as they are; anything else gets the full check's error
+_LAUNCH = object()  # a repeat memo's call: `_launch` again with the memo's arguments
+_HOW_TO_BUFFER = (": wrap an array with dk.from_numpy(arr) (Buffer.from_numpy: no copy on host devices) or copy it "
+                  "with dk.Buffer(device, n, dtype).copyin(arr); or pass arrays by name to dk.run(kernel, x=arr, ...), "
+                  "which copies them in and out")
+
+
+def did_you_mean(name: str, choices: Sequence[str]) -> str:
+    """" (did you mean 'x' for 'X'?)" when `name` is close to one of `choices` (case aside, or by difflib's
+    ratio), else "": the hint an argument-name typo gets (`X=` for `x`, `ouy=` for `out`)."""
+    import difflib
+    if not isinstance(name, str):
+        return ""
+    folded = {c.lower(): c for c in choices}
+    best = folded.get(name.lower()) or next(iter(difflib.get_close_matches(name.lower(), list(folded), 1, 0.6)), None)
+    return f" (did you mean {folded.get(best, best)!r} for {name!r}?)" if best is not None else ""
 
 
 def _check_aliasing(spec: ProgramSpec, buffers: Sequence[Any], needed: Sequence[int]) -> None:

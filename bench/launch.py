@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Launch overhead on the CPU device: what the core's one launch path costs above the native call (issue targets in
+brackets). Every figure is a best-of-5 mean over many launches of a*b+c at n=16 (one thread, the kernel itself
+~20 ns), so it is the Python above the kernel that is measured.
+
+    python bench/launch.py            # prints the table
+    python bench/launch.py --quick    # fewer launches
+
+Rows:
+- execute, a var, alternating two sets of Buffers            [<= 1.0 us]
+- execute, the same arguments again                           [<= 0.5 us]
+- execute of the seed path's Program (runtime(compile(render(k))))  [within 1.3x of Device.compile's]
+- dk.run overhead at n=16: dk.run minus execute of resident Buffers [<= 5 us]
+- Plan.run per launch, fixed Buffers / rebound Buffers        [rebound within 50 ns of fixed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+
+def best(fn, n: int, reps: int = 5) -> float:
+    """Best mean seconds per call of `fn` run `n` times, over `reps` repetitions."""
+    out = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn(n)
+        out = min(out, (time.perf_counter() - t0) / n)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer launches")
+    args = ap.parse_args()
+    n = 5000 if args.quick else 50000
+
+    import devicekit as dk
+    from devicekit import kernels
+    from devicekit.ir import dtypes
+
+    dev = dk.device("CPU")
+    k = kernels.elementwise("a * b + c", name="bench_launch_fma")
+    prog = dev.compile(k)
+    prog.upgrade()
+    m = 16
+    sets = [[dk.Buffer(dev, m, dtypes.float32).copyin(np.ones(m, np.float32)) for _ in range(4)] for _ in range(2)]
+    a, b = sets
+
+    def alternating(n):
+        ex = prog.execute
+        for _ in range(n // 2):
+            ex(a, [m])
+            ex(b, [m])
+
+    def same(n):
+        ex = prog.execute
+        for _ in range(n):
+            ex(a, [m])
+
+    r, c = dev.renderer, dev.compiler
+    seed = dev.runtime(c.compile(r.render(k)))
+
+    def seed_alternating(n):
+        ex = seed.execute
+        for _ in range(n // 2):
+            ex(a, [m])
+            ex(b, [m])
+
+    def seed_same(n):
+        ex = seed.execute
+        for _ in range(n):
+            ex(a, [m])
+
+    arrs = {"a": np.ones(m, np.float32), "b": np.ones(m, np.float32), "c": np.ones(m, np.float32)}
+
+    def run_numpy(n):
+        for _ in range(n):
+            dk.run(prog, a=arrs["a"], b=arrs["b"], c=arrs["c"], n=m)
+
+    def run_resident(n):
+        for _ in range(n):
+            dk.run(prog, a=a[0], b=a[1], c=a[2], out=a[3], n=m)
+
+    plan_n = 1000
+    fixed = dk.Plan(dev)
+    for _ in range(plan_n):
+        fixed.add(prog, a=a[0], b=a[1], c=a[2], out=a[3], n=m)
+    fixed.run()
+    rebound = None
+    try:
+        rebound = dk.Plan(dev)
+        for _ in range(plan_n):
+            rebound.add(prog, a="x", b=a[1], c=a[2], out="y", n=m)
+        rebound.run(x=a[0], y=a[3])
+        rebound.run(x=b[0], y=b[3])
+    except (TypeError, ValueError):
+        rebound = None  # a devicekit without rebound plans
+
+    def plan_fixed(n):
+        for _ in range(n):
+            fixed.run()
+
+    def plan_rebound(n):
+        for _ in range(n // 2):
+            rebound.run(x=a[0], y=a[3])
+            rebound.run(x=b[0], y=b[3])
+
+    rows = []
+    t_alt = best(alternating, n)
+    t_same = best(same, n)
+    t_seed_alt = best(seed_alternating, n)
+    t_seed_same = best(seed_same, n)
+    rows.append(("execute, var n, alternating Buffers", t_alt, "<= 1.0 us"))
+    rows.append(("execute, same arguments", t_same, "<= 0.5 us"))
+    rows.append(("seed-path Program, alternating Buffers", t_seed_alt, f"{t_seed_alt / t_alt:.2f}x (<= 1.3x)"))
+    rows.append(("seed-path Program, same arguments", t_seed_same, f"{t_seed_same / t_same:.2f}x (<= 1.3x)"))
+    t_run = best(run_numpy, n // 10)
+    t_res = best(run_resident, n // 10)
+    rows.append(("dk.run, numpy arrays, n=16", t_run, "copy in, launch, copy out"))
+    rows.append(("dk.run, resident Buffers, n=16", t_res, ""))
+    rows.append(("dk.run overhead (resident dk.run - execute)", t_res - t_same, "<= 5 us"))
+    t_fix = best(plan_fixed, 20) / plan_n
+    rows.append(("Plan.run per launch, fixed Buffers", t_fix, ""))
+    if rebound is not None:
+        t_reb = best(plan_rebound, 20) / plan_n
+        rows.append(("Plan.run per launch, rebound Buffers", t_reb, f"+{(t_reb - t_fix) * 1e9:.0f} ns (<= 50 ns)"))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# devicekit launch overhead, {platform.machine()}, python {sys.version.split()[0]}, "
+          f"load {load:.2f}, {os.cpu_count()} cpus")
+    print(f"{'case':52} {'us':>9}  note")
+    for name, t, note in rows:
+        print(f"{name:52} {t * 1e6:9.3f}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""A Program's signature compiled once: what `Program.execute`'s fast check compares each launch against.
+
+Every backend's Program gets it (the core builds it on the first launch), whichever way the Program was made:
+`Device.compile`, `dev.runtime(dev.compiler.compile(dev.renderer.render(k)))`, or `program_from_source`. The fast
+check accepts only what it can prove right in a few comparisons (exact int vars within their bounds, finite float
+scalars, Buffers of this device and dtype whose allocation holds the bytes the sizes need, no shared memory or an
+exact byte-range check for views); anything else takes the full check (`Program.check`), which raises the error
+naming the argument. Both accept the same launches: the fast one is a subset proved by the same rules.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .ir.dtypes import largest_float
+from .ir.symfn import compile_sym
+
+__all__ = ["Signature", "debugging"]
+
+# `"DEVICEKIT_DEBUG" in os.environ` costs a KeyError when unset; the raw mapping answers in ~50 ns
+_ENV_DATA = getattr(os.environ, "_data", None)
+_DEBUG_KEY = os.environ.encodekey("DEVICEKIT_DEBUG") if hasattr(os.environ, "encodekey") else None
+
+
+def debugging() -> bool:
+    """Whether DEVICEKIT_DEBUG is set (then every launch takes the full check, which prints at level 4)."""
+    if _ENV_DATA is not None and _DEBUG_KEY is not None:
+        return _DEBUG_KEY in _ENV_DATA
+    return "DEVICEKIT_DEBUG" in os.environ
+
+
+def fast_bounds(v: Any) -> tuple:
+    """(lo, hi, type) of the values the fast check passes to `_launch` as they are: ints within a var's bounds or an
+    int scalar's dtype, finite Python floats within a float32/float64 scalar's range (rounded by the backend's own
+    conversion, to nearest even, as the full check rounds). Anything else (a bool or half scalar, a hand-written
+    float var, inf, nan, a numpy number) takes the full check, which converts it first."""
+    if v.scalar is None:
+        return (1, 0, int) if v.is_float else (v.lo, v.hi, int)
+    if v.scalar.is_int and not v.scalar.is_bool:
+        return (v.lo, v.hi, int)
+    if v.scalar.name in ("float32", "float64"):
+        big = largest_float(v.scalar)
+        return (-big, big, float)
+    return (1, 0, int)  # bounds no value meets
+
+
+class Signature:
+    """The compiled checker of one Program's ProgramSpec: per param its dtype, bytes per element, writability and
+    size as a function of the vals tuple; per var its fast bounds; the related vars' bounds as functions; the launch
+    dims as functions (for backends whose `_launch` takes them). `home` is the device a Program made without one
+    (the seed path) has seen its Buffers on, once the full check accepted them."""
+
+    __slots__ = ("checked", "gfns", "home", "lfns", "names", "nb", "nv", "pbytes", "pdt", "pw", "rels", "sizes",
+                 "spec", "vb", "vtypes")
+
+    def __init__(self, spec: Any):
+        self.spec = spec
+        params = spec.user_params
+        names = self.names = tuple(v.name for v in spec.vars)
+        self.nb, self.nv = len(params), len(spec.vars)
+        self.pdt = tuple(p.dtype for p in params)
+        self.pbytes = tuple(p.dtype.nbytes for p in params)
+        self.pw = tuple(bool(p.writable) for p in params)
+        self.sizes = tuple(compile_sym(p.size, names) for p in params)
+        self.vb = tuple(fast_bounds(v) for v in spec.vars)
+        self.vtypes = tuple(t for _, _, t in self.vb)
+        # bounds that name other vars (k.var("kk", 0, n - 1)), compiled: (slot, lo fn, hi fn)
+        self.rels = tuple((j, compile_sym(v.lo if v.lo_rel is None else v.lo_rel, names),
+                           compile_sym(v.hi if v.hi_rel is None else v.hi_rel, names))
+                          for j, v in enumerate(spec.vars) if v.related)
+        dims = lambda d: None if d is None else tuple(compile_sym(x, names) for x in d)
+        self.gfns, self.lfns = dims(spec.global_size), dims(spec.local_size)
+        self.checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
+        self.home: Any = None
+
+    def dims(self, vals: Any) -> tuple[Any, Any]:
+        """The launch dims the spec computes for these vals (declaration order)."""
+        g, loc = self.gfns, self.lfns
+        return (None if g is None else tuple(f(vals) for f in g)), (None if loc is None else tuple(f(vals) for f in loc))
