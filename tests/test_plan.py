@@ -79,24 +79,49 @@ def test_checked_kernels_still_raise_in_a_plan():
         plan.run()
 
 
+def _gather(name: str = "plan_mix_gather") -> ir.Kernel:
+    """out[i] = x[idx[i]]: an index read from memory, so the kernel carries a run-time bounds check (a checked
+    launch reads its check record after it runs)."""
+    k = ir.KernelBuilder(name)
+    n = k.var("n", 1, 64)
+    idx, x = k.param("idx", dtypes.int32, size=n), k.param("x", dtypes.float32, size=16)
+    out = k.param("out", dtypes.float32, size=n, writable=True)
+    i = k.range(n, "global")
+    out[i] = x[idx[i]]
+    return k.build()
+
+
 def test_native_replay_on_cpu_mixes_with_threaded_and_checked_launches():
     """Small launches are packed into one native call; a launch split across threads and a checked one in between
-    run through their own paths, in order: every result as numpy computes it, on the first and later runs."""
+    run through their own paths, in order: every result as numpy computes it, on the first and later runs. The
+    checked gather reads what the launch before it wrote and the launch after it reads what it wrote, so a plan
+    that ran checked launches out of order (e.g. after the others) gives other values."""
     dev = dk.device("CPU")
     fma = dev.compile(kernels.elementwise("a * b + 1.0", name="plan_native_fma"))
     small = [dev.compile(kernels.elementwise(f"a + {i}.0", inputs=("a",), name=f"plan_small_{i}")) for i in range(3)]
+    gather = dev.compile(_gather())
+    assert gather.spec.checks is not None, "the gather must be a checked kernel for this test to mean anything"
     big_n = 1 << 20
     assert fma.plan_record([dk.Buffer(dev, 16, "float32").handle] * 3, [16]) is not None  # a one-thread launch
     assert fma.plan_record([dk.Buffer(dev, big_n, "float32").handle] * 3, [big_n]) is None  # split over threads
     x = dk.Buffer(dev, big_n, "float32").copyin(np.full(big_n, 0.5, np.float32))
     y, z = dk.Buffer(dev, big_n, "float32"), dk.Buffer(dev, 16, "float32")
+    idx = dk.Buffer(dev, 16, "int32").copyin(np.arange(16, dtype=np.int32)[::-1].copy())
+    w, v = dk.Buffer(dev, 16, "float32"), dk.Buffer(dev, 16, "float32")
     plan = dk.Plan(dev)
-    plan.add(small[0], a=x, out=z, n=16).add(small[1], a=z, out=y, n=16)
-    plan.add(fma, a=x, b=x, out=y, n=big_n).add(small[2], a=y, out=z, n=16)
-    for _ in range(2):
+    plan.add(small[0], a=x, out=z, n=16).add(small[1], a=z, out=y, n=16)  # z = 0.5, y[:16] = 1.5
+    plan.add(small[2], a=y, out=v, n=16)  # v = 3.5: the gather reads it
+    plan.add(gather, idx=idx, x=v, out=w, n=16)  # w = v reversed = 3.5
+    plan.add(small[1], a=w, out=v, n=16)  # v = w + 1 = 4.5: reads the gather's output
+    plan.add(fma, a=x, b=x, out=y, n=big_n).add(small[2], a=y, out=z, n=16)  # y = 1.25, z = 3.25
+    for _ in range(3):
+        for b in (w, v):
+            b.copyin(np.zeros(16, np.float32))
         plan.run(wait=True)
         np.testing.assert_allclose(y.numpy(), np.full(big_n, 1.25, np.float32))
         np.testing.assert_allclose(z.numpy(), np.full(16, 3.25, np.float32))
+        np.testing.assert_allclose(w.numpy(), np.full(16, 3.5, np.float32))
+        np.testing.assert_allclose(v.numpy(), np.full(16, 4.5, np.float32))
 
 
 def test_call_batcher_packs_runs_of_one_replay_and_keeps_order():
@@ -133,3 +158,62 @@ def test_call_batcher_packs_runs_of_one_replay_and_keeps_order():
     np.testing.assert_array_equal(a.numpy(), np.full(16, 4.0, np.float32))
     np.testing.assert_array_equal(b.numpy(), np.full(16, 3.0, np.float32))
     assert y.numpy()[-1] == 1.0
+
+
+# ---- issue 31.5: a Plan's Buffers as plan arguments, rebound at every run
+
+
+@pytest.mark.parametrize("spec", ["CPU", "PYTHON"])
+def test_rebound_buffers_replay_on_each_new_set(spec):
+    """`a="batch"` makes a param a plan argument: each run gives a Buffer; the same plan computes on each set."""
+    dev = dk.device(spec)
+    fma = dev.compile(kernels.elementwise("a * b + 1.0", name="plan_rebound_fma"))
+    inc = dev.compile(kernels.elementwise("a + 1.0", inputs=("a",), name="plan_rebound_inc"))
+    t = dk.Buffer(dev, 32, "float32")
+    plan = dk.Plan(dev).add(fma, a="batch", b="batch", out=t, n="n").add(inc, a=t, out="result", n="n")
+    assert plan.plan_vars == ("batch", "n", "result") and plan.plan_buffers == {"batch", "result"}
+    batches = [dk.Buffer(dev, 32, "float32").copyin(np.full(32, k, np.float32)) for k in range(4)]
+    outs = [dk.Buffer(dev, 32, "float32") for _ in range(2)]
+    for step in range(8):
+        k, out = step % 4, outs[step % 2]
+        plan.run(batch=batches[k], result=out, n=32, wait=True)
+        np.testing.assert_array_equal(out.numpy(), np.full(32, k * k + 2, np.float32))
+    plan.run(batch=batches[3], result=outs[0], n=5, wait=True)  # another n with the same Buffers: checked again
+    assert outs[0].numpy()[4] == 11
+
+
+def test_rebound_buffers_are_checked_once_per_distinct_set(monkeypatch):
+    from devicekit.errors import FreedBufferError
+    from devicekit.runtime import Program
+    dev = dk.device("CPU")
+    inc = dev.compile(kernels.elementwise("a + 1.0", inputs=("a",), name="plan_rebound_checked"))
+    plan = dk.Plan(dev).add(inc, a="x", out="y", n=16).add(inc, a="y", out="x", n=16)
+    x, y = (dk.Buffer(dev, 16, "float32").copyin(np.zeros(16, np.float32)) for _ in range(2))
+    checks = []
+    real = Program.check
+    monkeypatch.setattr(Program, "check", lambda self, *a: checks.append(1) or real(self, *a))
+    for _ in range(5):
+        plan.run(x=x, y=y)
+    assert len(checks) == 2, "one check per launch on the first run of a set, none after"
+    np.testing.assert_array_equal(x.numpy(), np.full(16, 10, np.float32))
+    plan.run(x=y, y=x)  # a new set: checked
+    assert len(checks) == 4
+    for bad, err, what in ((dk.Buffer(dev, 16, "int32"), TypeError, "param 'a' is .*float32, the buffer is"),
+                           (dk.Buffer(dev, 8, "float32"), ValueError, "param 'a' needs 16 elements"),
+                           (np.zeros(16, np.float32), TypeError, "must be a devicekit Buffer, got ndarray: .*dk.from_numpy"),
+                           (x, ValueError, "params 'a' and 'out' are the same buffer")):
+        with pytest.raises(err, match=what):
+            plan.run(x=bad, y=y if bad is not x else x)
+    with pytest.raises(TypeError, match="plan argument 'x' is a Buffer elsewhere"):
+        plan.add(inc, a=y, out=dk.Buffer(dev, 16, "float32"), n="x")
+    y.free()
+    with pytest.raises(FreedBufferError, match="param 'out'"):
+        plan.run(x=x, y=y)  # a set prepared before the free is checked again
+
+
+def test_rebound_buffers_are_refused_by_a_typo_with_a_hint():
+    dev = dk.device("CPU")
+    inc = dev.compile(kernels.elementwise("a + 1.0", inputs=("a",), name="plan_rebound_typo"))
+    plan = dk.Plan(dev).add(inc, a="batch", out=dk.Buffer(dev, 16, "float32"), n=16)
+    with pytest.raises(TypeError, match=r"unknown plan var\(s\) Batch \(did you mean 'batch' for 'Batch'\?\)"):
+        plan.run(Batch=dk.Buffer(dev, 16, "float32"))
