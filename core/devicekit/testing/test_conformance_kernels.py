@@ -9,8 +9,9 @@ import pytest
 
 from devicekit import kernels
 
-from .conformance import check_against_reference, dtype_pool
-from .random_kernels import random_kernel
+from .conformance import check_against_reference, dtype_pool, writable_dtypes
+from .expected import library_expected
+from .random_kernels import assert_matches, random_kernel
 
 pytestmark = pytest.mark.devicekit_conformance
 
@@ -43,9 +44,15 @@ def test_compile(dk_compiles, name):
 
 @pytest.mark.parametrize("name", KERNELS)
 def test_library_kernel_matches_reference(dk_device, name):
+    """Against the PYTHON reference and against plain numpy (`expected.library_expected`): on PYTHON itself the
+    reference alone would be compared with itself."""
     kernel = kernels.all_kernels()[name]()
+    inputs = kernels.example_inputs(name, seed=1)
+    want = library_expected(name, inputs)
     for pair in dk_device.pair_names:
-        check_against_reference(kernel, kernels.example_inputs(name, seed=1), dk_device, f"{name} [{pair}]", pair)
+        got = check_against_reference(kernel, inputs, dk_device, f"{name} [{pair}]", pair)
+        for out, dt in writable_dtypes(kernel).items():
+            assert_matches(np.asarray(got[out]).reshape(-1), want[out], dt, f"{name} [{pair}] {out} vs numpy")
 
 
 def test_one_program_serves_several_sizes(dk_device):
@@ -84,7 +91,29 @@ def test_scalar_params_match_reference(dk_device):
             x = (i % 2).ne(0) if dt.is_bool else (i - 4).cast(dt)
             o[i] = x ^ s if dt.is_bool else x * s + s
             inputs[f"s_{dt.name}"] = values[dt.name]
-        check_against_reference(k.build(), inputs, dk_device, f"scalars [{pair}]", pair)
+        got = check_against_reference(k.build(), inputs, dk_device, f"scalars [{pair}]", pair)
+        for dt in dts:  # and against numpy: the reference compared with itself catches nothing on PYTHON
+            assert_matches(got[f"o_{dt.name}"], _scalar_expected(dt, values[dt.name], 9), dt, f"o_{dt.name} [{pair}]")
+
+
+def _scalar_expected(dt, value, n: int) -> np.ndarray:
+    """o[i] = x * s + s with x = (i - 4) cast to dt (x ^ s for bool), in numpy: integers wrap, half and bfloat16
+    round through float32 after each op (docs/ir.md)."""
+    from devicekit.ir.dtypes import bf16_to_f32, dtypes, f32_to_bf16
+    i = np.arange(n)
+    if dt.is_bool:
+        return ((i % 2) != 0) ^ bool(value)
+    if dt == dtypes.bfloat16:
+        rnd = lambda v: bf16_to_f32(f32_to_bf16(np.asarray(v, np.float32)))
+        s, x = rnd(value), rnd(i - 4)
+        return rnd(rnd(x * s) + s)
+    if dt.is_float:
+        s, x = dt.np.type(value), (i - 4).astype(dt.np)
+        return x * s + s
+    with np.errstate(over="ignore"):
+        s = np.array([value]).astype(np.uint64 if dt.is_unsigned else np.int64).astype(dt.np)
+        x = (i - 4).astype(np.int64).astype(dt.np)
+        return (x * s + s).astype(dt.np)
 
 
 def test_random_kernels_match_reference(dk_device, dk_seeds):
