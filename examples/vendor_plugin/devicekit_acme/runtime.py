@@ -35,30 +35,35 @@ def _load(lib: bytes, symbol: str) -> tuple[ctypes.CDLL, int]:
         return dll, addr
 
 
-# the ctypes type of each scalar argument a generated kernel takes (ir.dtypes.scalar_wire never gives bool or half)
-_CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+# the ctypes type of each scalar argument: a generated kernel's int64 vars and k.scalar wire dtypes (never bool or
+# half), and a hand-written kernel's C types (bool included)
+_CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
            "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
            "float32": ctypes.c_float, "float64": ctypes.c_double}
 
 
 class AcmeProgram(Program):
-    """The C signature is: buffer pointers (param order), int64 vars and k.scalar params of their wire dtype
-    (`VarSpec.dtype`: a bool as a uint8, half/bfloat16 as a float) in declaration order, then `core_start, core_end`
-    when the spec has a core split. ACME runs the whole range in one call (ctypes releases the GIL, so several
-    threads may launch at once)."""
+    """The C signature is `spec.arg_order()`: for a generated kernel, buffer pointers (param order), then int64 vars
+    and k.scalar params of their wire dtype (`VarSpec.dtype`: a bool as a uint8, half/bfloat16 as a float); for a
+    hand-written one, buffers and scalars interleaved as the source declares them. Then `long long core_start,
+    core_end` when the spec has a core split. ACME runs the whole range in one call (ctypes releases the GIL, so
+    several threads may launch at once)."""
 
     def __init__(self, compiled, device=None, home=None):
         super().__init__(compiled, device)
         self.home = home  # the DeviceSpec this Program serves (ACME memory is host memory: no context to pick)
         spec = compiled.spec
         self._dll, addr = _load(compiled.lib, spec.entry)
-        scalars = [ctypes.c_int64 if v.dtype is None else _CTYPES[v.dtype.name] for v in spec.vars]
+        self._order = spec.arg_order()  # ("buffer", i) / ("var", j) in the native signature's order
+        types = [ctypes.c_void_p if kind == "buffer" else
+                 ctypes.c_int64 if spec.vars[j].dtype is None else _CTYPES[spec.vars[j].dtype.name]
+                 for kind, j in self._order]
         splits = [ctypes.c_int64] * (2 if spec.core_split is not None else 0)
-        self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(spec.params) + scalars + splits))(addr)
+        self._fn = ctypes.CFUNCTYPE(None, *types, *splits)(addr)
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         t0 = time.perf_counter()
-        args = [h.ctypes.data for h in handles] + list(vals)
+        args = [handles[j].ctypes.data if kind == "buffer" else vals[j] for kind, j in self._order]
         if self.spec.core_split is not None:
             args += [0, self.spec.split_extent(var_vals)]
         self._fn(*args)
