@@ -14,7 +14,7 @@ ROOT = Path(devicekit.__file__).parent
 # lowest first: a module may import its own layer and those below it, never one above
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["devicekit.errors", "devicekit.debug", "devicekit.spec", "devicekit.forksafe", "devicekit.interrupt",
-              "devicekit.settings"]),
+              "devicekit.settings", "devicekit.lru"]),
     ("contracts", ["devicekit.ir", "devicekit.kernels", "devicekit.render", "devicekit.compile", "devicekit.plugin",
                    "devicekit.hookspecs", "devicekit.memory", "devicekit.runtime", "devicekit.targets",
                    "devicekit.alloc", "devicekit.signature",

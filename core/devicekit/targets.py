@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import forksafe, settings
+from . import forksafe
 from .debug import dprint
 from .errors import DeviceKitError
+from .lru import LRU
 from .spec import DeviceSpec
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class Device(Target):
         Target.__init__(self, spec, compilers, pair_names, fallback_reason)
         self.allocator = allocator
         self.runtime = runtime
-        self._programs: OrderedDict[tuple[Any, str | None, int], Program] = OrderedDict()
+        self._programs: LRU[tuple, Program] = LRU(PROGRAM_MEMO_SIZE)  # an evicted Program still works for its holder
         self._lock = forksafe.lock()
 
     @classmethod
@@ -134,25 +134,23 @@ class Device(Target):
         return program
 
     def compile(self, kernel: Any, name: str | None = None, pair: int | str | None = None) -> Program:
-        """render -> compile -> runtime, memoized per device by (kernel.key, name, pair, DEVICEKIT_OPT)."""
+        """render -> compile -> runtime. Memoized per device by one key: the pair, its compiler's identity and the
+        lowering key (compile/lowered.py: the kernel, the name, the renderer, every setting that changes a source);
+        the render itself goes through the lowered-kernel cache, so a kernel cached on disk is never lowered again."""
+        from .compile import lowered
         from .ir.accept import as_kernel
         kernel = as_kernel(kernel, f"{self.spec}: compile")
         idx = self.pair_index(pair)
-        key = (kernel.key, name, idx, settings.get("DEVICEKIT_OPT"))  # the optimizer changes the source
+        renderer, compiler = self.compilers[idx]
+        lkey = lowered.lowering_key(renderer, kernel, name)
+        key = (idx, compiler.identity(), lkey)
         if (prog := self._programs.get(key)) is not None:
             return prog
-        renderer, compiler = self.compilers[idx]
         dprint(2, f"{self.spec}: compiling {getattr(kernel, 'name', kernel)} with pair {self.pair_names[idx]!r}")
-        spec = renderer.render(kernel, name=name)
+        spec = lowered.render(renderer, kernel, name, key=lkey, cache=compiler.cache)
         if opts := spec.get_meta("opts"):
             dprint(2, f"{self.spec}: {spec.name}: optimizer: {', '.join(opts)}")
-        program = self._first_program(spec, compiler)
-        with self._lock:
-            program = self._programs.setdefault(key, program)
-            self._programs.move_to_end(key)
-            while len(self._programs) > PROGRAM_MEMO_SIZE:  # bounded: a long-lived process compiles without end
-                self._programs.popitem(last=False)  # an evicted Program still works for whoever holds it
-            return program
+        return self._programs.setdefault(key, self._first_program(spec, compiler))  # two racing threads: one wins
 
     def _first_program(self, spec, compiler: Compiler) -> Program:
         """The Program of `compiler.first_build(spec)`: a quick build (tiers) is given the way to its final one."""
