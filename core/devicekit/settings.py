@@ -271,11 +271,6 @@ def declared_names() -> tuple[str, ...]:
     return tuple(_settings)
 
 
-def declared_names() -> tuple[str, ...]:
-    """The name of every declared variable, in declaration order (the lowered-kernel cache keys on their values)."""
-    return tuple(_settings)
-
-
 def _raw(name: str) -> str | None:
     raw = os.environ.get(name)
     return None if raw is None or raw.strip() == "" else raw
