@@ -23,6 +23,27 @@ def resolve_device(dev: Device | DeviceSpec | str | None) -> Device:
 
 
 _RUN_OPTIONS = ("device", "global_size", "local_size", "pair")
+_PROGRAM_BUFFER: tuple[Any, Any] | None = None  # (Program, Buffer), imported on the first dk.run
+
+
+def _load_types() -> tuple[Any, Any]:
+    global _PROGRAM_BUFFER
+    from .memory import Buffer
+    from .runtime import Program
+    _PROGRAM_BUFFER = (Program, Buffer)
+    return _PROGRAM_BUFFER
+
+
+def _run_names(program: Any) -> tuple | None:
+    """(param names, var names, every name, writable param names) of a Program for dk.run's resident path: a
+    launch whose arguments are exactly its params, all Buffers, and its vars goes straight to `execute` (which checks
+    them); None when a param or var is named like one of dk.run's options (the full path sorts those out)."""
+    spec = program.spec
+    pn, vn = tuple(p.name for p in spec.user_params), tuple(v.name for v in spec.vars)
+    names = frozenset(pn) | frozenset(vn)
+    out = None if names & set(_RUN_OPTIONS) else (pn, vn, names, tuple(p.name for p in spec.user_params if p.writable))
+    program._run_names = out
+    return out
 
 
 def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
@@ -41,11 +62,23 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     A kernel's param or var may be named `device`, `global_size`, `local_size` or `pair` (any identifier is valid):
     then that keyword is the argument, and the device goes second, positionally: `run(k, "CPU", device=arr)`.
     """
+    Program, Buffer = _PROGRAM_BUFFER or _load_types()
+    if isinstance(kernel, Program):  # every argument a Buffer of its params or a value of its vars: launch them
+        quick = kernel._run_names if "_run_names" in kernel.__dict__ else _run_names(kernel)
+        if quick is not None and len(named) == len(quick[2]):
+            try:
+                buffers = [named[n] for n in quick[0]]
+                vals = [named[n] for n in quick[1]]
+            except KeyError:
+                buffers = None
+            if buffers is not None and all(type(b) is Buffer for b in buffers):
+                kernel.execute(buffers, vals, wait=True)
+                return {n: named[n] for n in quick[3]}
+
     import numpy as np
 
     from .ir.accept import as_kernel, host_array
-    from .memory import Buffer, BufferOptions
-    from .runtime import Program
+    from .memory import BufferOptions
 
     own = getattr(kernel, "spec", kernel)  # a Program's spec, or the ir.Kernel: the names its arguments have
     taken = {p.name for p in getattr(own, "params", ())} | {v.name for v in getattr(own, "vars", ())}

@@ -13,7 +13,6 @@ from . import interrupt
 from .debug import debug_level, dprint
 from .errors import FreedBufferError, ReadOnlyBufferError
 from .memory import _FREES
-from .memory import Buffer as _Buffer
 from .signature import Signature, debugging
 
 if TYPE_CHECKING:
@@ -161,31 +160,12 @@ class Program(ABC):
             fn()
             return perf_counter() - t0 if wait else Launch(self.device, t0)
         sig = self.__dict__.get("_sig") or self._signature()
-        if (global_size is not None or local_size is not None or type(buffers) not in _SEQ or type(vals) not in _SEQ
-                or len(buffers) != sig.nb or len(vals) != sig.nv or debugging()):
+        if global_size is not None or local_size is not None or debugging():
             return self._execute_checked(buffers, vals, global_size, local_size, wait)
-        for v, (lo, hi, t) in zip(vals, sig.vb):
-            if type(v) is not t or not lo <= v <= hi:
-                return self._execute_checked(buffers, vals, global_size, local_size, wait)
-        for j, lo_f, hi_f in sig.rels:
-            if not lo_f(vals) <= vals[j] <= hi_f(vals):
-                return self._execute_checked(buffers, vals, global_size, local_size, wait)
+        handles = sig.fast(buffers, vals, self.device or sig.home)
+        if handles is None:
+            return self._execute_checked(buffers, vals, global_size, local_size, wait)
         t0 = perf_counter()
-        home = self.device or sig.home
-        handles = []
-        views = False
-        for b, dt, size, nb, w in zip(buffers, sig.pdt, sig.sizes, sig.pbytes, sig.pw):
-            if (type(b) is not _Buffer or b._device is not home or (b._dtype is not dt and b._dtype != dt)
-                    or b._nbytes < size(vals) * nb or (w and b._readonly) or b._freed):
-                return self._execute_checked(buffers, vals, global_size, local_size, wait)
-            h = b._handle
-            handles.append(h if h is not None else b.handle)
-            if b._base is not None:
-                views = True
-        if views:  # the exact byte ranges of shared allocations (raises naming the params)
-            _check_aliasing(sig.spec, buffers, [f(vals) for f in sig.sizes])
-        elif len(set(buffers)) != len(buffers):
-            return self._execute_checked(buffers, vals, global_size, local_size, wait)
         vals = list(vals)
         if self.launch_takes_dims:
             var_vals = dict(zip(sig.names, vals))

@@ -51,8 +51,8 @@ class Signature:
     dims as functions (for backends whose `_launch` takes them). `home` is the device a Program made without one
     (the seed path) has seen its Buffers on, once the full check accepted them."""
 
-    __slots__ = ("checked", "gfns", "home", "lfns", "names", "nb", "nv", "pbytes", "pdt", "pw", "rels", "sizes",
-                 "spec", "vb", "vtypes")
+    __slots__ = ("checked", "fast", "gfns", "home", "lfns", "names", "nb", "nv", "pbytes", "pdt", "pw", "rels",
+                 "sizes", "spec", "vb", "vtypes")
 
     def __init__(self, spec: Any):
         self.spec = spec
@@ -73,6 +73,51 @@ class Signature:
         self.gfns, self.lfns = dims(spec.global_size), dims(spec.local_size)
         self.checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
         self.home: Any = None
+        self.fast = self._compile()
+
+    def _compile(self) -> Any:
+        """`fast(buffers, vals, home)`: the handles of a launch this signature proves right, else None (then the
+        full check runs, and raises naming what is wrong). Generated once as straight-line Python for this
+        signature: no loops, zips or tuple unpacking per launch."""
+        from .memory import Buffer
+        from .runtime import _check_aliasing
+        env: dict[str, Any] = {"Buffer": Buffer, "_check_aliasing": _check_aliasing, "spec": self.spec,
+                               "sizes": self.sizes}
+        nb, nv = self.nb, self.nv
+        lines = ["def fast(buffers, vals, home):",
+                 f"    if (type(buffers) is not list and type(buffers) is not tuple) or len(buffers) != {nb}:",
+                 "        return None",
+                 f"    if (type(vals) is not list and type(vals) is not tuple) or len(vals) != {nv}:",
+                 "        return None"]
+        for j, (lo, hi, t) in enumerate(self.vb):
+            env[f"LO{j}"], env[f"HI{j}"], env[f"T{j}"] = lo, hi, t
+            lines += [f"    v{j} = vals[{j}]",
+                      f"    if type(v{j}) is not T{j} or not LO{j} <= v{j} <= HI{j}:", "        return None"]
+        for r, (j, lo_f, hi_f) in enumerate(self.rels):
+            env[f"RL{r}"], env[f"RH{r}"] = lo_f, hi_f
+            lines += [f"    if not RL{r}(vals) <= v{j} <= RH{r}(vals):", "        return None"]
+        for i in range(nb):
+            env[f"D{i}"] = self.pdt[i]
+            size = self.spec.user_params[i].size
+            need = f"{int(size) * self.pbytes[i]}" if isinstance(size, int) else f"S{i}(vals) * {self.pbytes[i]}"
+            env[f"S{i}"] = self.sizes[i]
+            ro = f" or b{i}._readonly" if self.pw[i] else ""
+            lines += [f"    b{i} = buffers[{i}]",
+                      (f"    if (type(b{i}) is not Buffer or b{i}._device is not home or b{i}._freed{ro}"
+                       f" or (b{i}._dtype is not D{i} and b{i}._dtype != D{i}) or b{i}._nbytes < {need}):"),
+                      "        return None",
+                      f"    h{i} = b{i}._handle",
+                      f"    if h{i} is None:",
+                      f"        h{i} = b{i}.handle"]
+        if nb > 1:
+            views = " or ".join(f"b{i}._base is not None" for i in range(nb))
+            pairs = " or ".join(f"b{i} is b{k}" for i in range(nb) for k in range(i + 1, nb)) if nb <= 6 else \
+                f"len(set(buffers)) != {nb}"
+            lines += [f"    if {views}:", "        _check_aliasing(spec, buffers, [f(vals) for f in sizes])",
+                      f"    elif {pairs}:", "        return None"]
+        lines.append(f"    return [{', '.join(f'h{i}' for i in range(nb))}]")
+        exec(compile("\n".join(lines), f"<devicekit signature of {self.spec.name}>", "exec"), env)  # noqa: S102
+        return env["fast"]
 
     def dims(self, vals: Any) -> tuple[Any, Any]:
         """The launch dims the spec computes for these vals (declaration order)."""

@@ -67,7 +67,9 @@ class CPUProgram(Program):
         names = self._names = tuple(v.name for v in spec.vars)
         self._split = None if spec.core_split is None else compile_sym(spec.core_split, names)
         self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
-        self._sizes = tuple(compile_sym(p.size, names) for p in spec.user_params)
+        # a constant cost per outer iteration: below this extent a launch is one thread without asking `chunks`
+        cost0 = spec.get_meta("split_cost", 1)
+        self._serial_below = -(-PARALLEL_MIN_WORK // max(1, cost0)) if isinstance(cost0, int) else 0
         self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
         # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
         self._from_source = bool(spec.get_meta("from_source", False))
@@ -121,7 +123,7 @@ class CPUProgram(Program):
         if self._split is None:
             return tuple(args)
         extent = self._split(vals)
-        return (*args, 0, extent) if self.chunks(extent, vals) == 1 else None
+        return (*args, 0, extent) if extent < self._serial_below or self.chunks(extent, vals) == 1 else None
 
     def plan_record(self, handles, vals):
         """For dk.Plan: (replay.run_records, [fn, argc, args...]) when this launch runs on one thread with pointer
@@ -155,7 +157,7 @@ class CPUProgram(Program):
             self._fn(*args)
         else:
             extent = self._split(vals)
-            n = self.chunks(extent, vals)
+            n = 1 if extent < self._serial_below else self.chunks(extent, vals)
             if n == 1:
                 self._fn(*args, 0, extent)
             else:
