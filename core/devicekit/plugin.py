@@ -92,11 +92,17 @@ floats and bools are refused when the declaration is made)."""
     # seconds probe() and count() may each take, for a kind whose probe is slow by nature (a cluster's discovery);
     # None: the core's default (5). DEVICEKIT_PROBE_TIMEOUT, when the user sets it, wins over both. 0: no limit
     probe_timeout: float | None = None
+    # True: the probe's answer depends only on the machine (drivers, installed packages, environment variables), not
+    # on this process's state, so the registry may remember it across processes (registry/probe_memo.py) while
+    # listing devices; a device is probed for real before it is built, and `devicekit info` always probes
+    memo: bool = False
 
     def __post_init__(self) -> None:
         check_priority(self)
         if not isinstance(self.example, bool):
             raise TypeError(f"DeviceKind {self.name!r}: example must be a bool, got {self.example!r}")
+        if not isinstance(self.memo, bool):
+            raise TypeError(f"DeviceKind {self.name!r}: memo must be a bool, got {self.memo!r}")
         t = self.probe_timeout
         if t is None:
             return

@@ -359,6 +359,9 @@ register("DEVICEKIT_STRICT_PLUGINS", flag, False, "a plugin failure raises Plugi
 register("DEVICEKIT_TRACE_PLUGINS", flag, False, "trace plugin loading and every hook call on stderr", _CORE)
 register("DEVICEKIT_PROBE_TIMEOUT", seconds, 5.0, "seconds a kind's probe() or count() may take (set: for every "
          "kind; unset: a kind's own DeviceKind.probe_timeout, else 5)", _CORE, shown_default="5")
+register("DEVICEKIT_PROBE_CACHE", flag, True, "remember the probe answers of kinds that allow it (OPENCL, CUDA) "
+         "across processes, keyed by the environment, drivers and installed packages, to list devices fast; a "
+         "device is probed again before it is built, and `devicekit info` always probes", _CORE)
 register("DEVICEKIT_DEBUG", int_in(0, 9), 0, "debug output on stderr: 1 device choices, fallbacks, cache events; "
          "2 compiles; 3 sources; 4 launches", _CORE, on_error=1)
 register("DEVICEKIT_PARSE_TIMEOUT", seconds, 20.0, "seconds reading one hand-written kernel's signature may take "
@@ -374,6 +377,10 @@ register("DEVICEKIT_CACHE_DIR", path, None, "where the disk compile cache lives"
          shown_default="$XDG_CACHE_HOME/devicekit or ~/.cache/devicekit")
 register("DEVICEKIT_CACHE_MAX_BYTES", size, 1 << 30, "the disk compile cache's size cap", _CORE,
          shown_default="1G")
+register("DEVICEKIT_COMPILER_MEMORY", size, 8 << 30, "address space one compiler process may map (RLIMIT_AS of "
+         "cc, clang, ptxas, xcrun ...; 0: no limit)", _CORE, shown_default="8G")
+register("DEVICEKIT_COMPILER_TIMEOUT", seconds, 300.0, "seconds one compiler process may run before its whole process "
+         "group is killed (0: no limit)", _CORE)
 # the test suite's knobs (tests/): declared here so a typo is an error and `devicekit info` shows them
 _TESTS = "devicekit tests"
 register("DEVICEKIT_SLOW", flag, False, "run the long tests (fuzz campaigns, soaks)", _TESTS)

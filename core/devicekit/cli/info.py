@@ -45,6 +45,7 @@ def report(reg: Registry, build: bool = True) -> dict:
     from ..compile.cache import cache_info
 
     kinds = {}
+    reg.probe_all()  # what a probe says now, never a remembered answer (probe_memo); this also refreshes them
     for kind, e in sorted(reg.kind_table().items()):
         a = reg.availability(e)
         spec = DeviceSpec(kind)

@@ -37,8 +37,26 @@ def entry_points() -> list[Any]:
 
 
 def ep_distribution(ep: Any) -> tuple[str | None, str | None]:
+    """(name, version) of the distribution that installed `ep`. Read from the head of its METADATA: parsing it
+    with importlib_metadata's email parser cost 30-70 ms of a fresh process's `devices()` for nine plugins."""
     dist = getattr(ep, "dist", None)
-    return (dist.metadata["Name"], dist.version) if dist is not None else (None, None)
+    if dist is None:
+        return None, None
+    try:
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    except Exception:  # noqa: BLE001 - an unreadable file: the slow path says what it can
+        text = ""
+    name = version = None
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the headers end at the first blank line
+        if line.startswith("Name:"):
+            name = line[5:].strip()
+        elif line.startswith("Version:"):
+            version = line[8:].strip()
+    if name and version:
+        return name, version
+    return dist.metadata["Name"], dist.version
 
 
 class Plugins:

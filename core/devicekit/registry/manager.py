@@ -12,6 +12,7 @@ DEVICEKIT_PROBE_TIMEOUT; DEVICEKIT_DEVICE (the default device) is read on each u
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -21,6 +22,7 @@ from ..errors import DeviceKitError, DeviceNotFoundError, DeviceUnavailableError
 from ..plugin import Availability
 from ..spec import DeviceSpec
 from ..targets import Device, Target
+from . import probe_memo
 from .building import build_device, build_target, override_note
 from .calls import call_each
 from .loading import Plugins, disabled_from_env
@@ -63,6 +65,7 @@ class Registry:
         self._loading = False
         self._lock = threading.RLock()
         self._kinds: dict[str, KindEntry] | None = None
+        self.fresh_probes = False  # True: never use remembered probe answers (probe_all)
         self._devices: dict[DeviceSpec, Device] = {}
         self._targets: dict[DeviceSpec, Target] = {}
         if trace:
@@ -143,16 +146,47 @@ class Registry:
             return self._kinds
 
     def availability(self, entry: KindEntry) -> Availability:
-        """The kind's availability, probing it on first use."""
+        """The kind's availability, probing it on first use (or its answer remembered by an earlier process, for a
+        kind that allows it: `probe_memo`; `confirmed` probes it for real)."""
         with self._lock:
             if entry.availability is None:
                 if entry.error:
                     entry.availability = Availability.no(entry.error)
+                elif not self.fresh_probes and probe_memo.allowed(entry) and (hit := probe_memo.recall(entry)):
+                    entry.availability, entry.count = hit
+                    entry.remembered = True
                 else:
-                    a, count = probe_kind(entry.decl, entry.plugin, self._fail, self.probe_timeout)
-                    entry.count = count
-                    entry.availability = a
+                    self._probe(entry)
             return entry.availability
+
+    def _probe(self, entry: KindEntry) -> None:
+        failed = len(entry.plugin.failures)
+        at = probe_memo.key(entry) if probe_memo.allowed(entry) else None
+        before = dict(os.environ)
+        try:
+            a, count = probe_kind(entry.decl, entry.plugin, self._fail, self.probe_timeout)
+        finally:
+            probe_memo.probed(before)
+        entry.count, entry.availability, entry.remembered = count, a, False
+        if at is not None and len(entry.plugin.failures) == failed:  # only clean answers are kept
+            probe_memo.remember(entry, a, count, at)
+
+    def confirmed(self, entry: KindEntry) -> Availability:
+        """The kind's availability from a probe in this process (a remembered answer is probed again)."""
+        a = self.availability(entry)
+        if entry.remembered:
+            with self._lock:
+                if entry.remembered:
+                    self._probe(entry)
+                a = entry.availability
+        return a
+
+    def probe_all(self) -> None:
+        """Probe every kind in this process from now on (`devicekit info`: it tells what a probe says now, and
+        refreshes the remembered answers)."""
+        self.fresh_probes = True
+        for entry in self.kind_table().values():
+            self.confirmed(entry)
 
     def ranked_pairs(self, spec: DeviceSpec) -> list[tuple[PluginRecord, Any]]:
         """The compiler-pair declarations for `spec`, best first (ResolutionError on a tie at the top)."""
@@ -237,7 +271,7 @@ class Registry:
     def _ready_entry(self, spec: DeviceSpec) -> KindEntry:
         """The entry of `spec` when that device exists and is available here (nothing is built), else the error."""
         entry = self._entry(spec)
-        a = self.availability(entry)
+        a = self.confirmed(entry)
         if not a.ok:
             raise DeviceUnavailableError(f"device {spec} is not available: {short_reason(a.reason)} "
                                          f"(plugin {who(entry.plugin)}; the full reason: `devicekit info`)")
@@ -303,7 +337,11 @@ class Registry:
         if (env := settings.get("DEVICEKIT_DEVICE")) is not None:
             return env
         table = self.kind_table()
-        ready = [(e.priority, k, e) for k, e in table.items() if not e.error and self.availability(e).ok]
+        while True:  # the best by remembered answers, confirmed by a probe here, then chosen again
+            ready = [(e.priority, k, e) for k, e in table.items() if not e.error and self.availability(e).ok]
+            if not ready or not (best := table[default_kind(ready)]).remembered:
+                break
+            self.confirmed(best)
         if not ready:
             raise DeviceNotFoundError("no device is available. " + "; ".join(
                 f"{d.spec}: {d.reason}" for d in self.devices() if not d.available) + " (see `devicekit info`)")

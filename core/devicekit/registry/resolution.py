@@ -28,6 +28,7 @@ class KindEntry:
     error: str | None = None  # a tie at the top between two plugins
     availability: Availability | None = None
     count: int | None = None
+    remembered: bool = False  # availability and count came from probe_memo, not from a probe in this process
 
     @property
     def priority(self) -> int:

@@ -53,7 +53,7 @@ def _runtime(spec):
 @hookimpl
 def devicekit_device_kinds():
     return [DeviceKind(KIND, "NVIDIA GPU: CUDA C -> NVRTC -> PTX -> cubin (nvJitLink or ptxas), run via pycuda",
-                       priority=50, probe=_probe, count=_count)]
+                       priority=50, probe=_probe, count=_count, memo=True)]
 
 
 @hookimpl

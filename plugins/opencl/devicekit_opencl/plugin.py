@@ -49,7 +49,7 @@ def _runtime(spec):
 @hookimpl
 def devicekit_device_kinds():
     return [DeviceKind(KIND, "OpenCL device: OpenCL C -> the platform's compiler -> program binary, run via pyopencl",
-                       priority=2, probe=_probe, count=_count)]
+                       priority=2, probe=_probe, count=_count, memo=True)]
 
 
 @hookimpl
