@@ -73,22 +73,45 @@ class Target:
     def program_from_source(self, src: str, entry: str, **options: Any) -> CompiledSpec:
         """Compile hand-written source without the hardware: the first pair whose renderer has `parse_source` reads
         `entry`'s signature (a ProgramSpec), its compiler compiles it. Returns the CompiledSpec: `.lib` the compiled
-        bytes, `.spec` the signature (params, vars, launch dims). `options` go to parse_source (sizes=,
-        global_size=, local_size=, shared_bytes=, ...; each plugin's README lists its own)."""
+        bytes, `.spec` the signature (params, vars, launch dims). `include_dirs=` (paths, searched in order after
+        the source's own folder, the working dir) and `defines=` ({"N": 64} or ["N=64"]) are honoured alike by the
+        reader, the compiler and the cache key; the other `options` go to parse_source (sizes=, global_size=,
+        local_size=, shared_bytes=, ...; each plugin's README lists its own)."""
         return self._compile_source(src, entry, options)[0]
 
     def _compile_source(self, src: str, entry: str, options: dict[str, Any]) -> tuple[CompiledSpec, Compiler]:
+        from .compile import deps
+        _check_text(src, "the source")
+        _check_text(entry, "entry")
+        ctx = deps.make_context(options.pop("include_dirs", None), options.pop("defines", None))
         for (renderer, compiler), pname in zip(self.compilers, self.pair_names):
             parse = getattr(renderer, "parse_source", None)
             if callable(parse):
                 dprint(2, f"{self.spec}: reading {entry!r} from source with pair {pname!r}")
-                return compiler.compile(parse(src, entry, **options)), compiler
+                with deps.using(ctx):  # the reader, the spec and so the compiler and its cache key see one setup
+                    return compiler.compile(parse(src, entry, **options)), compiler
         raise DeviceKitError(f"{self.spec}: none of its compiler pairs ({', '.join(self.pair_names)}) can read "
                              "hand-written source (no renderer with parse_source); use a kind whose plugin offers "
                              "it, e.g. CPU with devicekit-cpu installed")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec} pairs={self.pair_names}>"
+
+
+def _check_text(x: Any, what: str) -> None:
+    """A str that encodes as UTF-8 (a lone surrogate, e.g. from errors='surrogateescape', does not): CompileError
+    naming where, instead of a UnicodeEncodeError from deep inside a reader or compiler."""
+    from .errors import CompileError
+    if not isinstance(x, str):
+        return  # the plugin's reader names the wrong type
+    try:
+        x.encode()
+    except UnicodeEncodeError as e:
+        line = x.count("\n", 0, e.start) + 1
+        col = e.start - (x.rfind("\n", 0, e.start) + 1) + 1
+        raise CompileError(f"{what} is not valid text: {x[e.start]!r} at line {line}, column {col} is a lone "
+                           "surrogate (a file read with errors='surrogateescape'?): read it as UTF-8, or fix its "
+                           "bytes", "", "") from None
 
 
 class Device(Target):

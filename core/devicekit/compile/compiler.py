@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..debug import debug_level, dprint
 from ..errors import CompileError
+from . import deps
 from .cache import CacheKey, CompileCache, default_cache
 
 if TYPE_CHECKING:  # not at run time: the compile side must not need the IR to load
@@ -89,6 +91,14 @@ class Compiler(ABC):
     def compile_src(self, src: str) -> bytes:
         """Compile `src`; raise CompileError(message, log, src) when the source is rejected."""
 
+    def compile_tracked(self, src: str, ctx: deps.SourceContext) -> tuple[bytes, list[str] | None]:
+        """Compile hand-written `src` under `ctx` (its working dir, include dirs, defines): the bytes and every file
+        the compile read (paths), or None when this compiler cannot tell (then the signature reader's inclusion list
+        stands for it). The default takes no include dirs nor defines: a compiler that honours them overrides this."""
+        if ctx.include_dirs or ctx.defines:
+            raise CompileError(f"the {self.name} compiler takes no include_dirs= nor defines=", "", src)
+        return self.compile_src(src), None
+
     def quick_tier(self, src: str) -> bool:
         """Whether `quick_compile_src` builds `src` (default False: no quick tier)."""
         return False
@@ -107,7 +117,8 @@ class Compiler(ABC):
         (DEVICEKIT_TIERS=0) or when this compiler has no quick tier for the source; else the quick build (through
         the cache under `quick_identity()`), a CompiledSpec with `tier="quick"`."""
         from .. import settings
-        if not self.use_cache or not settings.get("DEVICEKIT_TIERS") or not self.quick_tier(spec.src):
+        if (not self.use_cache or not settings.get("DEVICEKIT_TIERS") or spec.get_meta("source_ctx") is not None
+                or not self.quick_tier(spec.src)):
             return self.compile(spec)
         ident = self.identity()
         if (lib := self._cache().get(self.cache_key(spec))) is not None:
@@ -117,12 +128,18 @@ class Compiler(ABC):
         return self._cached_build(spec, quick, self._key(spec, quick), self.quick_compile_src, tier="quick")
 
     def cache_key(self, spec: ProgramSpec) -> CacheKey:
-        """The cache key of `spec` for this compiler: (spec.device, identity(), sha256(spec.src))."""
+        """The cache key of `spec` for this compiler: (spec.device, identity(), sha256(spec.src)); a hand-written
+        source's header search setup (meta "source_ctx") is part of the identity."""
         return self._key(spec, self.identity())
 
     @staticmethod
+    def _ctx_ident(spec: ProgramSpec, ident: str) -> str:
+        ctx = spec.get_meta("source_ctx")
+        return ident if ctx is None else f"{ident} ctx={ctx.key_text()}"
+
+    @staticmethod
     def _key(spec: ProgramSpec, ident: str) -> CacheKey:
-        return CacheKey(spec.device, ident, hashlib.sha256(spec.src.encode()).hexdigest())
+        return CacheKey(spec.device, Compiler._ctx_ident(spec, ident), hashlib.sha256(spec.src.encode()).hexdigest())
 
     def _cache(self) -> CompileCache:
         return self.cache if self.cache is not None else default_cache()
@@ -163,19 +180,50 @@ class Compiler(ABC):
         ident = self.identity()
         if debug_level() >= 3:
             dprint(3, f"source of {spec.name} ({spec.device}, {spec.lang}):\n{spec.src}")
+        if (ctx := spec.get_meta("source_ctx")) is not None:
+            lib, cached = self.tracked(spec, self.cache_key(spec), lambda: self.compile_tracked(spec.src, ctx))
+            return CompiledSpec(spec, lib, ident, trusted=True, from_cache=cached)
         if not self.use_cache:
             return CompiledSpec(spec, self._build(spec, ident), ident, trusted=True)
         return self._cached_build(spec, ident, self.cache_key(spec))
+
+    def tracked(self, spec: ProgramSpec, key: CacheKey,
+                build: Callable[[], tuple[bytes, list[str] | None]]) -> tuple[bytes, bool]:
+        """(bytes, from the cache) of a hand-written source under `key`, through its dependency manifest
+        (compile/deps.py): a cached entry is used only while every file its compile read hashes as it did; else
+        `build()` (bytes, files read or None: the reader's list, meta "reader_deps") runs and the entry is
+        replaced."""
+        ctx = spec.get_meta("source_ctx")
+        cache = self._cache() if self.use_cache else None
+        if cache is not None and (payload := cache.get(key)) is not None:
+            got = deps.unpack(payload)
+            why = "no dependency manifest" if got is None else deps.stale(got[0])
+            if why is None:
+                dprint(2, f"compile cache hit for {spec.name} ({len(got[0])} dependencies unchanged)")
+                return got[1], True
+            dprint(1, f"compile cache: {spec.name}: {why}: recompiling")
+        try:
+            lib, read = build()
+        except CompileError as e:
+            if not e.src:
+                raise CompileError(e.message, e.log, spec.src) from e
+            raise
+        files = read if read is not None else list(spec.get_meta("reader_deps", ()))
+        if cache is not None:
+            cache.put(key, deps.pack(deps.record(files, ctx.cwd if ctx else os.getcwd()), bytes(lib)), replace=True)
+        return bytes(lib), False
 
     def recompile(self, spec: ProgramSpec, reason: str = "") -> CompiledSpec:
         """Compile `spec.src` again, bypassing the cache, and replace its entry (memory and disk): the cached bytes
         failed to load (`reason`). Used by Device, once per failure, for every runtime."""
         ident = self.identity()
         if not self.use_cache:
-            return CompiledSpec(spec, self._build(spec, ident), ident, trusted=True)
+            return self.compile(spec)
         key = self.cache_key(spec)
         cache = self._cache()
         cache.discard(key, reason or "its bytes failed to load")
+        if spec.get_meta("source_ctx") is not None:
+            return self.compile(spec)
         lib = self._build(spec, ident)
         cache.put(key, lib, replace=True)
         return CompiledSpec(spec, lib, ident, trusted=True)

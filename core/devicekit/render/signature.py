@@ -152,6 +152,17 @@ def parse(fname: str, text: str, args: list[str], unsaved: list[tuple[str, str]]
         raise CompileError(f"libclang could not parse the source: {e}", "", src or text) from None
 
 
+def included_files(tu, skip_prefix: str = "") -> tuple[str, ...]:
+    """Every file the translation unit included (libclang's inclusion list), but the stand-ins under
+    `skip_prefix`: the reader's list of what the compile reads, for the cache's dependency manifest."""
+    out = []
+    for inc in tu.get_includes():
+        name = inc.include.name if inc.include is not None else ""
+        if name and not (skip_prefix and name.startswith(skip_prefix)):
+            out.append(name)
+    return tuple(sorted(set(out)))
+
+
 def _in_file(c, fname: str) -> bool:
     return c.location.file is not None and c.location.file.name == fname
 
@@ -530,7 +541,9 @@ def build_spec(sig: Signature, src: str, *, device: str, lang: str, sizes: dict 
     for p in sig.params:
         order.append(("var" if p.kind == "scalar" else p.kind, counters[p.kind]))
         counters[p.kind] += 1
-    facts = (("from_source", True), ("args", tuple(order)), ("source_params", tuple(sig.params)))
+    from ..compile.deps import active_context
+    facts = (("from_source", True), ("args", tuple(order)), ("source_params", tuple(sig.params)),
+             ("source_ctx", active_context()), ("reader_deps", tuple(sig.fact("includes", ()))))
     if local_bytes:
         facts += (("local_bytes", tuple(local_bytes)),)
     if dynamic is not None:

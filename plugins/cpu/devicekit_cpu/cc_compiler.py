@@ -18,7 +18,6 @@ from typing import NamedTuple
 
 from devicekit.compile import Compiler
 from devicekit.errors import CompileError
-from devicekit.forksafe import private_tmpdir
 
 from .hostinfo import cpu_fingerprint, cpu_flags
 
@@ -166,18 +165,34 @@ class CCompiler(Compiler):
         return self._id
 
     def compile_src(self, src: str) -> bytes:
-        with private_tmpdir(prefix="devicekit_cc_") as d:
-            out = os.path.join(d, "kernel.so")
-            try:
-                p = subprocess.run([self.cc, *self.flags, "-x", "c", "-", "-o", out, "-lm"], input=src,
-                                   capture_output=True, text=True, timeout=300, check=False)
-            except (OSError, subprocess.SubprocessError) as e:
-                raise CompileError(f"could not run {self.cc}: {e}", "", src) from None
+        return self._run(src)[0]
+
+    def compile_tracked(self, src: str, ctx) -> tuple[bytes, list[str] | None]:
+        """Hand-written C: compiled in `ctx.cwd` (the source's quoted includes resolve there) with its -I/-D, and
+        the files it read from the compiler's own dependency output (-MD -MF)."""
+        return self._run(src, ctx)
+
+    def _run(self, src: str, ctx=None) -> tuple[bytes, list[str] | None]:
+        from devicekit.compile.deps import parse_make_deps
+        from devicekit.compile.subproc import compiler_tmpdir, failure_message, run_compiler
+        with compiler_tmpdir(prefix="devicekit_cc_") as d:
+            out, dep = os.path.join(d, "kernel.so"), os.path.join(d, "kernel.d")
+            extra = [*ctx.cc_args(), "-MD", "-MF", dep] if ctx is not None else []
+            name = os.path.basename(self.cc)
+            p = run_compiler([self.cc, *self.flags, *extra, "-x", "c", "-", "-o", out, "-lm"], input=src,
+                             cwd=ctx.cwd if ctx is not None else None, what=name)
             if p.returncode != 0:
-                raise CompileError(f"{os.path.basename(self.cc)} rejected the C source (exit {p.returncode})",
+                raise CompileError(failure_message(p, name) or f"{name} rejected the C source (exit {p.returncode})",
                                    p.stderr, src)
             with open(out, "rb") as f:
-                return f.read()
+                lib = f.read()
+            if ctx is None:
+                return lib, None
+            try:
+                with open(dep, encoding="utf-8", errors="surrogateescape") as f:
+                    return lib, parse_make_deps(f.read())
+            except OSError:
+                return lib, None
 
     def __reduce__(self):
         return (type(self), (self.cc, self.flags))

@@ -17,6 +17,8 @@ Conventions (docs/handwritten.md, docs/architecture.md "CPU plugin"):
 
 from __future__ import annotations
 
+import os
+
 from devicekit.errors import CompileError
 from devicekit.render import signature as sg
 from devicekit.render.parse_worker import bounded
@@ -24,10 +26,12 @@ from devicekit.render.parse_worker import bounded
 FNAME = "kernel.c"
 
 
-def read_c(src: str, entry: str, args: list[str]) -> sg.Signature:
-    """(In the reader process.) The Signature of `entry` in C source `src`."""
+def read_c(src: str, entry: str, args: list[str], fname: str = FNAME) -> sg.Signature:
+    """(In the reader process.) The Signature of `entry` in C source `src`, read as the file `fname` (a path in the
+    compile's working dir, so quoted includes resolve where the compiler finds them)."""
     import clang.cindex as ci
 
+    FNAME = fname
     tu = sg.parse(FNAME, src, args, src=src)
     fn, names = sg.find_function(tu, entry, FNAME)
     if fn is None:
@@ -40,15 +44,43 @@ def read_c(src: str, entry: str, args: list[str]) -> sg.Signature:
     if fn.result_type.kind != ci.TypeKind.VOID:
         raise CompileError(f"{entry}:{fn.location.line}: a kernel returns void, {entry} returns "
                            f"{fn.result_type.spelling}", "", src)
-    if fn.storage_class == ci.StorageClass.STATIC:
-        raise CompileError(f"{entry}:{fn.location.line}: the entry point must not be static (the loader finds it "
-                           "by name): remove `static`", "", src)
     params = []
     for a in fn.get_arguments():
         where = f"{entry}:{a.location.line}: param {a.spelling!r} ({a.type.spelling})"
         params.append(sg.read_param(a.spelling, a.type, a.location.line, where,
                                     tokens=tuple(t.spelling for t in a.get_tokens())))
-    return sg.Signature(entry, tuple(params), fn.location.line)
+    facts = (("static", fn.storage_class == ci.StorageClass.STATIC),
+             ("includes", sg.included_files(tu)))
+    return sg.Signature(entry, tuple(params), fn.location.line, facts)
+
+
+def exported(src: str, entry: str) -> str:
+    """`src` with its `static` entry exported as written: the function is renamed by a macro (every use, line
+    numbers kept by `#line`), and a global alias under the entry's own name points at it, so the loader finds it by
+    name and the user edits nothing (PolyBench/C's `static void kernel_*`)."""
+    local = f"__dk_static_{entry}"
+    return (f"#define {entry} {local}\n#line 1\n{src}\n#undef {entry}\n"
+            f"extern __typeof__({local}) {entry} __attribute__((alias(\"{local}\"), visibility(\"default\")));\n")
+
+
+def _compiler_error(src: str, ctx) -> CompileError | None:
+    """The C compiler's own error for a source the reader could not find the entry in (an #include of a file that
+    is not C, a syntax error before it): `cc -fsyntax-only` in the same setup; None when the compiler takes it."""
+    from devicekit.compile.subproc import run_compiler
+
+    from .cc_compiler import FLAGS, find_cc
+    cc = find_cc()
+    if cc is None:
+        return None
+    std = [f for f in FLAGS if f.startswith("-std=")]
+    try:
+        p = run_compiler([cc, *std, *ctx.cc_args(), "-fsyntax-only", "-x", "c", "-"], input=src, cwd=ctx.cwd,
+                         timeout=60)
+    except CompileError:
+        return None
+    if p.returncode == 0:
+        return None
+    return CompileError(f"{os.path.basename(cc)} rejected the C source (exit {p.returncode})", p.stderr, src)
 
 
 def parse_c_source(src: str, entry: str, sizes: dict | None = None, split=None, device: str = "CPU",
@@ -59,8 +91,15 @@ def parse_c_source(src: str, entry: str, sizes: dict | None = None, split=None, 
     if not isinstance(src, str) or not isinstance(entry, str) or not entry:
         raise CompileError(f"program_from_source(src, entry): expected source text and a function name, got "
                            f"{type(src).__name__} and {entry!r}")
-    sig = bounded("devicekit_cpu.source_parse:read_c", src, entry,
-                  list(default_args() if reader_args is None else reader_args))
+    from devicekit.compile.deps import active_context
+    ctx = active_context()
+    args = [*(default_args() if reader_args is None else reader_args), *ctx.cc_args()]
+    try:
+        sig = bounded("devicekit_cpu.source_parse:read_c", src, entry, args, os.path.join(ctx.cwd, FNAME))
+    except CompileError as e:
+        if e.message.startswith("no function definition") and (own := _compiler_error(src, ctx)) is not None:
+            raise own from None
+        raise
     params = list(sig.params)
     names = [p.name for p in params]
     split_ints = names[-2:] == ["core_start", "core_end"] and all(
@@ -78,4 +117,6 @@ def parse_c_source(src: str, entry: str, sizes: dict | None = None, split=None, 
         if p.kind in ("local", "builtin"):
             raise CompileError(f"{entry}:{p.line}: param {p.name!r} ({p.type}) is not a C kernel param", "", src)
     sig = sg.Signature(sig.entry, tuple(params), sig.line, sig.facts)
+    if sig.fact("static"):
+        src = exported(src, entry)
     return sg.build_spec(sig, src, device=device, lang=lang, sizes=sizes, split=split, meta=(("split_cost", 1 << 12),))

@@ -132,7 +132,6 @@ def test_signature_error_has_line_numbers(cpu):
     ("void g(void (*cb)(float), float *x) {}", "function pointers cannot be passed"),
     ("void g(float **rows) {}", "pointers to pointers"),
     ("void g(void *p) {}", "void \\* buffer has no element type"),
-    ("static void g(float *x) {}", "must not be static"),
 ])
 def test_parse_source_rejects(cpu, src, msg):
     r, _ = cpu.pair("c")

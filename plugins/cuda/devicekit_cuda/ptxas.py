@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 
 from . import toolchain
 
@@ -44,14 +43,17 @@ def version(exe: str | None = None) -> str:
 
 
 def assemble(ptx: bytes, arch: str, options: list[str] | None = None, notes: list[str] | None = None) -> bytes:
+    from devicekit.compile.subproc import CompilerFailed, compiler_tmpdir, failure_message, run_compiler
     exe = path()
-    with tempfile.TemporaryDirectory(prefix="devicekit-ptxas-") as d:
+    with compiler_tmpdir(prefix="devicekit_ptxas_") as d:
         src, dst = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         for attempt in range(2):
             with open(src, "wb") as f:
                 f.write(ptx.rstrip(b"\0"))
-            r = subprocess.run([exe, f"-arch={arch}", *(options or []), src, "-o", dst],
-                               check=False, capture_output=True, text=True, timeout=300)
+            try:
+                r = run_compiler([exe, f"-arch={arch}", *(options or []), src, "-o", dst], what="ptxas")
+            except CompilerFailed as e:
+                raise PtxasError(e.message) from None
             if r.returncode == 0:
                 with open(dst, "rb") as f:
                     return f.read()
@@ -63,5 +65,5 @@ def assemble(ptx: bytes, arch: str, options: list[str] | None = None, notes: lis
                 if notes is not None:
                     notes.append(f"ptxas {version(exe) or '?'} supports PTX ISA {new}; lowered .version {old} -> {new}")
                 continue
-            raise PtxasError(f"ptxas -arch={arch} failed (exit {r.returncode})", log)
+            raise PtxasError(failure_message(r, "ptxas") or f"ptxas -arch={arch} failed (exit {r.returncode})", log)
     raise AssertionError("unreachable")

@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 
 from devicekit.compile import Compiler
+from devicekit.compile.subproc import failure_message, run_compiler
 from devicekit.errors import CompileError
 
 from . import env
@@ -117,8 +118,8 @@ class MetalXcrunCompiler(Compiler):
             path = os.path.join(d, "kernel.metal")
             with open(path, "w") as f:
                 f.write(src)
-            p = subprocess.run(["xcrun", "-sdk", "macosx", "metal", "-x", "metal", *flags, "-S", "-emit-llvm", path,
-                                "-o", "-"], capture_output=True, text=True, timeout=300, check=False)
+            p = run_compiler(["xcrun", "-sdk", "macosx", "metal", "-x", "metal", *flags, "-S", "-emit-llvm", path,
+                              "-o", "-"], what="metal")
         if p.returncode != 0:
             raise CompileError(f"metal -S -emit-llvm failed (exit {p.returncode})", log=p.stderr, src=src)
         return p.stdout
@@ -132,13 +133,10 @@ class MetalXcrunCompiler(Compiler):
                 f.write(src)
             for cmd in (["xcrun", "-sdk", "macosx", "metal", "-x", "metal", *flags, "-c", metal_path, "-o", air],
                         ["xcrun", "-sdk", "macosx", "metallib", air, "-o", lib]):
-                try:
-                    p = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
-                except (OSError, subprocess.TimeoutExpired) as e:
-                    raise CompileError(f"{' '.join(cmd[:4])} could not run: {e}", src=src) from e
+                p = run_compiler(cmd, what=cmd[3])
                 if p.returncode != 0:
-                    raise CompileError(f"{cmd[3]} rejected the kernel (exit {p.returncode})",
-                                       log=p.stderr or p.stdout, src=src)
+                    raise CompileError(failure_message(p, cmd[3]) or f"{cmd[3]} rejected the kernel (exit "
+                                       f"{p.returncode})", log=p.stderr or p.stdout, src=src)
             with open(lib, "rb") as f:
                 data = f.read()
         if not data.startswith(MAGIC_METALLIB):
