@@ -1,5 +1,8 @@
 """A framework author's training loop: a 2-layer MLP (relu(x @ w1 + b1) @ w2 + b2, mean squared error) trained by
-SGD with every step's 13 launches (forward, backward, updates) captured once in a `dk.Plan` and replayed; weights,
+SGD with every step's 13 launches (forward, backward, updates) captured once in a `dk.Plan` and replayed with a new
+batch each step: the batch's inputs and targets are plan arguments (`a="x"`, `y="y"`), given to `plan.run(x=...,
+y=...)` as Buffers, checked once per distinct batch and replayed with no checks after. The dataset is uploaded once
+(one Buffer each for inputs and targets); each batch is a `Buffer.view` of it, so no step copies anything. Weights,
 activations and gradients stay on the device for the whole run. Checked against the same steps in numpy, on
 PYTHON, the CPU device and OPENCL when it is available (or the devices named on the command line).
 
@@ -18,6 +21,7 @@ from devicekit.ir import dtypes
 
 F32 = dtypes.float32
 B, D, H, C = 32, 16, 24, 4  # batch, inputs, hidden units, outputs
+NB = 4  # batches in the dataset: step s trains on batch s % NB
 LR, STEPS = 0.05, 20
 
 
@@ -74,8 +78,9 @@ def sgd() -> ir.Kernel:
     return k.build()
 
 
-def train_numpy(x, y, w1, b1, w2, b2):
-    for _ in range(STEPS):
+def train_numpy(xs, ys, w1, b1, w2, b2):
+    for s in range(STEPS):
+        x, y = xs[s % NB], ys[s % NB]
         h = np.maximum(x @ w1 + b1, 0)
         z = h @ w2 + b2
         dz = (z - y) * np.float32(2.0 / (B * C))
@@ -83,7 +88,12 @@ def train_numpy(x, y, w1, b1, w2, b2):
         dh = (dz @ w2.T) * (h > 0)
         dw1, db1 = x.T @ dh, dh.sum(0)
         w1, b1, w2, b2 = w1 - LR * dw1, b1 - LR * db1, w2 - LR * dw2, b2 - LR * db2
-    return w1, b1, w2, b2, float(((np.maximum(x @ w1 + b1, 0) @ w2 + b2 - y) ** 2).mean())
+    return w1, b1, w2, b2, loss_of(xs, ys, w1, b1, w2, b2)
+
+
+def loss_of(xs, ys, w1, b1, w2, b2) -> float:
+    """The mean squared error over the whole dataset."""
+    return float(((np.maximum(xs @ w1 + b1, 0) @ w2 + b2 - ys) ** 2).mean())
 
 
 def train_on(spec: str, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -95,38 +105,40 @@ def train_on(spec: str, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     def buf(a):
         return dk.Buffer(dev, a.size, F32).copyin(np.ascontiguousarray(a, np.float32).ravel())
 
-    p = {name: buf(a) for name, a in data.items()}  # x, y and the weights: uploaded once
+    p = {name: buf(a) for name, a in data.items()}  # the dataset and the weights: uploaded once
+    xs = [p["xs"].view(B * D, offset=k * B * D) for k in range(NB)]  # batch k: a view, no copy
+    ys = [p["ys"].view(B * C, offset=k * B * C) for k in range(NB)]
     t = {name: dk.Buffer(dev, size, F32) for name, size in
          (("h", B * H), ("z", B * C), ("dz", B * C), ("dh", B * H), ("dw1", D * H), ("db1", H), ("dw2", H * C),
           ("db2", C))}
-    plan = dk.Plan(dev)
-    plan.add(lin_relu, a=p["x"], b=p["w1"], bias=p["b1"], out=t["h"], m=B, n=H, k=D)       # forward
+    plan = dk.Plan(dev)  # "x" and "y": the batch, a plan argument given to every run
+    plan.add(lin_relu, a="x", b=p["w1"], bias=p["b1"], out=t["h"], m=B, n=H, k=D)           # forward
     plan.add(lin, a=t["h"], b=p["w2"], bias=p["b2"], out=t["z"], m=B, n=C, k=H)
-    plan.add(dloss, z=t["z"], y=p["y"], dz=t["dz"], n=B * C)                                  # backward
+    plan.add(dloss, z=t["z"], y="y", dz=t["dz"], n=B * C)                                    # backward
     plan.add(grad_w, a=t["h"], b=t["dz"], out=t["dw2"], m=H, n=C, k=B)
     plan.add(colsum, g=t["dz"], out=t["db2"], m=B, n=C)
     plan.add(back, a=t["dz"], b=p["w2"], mask=t["h"], out=t["dh"], m=B, n=H, k=C)
-    plan.add(grad_w, a=p["x"], b=t["dh"], out=t["dw1"], m=D, n=H, k=B)
+    plan.add(grad_w, a="x", b=t["dh"], out=t["dw1"], m=D, n=H, k=B)
     plan.add(colsum, g=t["dh"], out=t["db1"], m=B, n=H)
     for w, g, n in (("w1", "dw1", D * H), ("b1", "db1", H), ("w2", "dw2", H * C), ("b2", "db2", C)):
         plan.add(step, w=p[w], g=t[g], n=n)                                                   # SGD
-    for _ in range(STEPS):
-        plan.run()
+    for s in range(STEPS):
+        plan.run(x=xs[s % NB], y=ys[s % NB])  # a new batch every step, one Plan
     plan.device.synchronize()
     return {name: p[name].numpy() for name in ("w1", "b1", "w2", "b2")}
 
 
 def main(argv: list[str]) -> int:
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((B, D)).astype(np.float32)
-    y = np.tanh(x @ rng.standard_normal((D, C)).astype(np.float32) * 0.5)
-    data = {"x": x, "y": y, "w1": rng.standard_normal((D, H)).astype(np.float32) * 0.3,
+    xs = rng.standard_normal((NB, B, D)).astype(np.float32)
+    ys = np.tanh(xs @ rng.standard_normal((D, C)).astype(np.float32) * 0.5)
+    data = {"xs": xs, "ys": ys, "w1": rng.standard_normal((D, H)).astype(np.float32) * 0.3,
             "b1": np.full(H, 0.01, np.float32), "w2": rng.standard_normal((H, C)).astype(np.float32) * 0.3,
             "b2": np.zeros(C, np.float32)}
-    *want, loss = train_numpy(x, y, data["w1"], data["b1"], data["w2"], data["b2"])
-    loss0 = float(((np.maximum(x @ data["w1"] + data["b1"], 0) @ data["w2"] + data["b2"] - y) ** 2).mean())
-    print(f"MLP {D}->{H}->{C}, batch {B}, {STEPS} SGD steps of 13 launches each (one Plan): "
-          f"numpy loss {loss0:.4f} -> {loss:.4f}")
+    *want, loss = train_numpy(xs, ys, data["w1"], data["b1"], data["w2"], data["b2"])
+    loss0 = loss_of(xs, ys, data["w1"], data["b1"], data["w2"], data["b2"])
+    print(f"MLP {D}->{H}->{C}, {NB} batches of {B}, {STEPS} SGD steps of 13 launches each (one Plan, a new batch "
+          f"each step): numpy loss {loss0:.4f} -> {loss:.4f}")
     specs = argv or ["PYTHON", "CPU"] + [str(d.spec) for d in dk.devices() if d.kind == "OPENCL" and d.available][:1]
     ok = loss < loss0
     for spec in specs:
