@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "CompileError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "FreedBufferError",
-    "PluginError", "ReadOnlyBufferError", "ResolutionError", "SettingError",
+    "CompileError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "FreedBufferError", "LaunchError",
+    "PluginError", "ReadOnlyBufferError", "RemoteDeviceLost", "ResolutionError", "SettingError",
 ]
 
 
@@ -33,6 +33,16 @@ class DeviceNotFoundError(DeviceKitError, LookupError):
 
 class DeviceUnavailableError(DeviceKitError, RuntimeError):
     """The kind is known but cannot run here (no driver, wrong OS, its plugin failed); the message says why."""
+
+
+class LaunchError(DeviceKitError, ValueError):
+    """A launch's sizes are not ones the device can run (not ints, a local size of 0, over a device limit); raised
+    before anything is enqueued, naming the size and the limit (devicekit.launch_sizes)."""
+
+
+class RemoteDeviceLost(DeviceKitError, RuntimeError):
+    """The remote runtime behind a device is gone (Ray shut down, the actor died): its Buffers and Programs cannot be
+    used any more; `dk.device(...)` probes again and gives a new device when the runtime is back."""
 
 
 class FreedBufferError(DeviceKitError, ValueError):

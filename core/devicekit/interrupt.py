@@ -11,7 +11,14 @@ for them. There is no way to stop native code from outside: an infinite loop kee
 which does not keep the process alive) and one core busy until the process ends.
 
 `Program.execute` uses it for launches its runtime says may run long (`Program.may_run_long`); short launches, and
-every launch from another thread, run on the calling thread as before. Reads no environment variables.
+every launch from another thread, run on the calling thread as before.
+
+`wait_until(done, block, keep)` is the same discipline for runtimes that launch asynchronously (OpenCL, CUDA, Metal):
+their blocking waits (clWaitForEvents, cuEventSynchronize, waitUntilCompleted) hold the main thread in native code
+too, so on the main thread they poll the event's status instead, sleeping between polls (a sleep is where Python runs
+signal handlers): Ctrl-C raises at once, the kernel goes on in the background, `keep` stays referenced and `pending()`
+counts it until its `done()` is true. Other threads call `block()`, the driver's own wait. Reads no environment
+variables.
 """
 
 from __future__ import annotations
@@ -24,12 +31,16 @@ from collections.abc import Callable, Sequence
 from queue import SimpleQueue
 from typing import Any
 
-__all__ = ["call", "on_main_thread", "pending", "wait_pending"]
+__all__ = ["call", "on_main_thread", "pending", "wait_pending", "wait_until"]
 
 _main_ident = threading.main_thread().ident
 _idle: list[_Launcher] = []  # launchers waiting for work (list.append/pop are atomic)
 _abandoned: set[_Job] = set()  # calls whose caller was interrupted, still running
 _abandoned_lock = threading.Lock()
+_polled: list[tuple[Callable[[], bool], Any]] = []  # (done, keep) of interrupted waits_until, until done() is true
+
+SPIN_S = 50e-6  # polls without sleeping first: a short kernel pays no sleep
+MAX_SLEEP_S = 1e-3  # the longest pause between polls: Ctrl-C is seen within about a millisecond
 
 
 def on_main_thread() -> bool:
@@ -93,10 +104,51 @@ def call(fn: Callable, args: Sequence[Any] = (), keep: Any = None) -> Any:
     return job.result
 
 
-def pending() -> int:
-    """How many interrupted calls are still running in the background."""
+def wait_until(done: Callable[[], bool], block: Callable[[], Any] | None = None, keep: Any = None) -> None:
+    """Return once `done()` is true (an event's status polled), so that signals interrupt the wait: on the main
+    thread it polls, first without pausing for SPIN_S, then with sleeps growing to MAX_SLEEP_S; on another thread
+    (no signal reaches it) it calls `block()`, the driver's blocking wait, when given. When the wait is interrupted
+    (KeyboardInterrupt) `keep` stays referenced, and `pending()` counts the wait, until `done()` is true."""
+    if block is not None and _thread.get_ident() != _main_ident:
+        block()
+        return
+    if done():
+        return
+    try:
+        t_end = time.perf_counter() + SPIN_S
+        while time.perf_counter() < t_end:
+            if done():
+                return
+        pause = 10e-6
+        while not done():
+            time.sleep(pause)
+            pause = min(pause * 2, MAX_SLEEP_S)
+    except BaseException:
+        with _abandoned_lock:
+            _polled.append((done, keep))
+        raise
+
+
+def _prune_polled() -> int:
+    """Forget the interrupted waits whose kernel has finished; how many are left."""
     with _abandoned_lock:
-        return len(_abandoned)
+        left = []
+        for done, keep in _polled:
+            try:
+                finished = done()
+            except Exception:  # noqa: BLE001 - a failed kernel has finished too
+                finished = True
+            if not finished:
+                left.append((done, keep))
+        _polled[:] = left
+        return len(left)
+
+
+def pending() -> int:
+    """How many interrupted calls (and interrupted waits) are still running in the background."""
+    polled = _prune_polled()
+    with _abandoned_lock:
+        return len(_abandoned) + polled
 
 
 def wait_pending(timeout: float | None = None) -> bool:
@@ -106,6 +158,10 @@ def wait_pending(timeout: float | None = None) -> bool:
         with _abandoned_lock:
             jobs = list(_abandoned)
         if not jobs:
+            while _prune_polled():
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                time.sleep(MAX_SLEEP_S)
             return True
         for job in jobs:
             left = -1 if deadline is None else max(0.0, deadline - time.monotonic())
@@ -121,6 +177,7 @@ def _after_fork_in_child() -> None:
     _main_ident = _thread.get_ident()
     _idle.clear()
     _abandoned.clear()
+    _polled.clear()
     _abandoned_lock = threading.Lock()
 
 

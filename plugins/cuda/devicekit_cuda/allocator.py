@@ -100,5 +100,6 @@ class CUDAAllocator(LRUAllocator):
         self._staging_bytes = 0
 
     def synchronize(self) -> None:
+        self.ctx.synchronize()  # Ctrl-C interrupts the wait for a kernel that never ends
         with self.ctx:
             self._sync_locked()

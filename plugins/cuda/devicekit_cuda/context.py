@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import threading
 
+from devicekit import interrupt
+from devicekit.launch_sizes import Limits
+
 _lock = threading.Lock()
 _contexts: dict[int, CUDAContext] = {}
 
@@ -61,8 +64,33 @@ class CUDAContext:
             self.lock.release()
 
     def synchronize(self) -> None:
+        """Wait for everything queued on the stream (interruptibly: see wait_event)."""
         with self:
-            self.stream.synchronize()
+            ev = self.cuda.Event()
+            ev.record(self.stream)
+        self.wait_event(ev)
+        with self:
+            self.stream.synchronize()  # at once: raises a kernel's error
+
+    def wait_event(self, ev, keep=None) -> None:
+        """Wait for a recorded event without holding this context's lock, so that Ctrl-C interrupts the wait
+        (devicekit.interrupt.wait_until polls cuEventQuery on the main thread, other threads block in
+        cuEventSynchronize); `keep` stays referenced until the event completes when the wait was interrupted."""
+        def done() -> bool:
+            with self:
+                return bool(ev.query())
+
+        def block() -> None:
+            with self:
+                ev.synchronize()
+        interrupt.wait_until(done, block, keep)
+        block()  # at once; raises the launch's error, if any
+
+    def limits(self, max_threads: int) -> Limits:
+        """Launch limits of a kernel whose blocks take at most `max_threads` threads (its own attribute)."""
+        return Limits(device=f"CUDA:{self.index} ({self.name})", max_local=self.max_block,
+                      max_group_items=max_threads, max_groups=self.max_grid, groups="grid (global_size)",
+                      items="block (local_size)")
 
 
 def get(index: int) -> CUDAContext:

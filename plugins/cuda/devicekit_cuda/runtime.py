@@ -1,22 +1,24 @@
 """CUDAProgram: a cubin loaded as a module on one device (pycuda), launched with grid = global_size (blocks) and
 block = local_size (threads). With wait=True the launch is timed with CUDA events and the seconds returned.
+
+Sizes are checked before the launch (devicekit.launch_sizes: ints, blocks of at least one thread, the device's grid
+and block limits, the kernel's threads per block). Waiting polls the end event on the main thread
+(CUDAContext.wait_event), so Ctrl-C interrupts a kernel that never ends.
 """
 
 from __future__ import annotations
 
 import math
 
+from devicekit import launch_sizes
 from devicekit.render.signature import launch_shared
 from devicekit.runtime import Program
 
 from . import context
 
 
-def _dims3(d, what: str) -> tuple[int, int, int]:
-    d = tuple(int(x) for x in (d or ()))
-    if len(d) > 3:
-        raise ValueError(f"CUDA launches have 3 axes; {what} has {len(d)}: {d}")
-    return (d + (1, 1, 1))[:3]  # type: ignore[return-value]
+def _dims3(d: tuple[int, ...]) -> tuple[int, int, int]:
+    return (tuple(d) + (1, 1, 1))[:3]  # type: ignore[return-value]
 
 
 class CUDAProgram(Program):
@@ -41,6 +43,7 @@ class CUDAProgram(Program):
         self.order = spec.get_meta("args")
         self.dynamic_shared = spec.get_meta("dynamic_shared") is not None
         self.shared_limit = 48 * 1024  # dynamic shared memory a launch gets without opting in
+        self.limits = self.ctx.limits(int(self.max_threads))
 
     def _allow_shared(self, nbytes: int) -> None:
         """Opt in to more than 48 KiB of dynamic shared memory (Volta and later), or say why it cannot be had."""
@@ -54,15 +57,10 @@ class CUDAProgram(Program):
         self.shared_limit = nbytes
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
-        grid, block = _dims3(global_size, "global_size"), _dims3(local_size, "local_size")
-        if math.prod(grid) == 0 or math.prod(block) == 0:
-            return 0.0 if wait else None
-        for what, dims, lim in (("grid", grid, self.ctx.max_grid), ("block", block, self.ctx.max_block)):
-            if any(d > m for d, m in zip(dims, lim)):
-                raise ValueError(f"{self.name}: {what} {dims} exceeds {self.ctx.name}'s limits {lim}")
-        if math.prod(block) > self.max_threads:
-            raise ValueError(f"{self.name}: a block of {block} = {math.prod(block)} threads exceeds this kernel's "
-                             f"limit of {self.max_threads} on {self.ctx.name}")
+        grid, block = launch_sizes.check(self.name, global_size, local_size, self.limits)
+        grid, block = _dims3(grid), _dims3(block)
+        if math.prod(grid) == 0:
+            return 0.0 if wait else None  # an empty grid: nothing to run
         if self.order is None:
             # int vars as ints; a k.scalar as the launch checked it (a float scalar a float, rounded to its dtype)
             args = [int(h) for h in handles] + [int(v) if sv.dtype is None else v for v, sv in zip(vals, self.spec.vars)]
@@ -81,7 +79,8 @@ class CUDAProgram(Program):
             if not wait:
                 return None
             end.record(stream)
-            end.synchronize()
+        self.ctx.wait_event(end, handles)  # outside the context's lock; Ctrl-C interrupts it
+        with self.ctx:
             return start.time_till(end) * 1e-3
 
 

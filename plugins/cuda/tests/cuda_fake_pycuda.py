@@ -97,14 +97,49 @@ class Stream:
     def synchronize(self):
         _need_ctx("Stream.synchronize")
         calls.append(("sync",))
+        if GATE.closed:
+            GATE.block()
+
+
+class _NativeGate:
+    """A wait in native code that no signal interrupts, as cuEventSynchronize's: a pthread mutex locked twice by one
+    thread blocks until another thread unlocks it (`release`, the test's hang guard). While `closed`, the kernel
+    "never ends": events recorded then stay incomplete."""
+
+    def __init__(self):
+        self.libc = ctypes.CDLL(None)
+        self.mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER on glibc
+        self.closed = False
+
+    def close(self):
+        self.mutex = ctypes.create_string_buffer(64)  # a fresh one: an interrupted block() may have left one locked
+        self.closed = True
+        self.libc.pthread_mutex_lock(self.mutex)
+
+    def release(self):
+        self.closed = False
+        self.libc.pthread_mutex_unlock(self.mutex)
+
+    def block(self):
+        mutex = self.mutex
+        self.libc.pthread_mutex_lock(mutex)  # releases the GIL; returns only once released
+        self.libc.pthread_mutex_unlock(mutex)
+
+
+GATE = _NativeGate()
 
 
 class Event:
     def record(self, stream=None):
         self.t = time.perf_counter()
+        self.hangs = GATE.closed
+
+    def query(self):
+        return not (self.hangs and GATE.closed)
 
     def synchronize(self):
-        pass
+        if not self.query():
+            GATE.block()
 
     def time_till(self, other):
         return (other.t - self.t) * 1e3

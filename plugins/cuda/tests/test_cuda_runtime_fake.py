@@ -209,3 +209,72 @@ def test_scalars_compile_with_nvrtc_and_pack_as_their_wire_dtype(cuda):
         assert fmt == "P" * 2 * len(dts) + "q" + "".join(
             wire.get(d.name) or {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
                                  "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}[d.name] for d in dts)
+
+
+def _copy_program(dev):
+    """const1 (x, o of 1 int32) compiled, with its two buffers."""
+    _, kern, _ = ck.structure_kernels()[3]
+    x = dk.Buffer(dev, 1, dtypes.int32).copyin(np.array([5], np.int32))
+    o = dk.Buffer(dev, 1, dtypes.int32).copyin(np.zeros(1, np.int32))
+    return dev.compile(kern), [x, o]
+
+
+@pytest.mark.parametrize("grid,block,limit", [
+    ((-5,), (1,), r"global_size\[0\] = -5 is below 0"),
+    ((1,), (0,), r"local_size\[0\] = 0 is below 1"),
+    ((1 << 40,), (1,), r"grid \(global_size\)\[0\] = 1099511627776 exceeds .* limit of 2147483647 groups"),
+    ((1, 70000), (1,), r"grid \(global_size\)\[1\] = 70000 exceeds .* limit of 65535 groups"),
+    ((1,), (1, 1, 128), r"block \(local_size\)\[2\] = 128 exceeds .* limit of 64 work-items"),
+    ((1,), (64, 32), r"2048 work-items per group; CUDA:0 \(Fake GPU 0\) runs at most 1024"),
+    ((1,), (1.5,), r"local_size\[0\] must be an int, got float"),
+    ((1, 1, 1, 1), (1,), "has 4 axes"),
+])
+def test_launch_sizes_are_checked_before_the_launch(cuda, grid, block, limit):
+    """A bad grid or block is one LaunchError naming the limit, and nothing reaches the driver (a block of 0
+    threads was a silent no-op, a negative grid went to the driver as it was)."""
+    from devicekit.errors import LaunchError
+    dev = cuda()
+    prog, bufs = _copy_program(dev)
+    fake.calls.clear()
+    with pytest.raises(LaunchError, match=limit):
+        prog.execute(bufs, [], global_size=grid, local_size=block, wait=True)
+    assert not [c for c in fake.calls if c[0] == "launch"]
+    prog.execute(bufs, [], wait=True)  # the program still works
+    assert bufs[1].numpy()[0] == 15  # o = 3 * x
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["wait=True", "wait=False+wait()"])
+def test_ctrl_c_interrupts_a_kernel_that_never_ends(cuda, wait):
+    """The fake's events stay incomplete while its gate is closed, and its cuEventSynchronize/cuStreamSynchronize
+    block in native code that no signal interrupts (as the driver's do): a SIGINT must raise KeyboardInterrupt while
+    the kernel still runs (the runtime polls the event), not when the hang guard lets the wait return 10 s later."""
+    import signal
+    import threading
+
+    from devicekit import interrupt
+    dev = cuda()
+    prog, bufs = _copy_program(dev)
+    fake.GATE.close()
+    guard = threading.Timer(10, fake.GATE.release)
+    sigint = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        guard.start()
+        sigint.start()
+        with pytest.raises(KeyboardInterrupt):
+            if wait:
+                prog.execute(bufs, [], wait=True)
+            else:
+                prog.execute(bufs, []).wait()
+            sigint.join()  # (the old code) the signal arrives here, after the guard released the wait
+        assert fake.GATE.closed, "KeyboardInterrupt came only after the kernel ended (the hang guard released it)"
+        assert interrupt.pending() == 1  # the launch goes on in the background
+    finally:
+        sigint.cancel()
+        guard.cancel()
+        if fake.GATE.closed:
+            fake.GATE.release()
+        signal.signal(signal.SIGINT, old)
+    assert interrupt.wait_pending(5)
+    prog.execute(bufs, [], wait=True)
+    assert bufs[1].numpy()[0] == 15  # o = 3 * x
