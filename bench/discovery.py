@@ -16,16 +16,23 @@ import subprocess
 import sys
 import time
 
-CHILD = ("import time; t = time.perf_counter(); import devicekit; ds = devicekit.devices(); "
-         "print(time.perf_counter() - t, sum(d.available for d in ds), len(ds))")
+CHILD = ("import time; t, c = time.perf_counter(), time.process_time(); import devicekit; ds = devicekit.devices(); "
+         "print(time.perf_counter() - t, time.process_time() - c, sum(d.available for d in ds), len(ds))")
 
 
-def once(env: dict[str, str]) -> tuple[float, float, str]:
+def once(env: dict[str, str]) -> tuple[float, float, str, float]:
+    """(seconds in the child from `import devicekit` to `devices()` returned, the whole child's wall time, what it
+    found, the child's CPU seconds over the same span: on a loaded machine the CPU time is the steadier figure)."""
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env, check=True)
     wall = time.perf_counter() - t0
-    inner, avail, n = out.stdout.split()
-    return float(inner), wall, f"{avail}/{n} available"
+    inner, cpu, avail, n = out.stdout.split()
+    return float(inner), wall, f"{avail}/{n} available", float(cpu)
+
+
+def _line(label: str, xs: list[float]) -> str:
+    xs = sorted(xs)
+    return f"{label}: median {statistics.median(xs) * 1e3:.1f} ms (min {xs[0] * 1e3:.1f}, max {xs[-1] * 1e3:.1f})"
 
 
 def main() -> int:
@@ -45,18 +52,15 @@ def main() -> int:
     once(env)  # warm the OS's file cache (and the remembered probe answers)
     if a.compare:
         off, on = {**env, "DEVICEKIT_PROBE_CACHE": "0"}, {**env, "DEVICEKIT_PROBE_CACHE": "1"}
-        pairs = [(once(off)[0], once(on)[0]) for _ in range(a.n)]
-        for label, xs in (("DEVICEKIT_PROBE_CACHE=0 (every kind probed)", [p[0] for p in pairs]),
-                          ("DEVICEKIT_PROBE_CACHE=1 (default)", [p[1] for p in pairs])):
-            xs = sorted(xs)
-            print(f"{label}: median {statistics.median(xs) * 1e3:.1f} ms (min {xs[0] * 1e3:.1f}, "
-                  f"max {xs[-1] * 1e3:.1f}; {a.n} fresh processes)")
+        pairs = [(once(off), once(on)) for _ in range(a.n)]
+        for i, label in enumerate(("DEVICEKIT_PROBE_CACHE=0 (every kind probed)", "DEVICEKIT_PROBE_CACHE=1 (default)")):
+            print(f"{_line(label, [p[i][0] for p in pairs])}; {_line('CPU time', [p[i][3] for p in pairs])}; "
+                  f"{a.n} fresh processes")
         print(f"load: {os.getloadavg()[0]:.2f} (1-min average), {os.cpu_count()} CPUs")
         return 0
     runs = [once(env) for _ in range(a.n)]
-    inner = sorted(r[0] for r in runs)
-    print(f"import devicekit; devicekit.devices(): median {statistics.median(inner) * 1e3:.1f} ms "
-          f"(min {inner[0] * 1e3:.1f}, max {inner[-1] * 1e3:.1f}; {a.n} fresh processes; {runs[0][2]})")
+    print(f"{_line('import devicekit; devicekit.devices()', [r[0] for r in runs])}; "
+          f"{_line('CPU time', [r[3] for r in runs])}; {a.n} fresh processes; {runs[0][2]}")
     if a.total:
         wall = sorted(r[1] for r in runs)
         print(f"whole process (interpreter start included): median {statistics.median(wall) * 1e3:.1f} ms")
