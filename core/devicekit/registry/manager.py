@@ -155,6 +155,8 @@ class Registry:
                 elif not self.fresh_probes and probe_memo.allowed(entry) and (hit := probe_memo.recall(entry)):
                     entry.availability, entry.count = hit
                     entry.remembered = True
+                    dprint(1, f"{entry.decl.name}: listed from its remembered probe answer (probed again before a "
+                              "device is built; DEVICEKIT_PROBE_CACHE=0: always probe)")
                 else:
                     self._probe(entry)
             return entry.availability
