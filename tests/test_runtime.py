@@ -157,3 +157,81 @@ def test_named_launch_binds_params_and_vars_by_name(dev, prog):
         prog(x=x, y=y, out=out, m=8)
     with pytest.raises(TypeError, match="param 'x' must be a devicekit Buffer"):  # execute's own checks apply
         prog(x=np.zeros(8, np.float32), y=y, out=out, n=8)
+
+
+# ---- issue 31.1: one launch path, owned by the core; messages a newcomer meets
+
+
+def test_no_backend_overrides_the_core_launch_path():
+    """Every installed backend's Program implements `_launch` (and maybe `plan_record`), nothing above it: the
+    checks and the launch memo are the core's, for all of them."""
+    import importlib
+
+    from devicekit.runtime import Program
+    for mod in ("devicekit_cpu.runtime", "devicekit_opencl.runtime", "devicekit_cuda.runtime", "devicekit_ray.runtime",
+                "devicekit_metal.runtime", "devicekit_acme.runtime", "devicekit.reference.device"):
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            continue
+
+    def every(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from every(sub)
+    seen = list(every(Program))
+    assert any(c.__name__ == "CPUProgram" for c in seen) and any(c.__name__ == "PythonProgram" for c in seen)
+    import inspect
+    for cls in seen:
+        for name in ("check", "_execute_checked", "_signature", "_repeat", "bind"):
+            assert name not in cls.__dict__, f"{cls.__module__}.{cls.__name__} overrides Program.{name}"
+        for name in ("execute", "__call__"):  # a spelling of the arguments may be added; the launch stays the core's
+            if name in cls.__dict__:
+                src = inspect.getsource(cls.__dict__[name])
+                assert f"super().{name}(" in src and "_launch" not in src, \
+                    f"{cls.__module__}.{cls.__name__}.{name} launches by itself instead of through Program.{name}"
+
+
+def test_the_seed_path_program_takes_the_same_fast_path(monkeypatch):
+    """`dev.runtime(dev.compiler.compile(dev.renderer.render(k)))` has no device: after its first launch (the full
+    check) its launches take the compiled checker and the repeat memo like a `dev.compile` Program's."""
+    from devicekit import kernels
+    from devicekit.runtime import Program
+    cpu = dk.device("CPU")
+    k = kernels.elementwise("a * b + c", name="seed_fast")
+    seed = cpu.runtime(cpu.compiler.compile(cpu.renderer.render(k)))
+    assert seed.device is None
+    full = []
+    real = Program._execute_checked
+    monkeypatch.setattr(Program, "_execute_checked", lambda self, *a: full.append(1) or real(self, *a))
+    sets = [[dk.Buffer(cpu, 16, "float32").copyin(np.full(16, 2, np.float32)) for _ in range(4)] for _ in range(2)]
+    for _ in range(5):
+        for bufs in sets:
+            seed.execute(bufs, [16])
+    assert len(full) == 1, "only the first launch of a device-less Program takes the full check"
+    np.testing.assert_array_equal(sets[1][3].numpy(), np.full(16, 6, np.float32))
+    with pytest.raises(ValueError, match="needs 17 elements"):
+        seed.execute(sets[0], [17])
+
+
+def test_a_numpy_array_for_a_buffer_says_how_to_pass_it():
+    from devicekit import kernels
+    prog = dk.device("CPU").compile(kernels.elementwise("a + 1.0", inputs=("a",), name="how_to_buffer"))
+    out = dk.Buffer("CPU", 4, "float32")
+    with pytest.raises(TypeError, match=r"param 'a' must be a devicekit Buffer, got ndarray: wrap an array with "
+                                        r"dk.from_numpy\(arr\).*copyin\(arr\).*dk.run\(kernel"):
+        prog.execute([np.zeros(4, np.float32), out], [4])
+
+
+def test_argument_name_typos_get_a_did_you_mean():
+    from devicekit import kernels
+    cpu = dk.device("CPU")
+    k = kernels.elementwise("x + 1.0", inputs=("x",), name="typo_inc")
+    prog = cpu.compile(k)
+    x, out = dk.Buffer(cpu, 4, "float32"), dk.Buffer(cpu, 4, "float32")
+    with pytest.raises(TypeError, match=r"unexpected argument\(s\) X \(did you mean 'x' for 'X'\?\)"):
+        prog(X=x, out=out, n=4)
+    with pytest.raises(TypeError, match=r"unexpected argument\(s\) ouy \(did you mean 'out' for 'ouy'\?\)"):
+        dk.run(k, cpu, x=np.zeros(4, np.float32), ouy=np.zeros(4, np.float32), n=4)
+    with pytest.raises(TypeError, match=r"unexpected argument\(s\) zzz;"):  # nothing close: no guess
+        prog(x=x, out=out, n=4, zzz=1)
