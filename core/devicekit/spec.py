@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_SPEC_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*(\d+)\s*)?$")
+_SPEC_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::\s*(\d+)\s*)?$", re.ASCII)  # ASCII digits: "CPU:١" is no CPU:1
 _KIND_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
@@ -40,8 +40,9 @@ class DeviceSpec:
         if not isinstance(s, str):
             raise TypeError(f"a device spec is a string like 'CUDA:1', got {type(s).__name__}")
         m = _SPEC_RE.match(s)
-        if m is None:
-            raise ValueError(f"invalid device spec {s!r}: expected KIND or KIND:INDEX, e.g. 'CPU' or 'CUDA:1'")
+        if m is None or len(m.group(2) or "") > 18:  # an index past int64 (5,000 digits: int() itself refuses)
+            shown = repr(s) if len(s) <= 80 else f"{s[:60]!r}... ({len(s)} characters)"
+            raise ValueError(f"invalid device spec {shown}: expected KIND or KIND:INDEX, e.g. 'CPU' or 'CUDA:1'")
         return cls(m.group(1), int(m.group(2)) if m.group(2) is not None else 0)
 
     def __str__(self) -> str:

@@ -94,3 +94,25 @@ def test_good_stored_choices_are_reused(monkeypatch, tmp_path, good):
     key = search._key(type("K", (), {"key": b"good"})(), cpu, cpu.compiler, [24])
     search._store(cpu.compiler).put(search._cache_key(key), good, replace=True)
     assert search._recall(key, cpu.compiler) == json.loads(good)
+
+
+# device names at dk.device: a devicekit error (or the ValueError/TypeError of a malformed name) naming it, short
+NAME_CORPUS = ["", " ", "CPU:-1", "CPU:" + "9" * 30, "CPU:" + "9" * 5000, "é", "\udcff", "x" * 100_000,
+               "x" * 100_000 + "!", "CPU:١", "CPU:²", "CPU::0", "CPU:0x1", "../CPU", "CPUU", "GPU", "gpu:3", 5, b"CPU",
+               1.5, "CPU\x00", "CPU:1e3"]
+
+
+@pytest.mark.parametrize("name", NAME_CORPUS, ids=lambda v: repr(v)[:20])
+def test_every_hostile_device_name_is_refused_in_a_short_message(name):
+    with pytest.raises((DeviceKitError, ValueError, TypeError)) as ei:
+        dk.device(name)
+    msg = str(ei.value)
+    assert len(msg) < 1500, f"{len(msg)} characters"
+    if isinstance(name, str) and name.strip():
+        assert repr(name)[1:20].upper() in msg.upper() or "characters)" in msg or "device spec" in msg
+
+
+def test_a_non_ascii_digit_is_no_device_index():
+    """'CPU:١' (ARABIC-INDIC DIGIT ONE) was read as CPU:1 by the spec's \\d."""
+    with pytest.raises(ValueError, match="invalid device spec"):
+        dk.device("CPU:١")

@@ -253,7 +253,8 @@ class Registry:
         unavail += [k for k in sorted(failed) if k not in table]
         known = {k: (k in avail_kinds, e.decl.description or "") for k, e in table.items()}
         known.update({k: (False, "") for k in failed if k not in known})
-        msg = f"no device {str(spec)!r}.{kind_hint(spec.kind, known)} Available: {', '.join(avail) or 'none'}."
+        name = str(spec) if len(str(spec)) <= 80 else f"{str(spec)[:60]}... ({len(str(spec))} characters)"
+        msg = f"no device {name!r}.{kind_hint(spec.kind, known)} Available: {', '.join(avail) or 'none'}."
         if unavail:  # the reasons are long and the same in every such error: `devicekit info` has them once
             msg += f" Unavailable here: {', '.join(unavail)} (`devicekit info` says why)."
         other = [str(f) for f in self.failures() if f.phase in DISCOVERY_PHASES]
