@@ -53,6 +53,9 @@ class AcmeProgram(Program):
         super().__init__(compiled, device)
         self.home = home  # the DeviceSpec this Program serves (ACME memory is host memory: no context to pick)
         spec = compiled.spec
+        if getattr(compiled, "trusted", False) is not True:  # bytes from anywhere else may be anything: check them
+            from devicekit_cpu.elfcheck import check  # before dlopen, which may crash on a damaged object
+            check(compiled.lib, spec.name, shared=True)
         self._dll, addr = _load(compiled.lib, spec.entry)
         self._order = spec.arg_order()  # ("buffer", i) / ("var", j) in the native signature's order
         types = [ctypes.c_void_p if kind == "buffer" else
