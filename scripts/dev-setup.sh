@@ -54,6 +54,26 @@ if ! .venv/bin/python -c 'from devicekit_webgpu import adapters as a; a.adapters
     fi
 fi
 
+# The C compilers the distribution offers, for the c pair's per-compiler tests (plugins/cpu/tests/test_cc_compilers.py:
+# gcc 12, clang 14 as `clang`, clang 19; every dtype against the PYTHON reference): as root with apt; a missing one
+# makes its test skip with the reason. DEVICEKIT_NO_APT=1 as above.
+missing_cc=""
+command -v clang >/dev/null || missing_cc="clang"
+command -v clang-19 >/dev/null || missing_cc="$missing_cc clang-19"
+if [ -n "$missing_cc" ]; then
+    if [ "${DEVICEKIT_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "dev-setup: installing the distribution's C compilers for the c pair's tests (apt-get install$missing_cc)"
+        # shellcheck disable=SC2086 # one word per package
+        if ! (apt-get install -y -q $missing_cc >/dev/null 2>&1 ||
+              { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $missing_cc >/dev/null 2>&1; }); then
+            echo "dev-setup: apt-get could not install$missing_cc; their c pair tests will skip with the reason"
+        fi
+    else
+        echo "dev-setup:$missing_cc not installed; their c pair tests will skip with the reason" \
+             "(as root with apt this script installs them)"
+    fi
+fi
+
 # The oldest NVRTC devicekit-cuda supports (13.2: 13.0 and 13.1 miscompile, see devicekit_cuda.compiler.MIN_NVRTC)
 # beside the installed one, for plugins/cuda/tests/test_cuda_nvrtc_oldest.py: NVRTC versions differ in what they
 # accept and produce (found on an H200, whose NVRTC was 13.0), so the test kernels compile with both. Unpacked from

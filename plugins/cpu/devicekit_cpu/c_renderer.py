@@ -50,12 +50,35 @@ class CRenderer(MemoRender, CStyleRenderer):
     # exp2/log2/sin come from the core's decompositions (they vectorize; libm calls do not); sqrt/trunc stay libm
     math_fns: ClassVar = {Ops.SQRT: "sqrt", Ops.TRUNC: "trunc"}
 
+    def __init__(self, half: str | None = None):
+        """`half`: how float16 is spelled, as the pair's compiler takes it ("_Float16"; "__fp16", clang's storage
+        type, computing in float and rounding each result back to half as the reference does; "" for none). Default:
+        what `cc_probe.choose` picked for the default CCompiler, so renderer and compiler agree."""
+        if half is None:
+            from .cc_compiler import FLAGS
+            from .cc_probe import choose
+            choice = choose(FLAGS)
+            half = choice.half if choice is not None else "_Float16"
+        self.half = half
+
+    def memo_salt(self) -> str:
+        return f"{super().memo_salt()}|half={self.half}"
+
+    def render_dtype(self, dt: DType) -> str:
+        if dt.count == 1 and dt.name == "float16":
+            if not self.half:
+                from devicekit.errors import CompileError
+                raise CompileError("float16 on the c pair: no C compiler here builds _Float16 or __fp16 (install "
+                                   "clang, or use the llvm pair)")
+            return self.half
+        return super().render_dtype(dt)
+
     def render_preamble(self, used: set[DType]) -> str:
         return "#include <math.h>"
 
     def render_math(self, fn: str, x: str, dt: DType) -> str:
         if dt.scalar() == dtypes.float16:  # libm has no half functions: compute in float, round back
-            return f"((_Float16){fn}f((float)({x})))"
+            return f"(({self.render_dtype(dtypes.float16)}){fn}f((float)({x})))"
         return super().render_math(fn, x, dt)
 
     def meta(self, lk) -> tuple:

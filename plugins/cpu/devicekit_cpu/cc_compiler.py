@@ -147,19 +147,55 @@ class CCompiler(Compiler):
     name = "cc"
 
     def __init__(self, cc: str | None = None, flags: tuple[str, ...] = FLAGS):
-        self.cc = cc or find_cc()
-        if self.cc is None:
-            raise RuntimeError("no C compiler: none of $CC, clang, cc, gcc is on PATH")
-        if cc is None and not os.environ.get("CC") and os.path.basename(self.cc) != "clang":
-            from devicekit.debug import dprint
-            dprint(1, f"CPU pair 'c': clang is not on PATH, using {self.cc} ({cc_version(self.cc)})")
+        from devicekit.debug import dprint
+
+        from . import cc_probe
+        self._base_flags = tuple(flags)
+        if cc is None:
+            choice = cc_probe.choose(self._base_flags)
+            if choice is None:
+                raise RuntimeError("no C compiler: none of $CC, clang, clang-N, cc, gcc is on PATH")
+            if not os.environ.get("CC") and os.path.basename(choice.cc) != "clang":
+                dprint(1, f"CPU pair 'c': using {choice.cc} ({cc_version(choice.cc)}): the first C compiler here "
+                       f"whose half builds{'' if choice.half == '_Float16' else ' (none does: half through float)'}")
+        else:
+            choice = cc_probe.settle(cc, safe_flags(cc_info(cc), self._base_flags, cpu_flags())[0])
+        self.cc, self.choice = choice.cc, choice
         self.info = cc_info(self.cc)
-        self.flags, self.notes = safe_flags(self.info, tuple(flags), cpu_flags())
+        self.flags, self.notes = safe_flags(self.info, choice.flags, cpu_flags())
+        self.notes = [*self.notes, *choice.notes]
+        self.half = choice.half
         if self.notes:
-            from devicekit.debug import dprint
             dprint(1, f"CPU pair 'c': {self.info} with {' '.join(flags)}: added " + "; ".join(self.notes))
         self._id = f"{self.name} {os.path.basename(self.cc)} {self.info}: {cc_version(self.cc)} " \
-                   f"[{' '.join(self.flags)}] host={cpu_fingerprint()}"
+                   f"[{' '.join(self.flags)}] features={choice.features.text()} half={self.half or 'none'} " \
+                   f"host={cpu_fingerprint()}"
+        self._alts: dict[frozenset[str], CCompiler] = {}
+
+    def for_source(self, src: str) -> CCompiler:
+        """This compiler, or another C compiler here that has the features a hand-written source names and this one
+        lacks (clang's ext_vector_type where gcc is used; a compiler whose _Float16 builds)."""
+        from . import cc_probe
+        needs = cc_probe.needs_of(src)
+        if all(getattr(self.choice.features, n) for n in needs):
+            return self
+        if needs not in self._alts:
+            alt = cc_probe.choose(self._base_flags, needs)
+            ok = alt is not None and all(getattr(alt.features, n) for n in needs)
+            self._alts[needs] = CCompiler(alt.cc, self._base_flags) if ok and alt.cc != self.cc else self
+        return self._alts[needs]
+
+    def cache_key(self, spec):
+        alt = self.for_source(spec.src)
+        return super().cache_key(spec) if alt is self else alt.cache_key(spec)
+
+    def compile(self, spec):
+        alt = self.for_source(spec.src)
+        return super().compile(spec) if alt is self else alt.compile(spec)
+
+    def recompile(self, spec, reason: str = ""):
+        alt = self.for_source(spec.src)
+        return super().recompile(spec, reason) if alt is self else alt.recompile(spec, reason)
 
     def identity(self) -> str:
         return self._id
@@ -175,6 +211,8 @@ class CCompiler(Compiler):
     def _run(self, src: str, ctx=None) -> tuple[bytes, list[str] | None]:
         from devicekit.compile.deps import parse_make_deps
         from devicekit.compile.subproc import compiler_tmpdir, failure_message, run_compiler
+
+        from .cc_probe import needs_of
         with compiler_tmpdir(prefix="devicekit_cc_") as d:
             out, dep = os.path.join(d, "kernel.so"), os.path.join(d, "kernel.d")
             extra = [*ctx.cc_args(), "-MD", "-MF", dep] if ctx is not None else []
@@ -182,8 +220,11 @@ class CCompiler(Compiler):
             p = run_compiler([self.cc, *self.flags, *extra, "-x", "c", "-", "-o", out, "-lm"], input=src,
                              cwd=ctx.cwd if ctx is not None else None, what=name)
             if p.returncode != 0:
-                raise CompileError(failure_message(p, name) or f"{name} rejected the C source (exit {p.returncode})",
-                                   p.stderr, src)
+                missing = [n for n in sorted(needs_of(src)) if not getattr(self.choice.features, n)]
+                hint = (f" (it uses {', '.join(missing)}, which {name} lacks here, as does every other C compiler "
+                        "found: clang has them)") if missing else ""
+                raise CompileError(failure_message(p, name) or f"{name} rejected the C source (exit {p.returncode})"
+                                   + hint, p.stderr, src)
             with open(out, "rb") as f:
                 lib = f.read()
             if ctx is None:
