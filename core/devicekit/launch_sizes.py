@@ -56,16 +56,16 @@ def _dims(name: str, what: str, dims: Any, least: int) -> tuple[int, ...] | None
         if isinstance(x, bool) or not isinstance(x, numbers.Integral):
             raise LaunchError(f"{name}: {what}[{a}] must be an int, got {type(x).__name__} {x!r}")
         if x < least:
-            why = "a group has at least one work-item" if least else "it counts work-groups: 0 or more"
+            why = "a group has at least one work-item" if least else "a size is 0 or more"
             raise LaunchError(f"{name}: {what}[{a}] = {int(x)} is below {least} ({why})")
     return tuple(int(x) for x in dims)
 
 
-def check_values(name: str, global_size: Any, local_size: Any) -> tuple[tuple[int, ...] | None,
-                                                                           tuple[int, ...] | None]:
+def check_values(name: str, global_size: Any, local_size: Any, words: tuple[str, str] = ("global_size", "local_size")
+                 ) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """Both sizes as tuples of ints (None stays None), or a LaunchError: not ints, more than 3 axes, a negative
-    global size, a local size below 1."""
-    return _dims(name, "global_size", global_size, 0), _dims(name, "local_size", local_size, 1)
+    global size, a local size below 1. `words` name the two in messages."""
+    return _dims(name, words[0], global_size, 0), _dims(name, words[1], local_size, 1)
 
 
 def check_limits(name: str, groups: Sequence[int], local: Sequence[int], limits: Limits) -> None:

@@ -7,8 +7,11 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from devicekit.launch_sizes import Limits
+
 from . import platform
 
+POCL_MAX_GROUPS = 2 ** 32 - 1
 _lock = threading.Lock()
 _contexts: dict[int, Ctx] = {}
 
@@ -20,10 +23,25 @@ class Ctx:
     context: Any  # pyopencl.Context
     queue: Any  # pyopencl.CommandQueue (in order, profiling on)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _limits: Limits | None = None
 
     @property
     def name(self) -> str:
         return "OPENCL" if self.index == 0 else f"OPENCL:{self.index}"
+
+    def limits(self) -> Limits:
+        """The device's launch limits (devicekit.launch_sizes), read once: work-item dimensions and sizes, work-group
+        size, size_t per axis; on PoCL fewer than 2^32 work-groups in all (2^32 kill the process with SIGILL)."""
+        if self._limits is None:
+            d = self.device
+            pocl = "portable computing language" in d.platform.name.lower()
+            self._limits = Limits(
+                device=f"{self.name} ({d.name.strip()})", max_axes=int(d.max_work_item_dimensions),
+                max_local=tuple(int(x) for x in d.max_work_item_sizes), max_group_items=int(d.max_work_group_size),
+                max_global=(2 ** int(d.address_bits) - 1,) * 3,
+                max_total_groups=POCL_MAX_GROUPS if pocl else None,
+                why_total_groups=" (PoCL's limit: 2^32 work-groups or more crash it)" if pocl else "")
+        return self._limits
 
 
 def get(index: int) -> Ctx:

@@ -6,7 +6,13 @@
   from several threads at once (the queue itself is thread-safe).
 - Launch dims are groups x local (ProgramSpec.global_size counts work-groups): global work size = groups * local.
   A hand-written kernel without local_size runs one work-item a group, or its reqd_work_group_size when it declares
-  one (read from the built kernel, so macros are evaluated); another local size is a ValueError saying so.
+  one (read from the built kernel, so macros are evaluated); another local size is a LaunchError saying so.
+- Sizes are checked before enqueueing (devicekit.launch_sizes): ints, a local size of at least 1, the device's
+  work-item dimensions and sizes, the kernel's work-group size, size_t, and PoCL's 2^32 work-groups (more kill the
+  process with SIGILL inside PoCL). The OpenCL spelling `global_work_size=` (work-items) / `local_work_size=` is
+  accepted by `execute` and by a call by name (opencl_sizes.py).
+- Waiting (wait=True, `EventLaunch.wait()`) polls the event's status on the main thread (devicekit.interrupt.
+  wait_until), so Ctrl-C interrupts a kernel that never ends.
 - Generated kernels take each buffer as (cl_mem, byte offset) (meta "view_args"); a hand-written kernel's
   `__global T *` param gets the cl_mem itself, or for a view a sub-buffer, which OpenCL allows only at offsets
   aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN (a clear error otherwise).
@@ -14,14 +20,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
 import numpy as np
+from devicekit import interrupt, launch_sizes
+from devicekit.errors import LaunchError
 from devicekit.render.signature import launch_shared
 from devicekit.runtime import Program
 
-from . import context
+from . import context, opencl_sizes
 
 _NP = {"bool": np.uint8, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
        "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64, "float16": np.float16,
@@ -50,6 +59,28 @@ class OpenCLProgram(Program):
         self._var_types = [np.int64 if v.dtype is None else _NP[v.dtype.name] for v in spec.vars]
         self._align = max(1, int(ctx.device.mem_base_addr_align) // 8)  # reported in bits
         self._reqd = _required_local_size(kernel, ctx.device) if spec.get_meta("from_source") else None
+
+    def execute(self, buffers: Any, vals: Any = (), global_size: Any = None, local_size: Any = None,
+                wait: bool = False, *, global_work_size: Any = None, local_work_size: Any = None) -> Any:
+        """Program.execute, also with OpenCL's spelling: `global_work_size` in work-items (global_size counts
+        work-groups) and `local_work_size` (opencl_sizes)."""
+        if global_work_size is not None or local_work_size is not None:
+            global_size, local_size = opencl_sizes.to_groups(self.name, global_size, local_size, global_work_size,
+                                                             local_work_size, self._reqd)
+        return super().execute(buffers, vals, global_size, local_size, wait)
+
+    def __call__(self, *args: Any, **named: Any) -> Any:
+        """Program.__call__, also taking `global_work_size=` / `local_work_size=` where no param or var has that
+        name."""
+        if any(k in named for k in opencl_sizes.WORK_OPTIONS):
+            taken = {p.name for p in self.spec.user_params} | {v.name for v in self.spec.vars}
+            work = {k: named.pop(k) for k in opencl_sizes.WORK_OPTIONS if k in named and k not in taken}
+            if work:
+                g, lo = opencl_sizes.to_groups(self.name, named.pop("global_size", None),
+                                               named.pop("local_size", None), work.get("global_work_size"),
+                                               work.get("local_work_size"), self._reqd)
+                named.update({k: v for k, v in (("global_size", g), ("local_size", lo)) if v is not None})
+        return super().__call__(*args, **named)
 
     def _kernel(self) -> Any:
         k = getattr(self._tls, "kernel", None)
@@ -92,10 +123,26 @@ class OpenCLProgram(Program):
                     args.append(cl.LocalMemory(max(int(locs[i]), 1)))
                 else:
                     raise ValueError(f"{self.name}: OpenCL kernels have no builtin params")
-        groups = tuple(global_size) if global_size else (1,)
+        groups, local = self._sizes(global_size, local_size)
+        if any(g == 0 for g in groups):
+            return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
+        glob = tuple(g * lo for g, lo in zip(groups, local))
+        k = self._kernel()
+        k.set_args(*args)
+        ev = cl.enqueue_nd_range_kernel(self.ctx.queue, k, glob, local)
+        if not wait:
+            return EventLaunch(ev, self.ctx.queue)
+        wait_event(ev, self.ctx.queue, handles)
+        return (ev.profile.end - ev.profile.start) * 1e-9
+
+    def _sizes(self, global_size, local_size) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(work-groups, work-items per group) per axis, both of one length, checked against the device's and the
+        kernel's limits (devicekit.launch_sizes: one LaunchError naming the limit, before anything is enqueued)."""
+        groups, local = launch_sizes.check_values(self.name, global_size, local_size)
+        groups = groups or (1,)
         reqd = self._reqd
-        if local_size:
-            local = tuple(local_size)
+        if local:
+            pass
         elif reqd is not None:  # the kernel's reqd_work_group_size is the only local size it runs with
             local = reqd[:max(i + 1 for i, x in enumerate(reqd) if x != 1 or i == 0)]
         else:
@@ -103,30 +150,48 @@ class OpenCLProgram(Program):
         if len(local) != len(groups):
             n = max(len(local), len(groups))
             groups, local = groups + (1,) * (n - len(groups)), local + (1,) * (n - len(local))
-        if reqd is not None and tuple(int(x) for x in local) + (1,) * (3 - len(local)) != reqd:
+        if reqd is not None and local + (1,) * (3 - len(local)) != reqd:
             want = ", ".join(str(x) for x in reqd)
-            raise ValueError(f"{self.name}: the kernel declares reqd_work_group_size({want}); it was launched with "
-                             f"local size {tuple(int(x) for x in local)}: pass local_size=({want}) or leave it out")
-        if any(int(g) <= 0 for g in groups):
-            return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
-        glob = tuple(int(g) * int(lo) for g, lo in zip(groups, local))
-        k = self._kernel()
-        k.set_args(*args)
-        ev = cl.enqueue_nd_range_kernel(self.ctx.queue, k, glob, tuple(int(x) for x in local))
-        if not wait:
-            return EventLaunch(ev)
-        ev.wait()
-        return (ev.profile.end - ev.profile.start) * 1e-9
+            raise LaunchError(f"{self.name}: the kernel declares reqd_work_group_size({want}); it was launched with "
+                              f"local size {local}: pass local_size=({want}) or leave it out")
+        launch_sizes.check_limits(self.name, groups, local, self._limits())
+        return groups, local
+
+    def _limits(self) -> launch_sizes.Limits:
+        """The device's limits, with this kernel's own work-group size (CL_KERNEL_WORK_GROUP_SIZE, which register
+        use can make smaller than the device's)."""
+        lim = getattr(self, "_lim", None)
+        if lim is None:
+            import pyopencl as cl
+            lim = self.ctx.limits()
+            try:
+                own = int(self._kernel().get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                             self.ctx.device))
+                if own > 0:
+                    lim = dataclasses.replace(lim, max_group_items=min(own, lim.max_group_items or own))
+            except (cl.Error, TypeError, ValueError):  # a driver that does not answer: the device's limit holds
+                pass
+            self._lim = lim
+        return lim
+
+
+def wait_event(ev, queue, keep=None) -> None:
+    """Wait for `ev` so that Ctrl-C interrupts the wait (devicekit.interrupt.wait_until polls its status on the main
+    thread); a failed command raises here, from the driver's own wait."""
+    import pyopencl as cl
+    queue.flush()  # polled status moves only for commands the driver was handed
+    interrupt.wait_until(lambda: ev.command_execution_status <= cl.command_execution_status.COMPLETE, ev.wait, keep)
+    ev.wait()  # returns at once; raises for a command that ended in error
 
 
 class EventLaunch:
     """What `execute(wait=False)` returns on OpenCL: the launch's own event. `wait()` waits for that kernel only
     (the in-order queue has run everything before it) and returns its time on the device, from the profile."""
 
-    __slots__ = ("_ev", "seconds")
+    __slots__ = ("_ev", "_queue", "seconds")
 
-    def __init__(self, ev):
-        self._ev, self.seconds = ev, None
+    def __init__(self, ev, queue):
+        self._ev, self._queue, self.seconds = ev, queue, None
 
     @property
     def done(self) -> bool:
@@ -134,7 +199,7 @@ class EventLaunch:
 
     def wait(self) -> float:
         if self.seconds is None:
-            self._ev.wait()
+            wait_event(self._ev, self._queue)
             self.seconds = (self._ev.profile.end - self._ev.profile.start) * 1e-9
         return self.seconds
 
