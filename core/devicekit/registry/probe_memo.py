@@ -122,9 +122,18 @@ def allowed(entry: Any) -> bool:
             and settings.get("DEVICEKIT_PROBE_CACHE") and settings.get("DEVICEKIT_CACHE"))
 
 
+_cache: Any = None
+
+
 def _store():
-    from ..compile.cache import default_cache
-    return default_cache()
+    """A CompileCache of its own over the compile cache's directory (same pinning, key and MAC), so its hits and
+    misses are not counted as the compile cache's; rebuilt when DEVICEKIT_CACHE_DIR or DEVICEKIT_CACHE change."""
+    global _cache
+    from ..compile.cache import CompileCache, default_cache_dir
+    root, disk = os.path.abspath(default_cache_dir()), settings.get("DEVICEKIT_CACHE")
+    if _cache is None or str(_cache.root) != root or _cache._disk_wanted != disk:
+        _cache = CompileCache(root, disk=disk, memory_max_bytes=1 << 20)
+    return _cache
 
 
 def recall(entry: Any, at: Any = None) -> tuple[Availability, int | None] | None:
