@@ -6,6 +6,9 @@ device (10), a software adapter (lavapipe's "llvmpipe", adapter type CPU) ranks 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,13 +46,38 @@ def adapters() -> list[Any]:
             except Exception:  # noqa: BLE001, S110 - the instance exists already (someone asked first): take it as is
                 pass
             try:
-                found = list(wgpu.gpu.enumerate_adapters_sync())
+                with _quiet_wsi():
+                    found = list(wgpu.gpu.enumerate_adapters_sync())
             except Exception as e:
                 raise Unavailable(f"{NO_ADAPTER} ({type(e).__name__}: {e})") from e
             _adapters = [a for a in found if a.info.get("backend_type") in BACKENDS]
         if not _adapters:
             raise Unavailable(NO_ADAPTER)
         return _adapters
+
+
+@contextlib.contextmanager
+def _quiet_wsi():
+    """Mesa's Vulkan drivers print "error: XDG_RUNTIME_DIR is invalid or not set" to fd 2 for every window-system
+    probe of a process without a desktop session (a server, CI), four times per enumeration: every device listing
+    of every process would show it. Those lines are dropped; anything else written to fd 2 meanwhile is passed on."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            rest = [x for x in tmp.read().decode(errors="replace").splitlines(keepends=True)
+                    if "XDG_RUNTIME_DIR" not in x]
+            if rest:
+                os.write(2, "".join(rest).encode())
 
 
 def is_software(adapter: Any) -> bool:

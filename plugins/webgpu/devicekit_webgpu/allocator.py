@@ -39,6 +39,9 @@ class WebGPUAllocator(LRUAllocator):
         super().__init__("WEBGPU" if index == 0 else f"WEBGPU:{index}", max_cached_bytes)
         self.index = index
         self.ctx = adapters.get(index)
+        # every GPUBuffer until _free: a Buffer collected in a reference cycle hands its handle back to the LRU from
+        # its finalizer, and the GPUBuffer's own finalizer (which releases the native buffer) must not run with it
+        self._live: dict[int, Any] = {}
 
     def _alloc(self, nbytes: int, options: BufferOptions) -> WGMem:
         import wgpu
@@ -48,9 +51,11 @@ class WebGPUAllocator(LRUAllocator):
             raise MemoryError(f"{self.device}: {nbytes} bytes is more than this adapter's max-buffer-size ({limit})")
         u = wgpu.BufferUsage
         buf = self.ctx.device.create_buffer(size=size, usage=u.STORAGE | u.COPY_SRC | u.COPY_DST)  # zeroed by WebGPU
+        self._live[id(buf)] = buf
         return WGMem(buf, 0, nbytes, self.index)
 
     def _free(self, handle: WGMem, nbytes: int, options: BufferOptions) -> None:
+        self._live.pop(id(handle.buf), None)
         handle.buf.destroy()  # work already submitted that uses it still completes (WebGPU defers the release)
 
     def _check(self, handle: WGMem) -> None:

@@ -9,9 +9,10 @@ WGSL is not C; what changes and where:
   * statements: `let`/`var` declarations, `for (var r: i32 = ...)`, braces on every if and `select` for the gated
     load's conditional are respelled from the walk's C shapes by `wgsl_text` (the base has no hooks for them).
   * 64-bit integers: WGSL has none. Index and loop arithmetic (int64 in the IR) is rendered as i32 where
-    `devicekit.ir.narrow` proves every value fits, and refused by name where it cannot. An int64 buffer that the
-    kernel only writes (argmax's indices, the bounds-check record) is an array<i32> of (low, high) word pairs;
-    loading int64 data is refused (its values are not bounded).
+    `devicekit.ir.narrow` proves every value fits (checked again at launch where the fit depends on the vars'
+    values), and refused by name where it cannot. INT64_MIN, the bounds-check record's sentinel, is i32's minimum
+    (narrow's order isomorphism). An int64 buffer that the kernel only writes (the bounds-check record) is an
+    array<i32> of (low, high) word pairs; loading int64 data is refused (its values are not bounded).
   * dtypes: f32, i32, u32, bool, f16 with the adapter's `shader-f16`. bool memory is bytes: array<u32> words read
     by shifts, written with atomicAnd/atomicOr on array<atomic<u32>> (neighbouring bytes belong to other
     invocations). 8/16-bit ints, uint64, float64 and bfloat16 are refused ("does not support").
@@ -24,26 +25,31 @@ WGSL is not C; what changes and where:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from dataclasses import dataclass
 from typing import ClassVar
 
 from devicekit.ir.dtypes import DType, dtypes
-from devicekit.ir.narrow import narrow_plan
+from devicekit.ir.narrow import SENTINEL, narrow_plan
 from devicekit.ir.ops import Ops
 from devicekit.ir.uop import KernelError
 from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads
+from devicekit.render.renderer import Capabilities
 
+from . import nan_exact
 from .wgsl_text import statement
 
 TYPE_MAP = {"bool": "bool", "int32": "i32", "uint32": "u32", "float32": "f32", "float16": "f16", "int64": "i32"}
-UNIFORM_TYPES = {"int32": "i32", "uint32": "u32", "float32": "f32", "int64": "i32"}
+UNIFORM_TYPES = {"int32": "i32", "uint32": "u32", "float32": "f32", "int64": "i32", "uint8": "u32"}  # uint8: bool
 _ZERO = {"i32": "0i", "u32": "0u", "f32": "0.0f", "f16": "0.0h"}
 _F32_BITS = {"inf": "0x7f800000u", "-inf": "0xff800000u", "nan": "0x7fc00000u"}
 
 
 def _t(dt: DType) -> str:
+    if dt.scalar() == dtypes.uint8:  # only a bool k.scalar's wire value, cast to bool at once (capabilities)
+        return "u32"
     return TYPE_MAP[dt.scalar().name]
 
 
@@ -97,6 +103,7 @@ class _Kernel:
 
     local_size: tuple[int, ...]
     params: dict[str, tuple[int, DType, bool]]  # WGSL name -> (binding, storage dtype, written)
+    wide: bool = False  # loads int64 data: dk_ld64 checks each value and the dk_wide flag binding exists
 
 
 class WGSLRenderer(CStyleRenderer):
@@ -139,6 +146,14 @@ class WGSLRenderer(CStyleRenderer):
         if global_max is not None:
             self.global_max = (global_max,) * 3
         self._tls = threading.local()
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The lowering's view: uint8 too, as the wire type of a bool k.scalar (docs/ir.md: bool travels as uint8);
+        a uint8 buffer or value is still refused by name here. `supported_dtypes` (what random kernels use) has no
+        uint8."""
+        caps = super().capabilities
+        return dataclasses.replace(caps, dtypes=caps.dtypes | {dtypes.uint8})
 
     @classmethod
     def from_limits(cls, limits: dict, features) -> WGSLRenderer:
@@ -185,11 +200,13 @@ class WGSLRenderer(CStyleRenderer):
         v = int(value)
         if t == "u32":
             return f"{v}u"
-        if v == -(2**31):
+        if v == -(2**31) or (dt == dtypes.int64 and v == SENTINEL):  # INT64_MIN's image (ir.narrow)
             return "(-2147483647i-1i)"
         return f"({v}i)" if v < 0 else f"{v}i"
 
     def render_cast(self, x: str, src: DType, dst: DType) -> str:
+        if dst.scalar() == dtypes.uint8:
+            raise KernelError("WEBGPU does not support uint8 values (WGSL has f32, i32, u32, bool and f16)")
         s, d = _t(src), _t(dst)
         if s == d:
             return x
@@ -221,6 +238,9 @@ class WGSLRenderer(CStyleRenderer):
         p = self._param(buf)
         if p is None:  # a workgroup array
             return f"{buf}[{idx}]"
+        if p[1] == dtypes.int64:  # (low, high) words; dk_ld64 flags a value outside int32 (ir.narrow, loads=True)
+            at = f"(dk_args.dko_{buf}+2i*({idx}))"
+            return f"dk_ld64({buf}[{at}], {buf}[{at}+1i])"
         if dt.is_bool:
             at = f"(dk_args.dko_{buf}+{idx})"
             word = f"atomicLoad(&{buf}[{at}/4i])" if p[2] else f"{buf}[{at}/4i]"
@@ -238,15 +258,19 @@ class WGSLRenderer(CStyleRenderer):
                     f"atomicOr(&{buf}[{at}/4i], (select(0u, 1u, {value})<<{sh}))")
         if p[1] == dtypes.int64:  # (low, high) word pairs: the value is proven to fit in i32
             at = f"(dk_args.dko_{buf}+2i*({idx}))"
-            return f"{buf}[{at}] = {value}; {buf}[{at}+1i] = ({value}>>31u)"
+            high = f"select(({value}>>31u), (-2147483647i-1i), ({value}==(-2147483647i-1i)))"  # INT64_MIN back
+            return f"{buf}[{at}] = {value}; {buf}[{at}+1i] = {high}"
         return f"{buf}[{at}] = {value}"
+
+    def render_scalar(self, name: str, dt: DType) -> str:
+        return f"{name}: {UNIFORM_TYPES.get(dt.name, dt.name)}"  # a field of DkArgs (render_kernel)
 
     def render_local(self, name: str, dt: DType, size: int) -> str:
         return f"var<workgroup> {name}: array<{self.render_dtype(dt)}, {size}>;"
 
     # ---- the module
     def render_linear(self, lk, name: str) -> str:
-        narrow_plan(lk, "WEBGPU")  # refuses what no launch can narrow; meta() keeps the launch-time guards
+        narrow_plan(lk, "WEBGPU", loads=True)  # refuses what no launch can narrow; meta() keeps the guards
         params: dict[str, tuple[int, DType, bool]] = {}
         stored = {u.arg[0]: u.dtype for u in lk.uops if u.op is Ops.PARAM}
         written = {u.src[0].src[0].arg[0] for u in lk.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}
@@ -255,13 +279,12 @@ class WGSLRenderer(CStyleRenderer):
             dt = stored.get(i, p.dtype)
             if dt.name not in TYPE_MAP or (dt == dtypes.float16 and not self.fp16):
                 raise KernelError(f"WEBGPU does not support {dt.name} buffers (param {p.name!r})")
-            if dt == dtypes.int64 and i in loaded:
-                raise KernelError(f"WEBGPU does not support loading int64 data (param {p.name!r}): WGSL has no "
-                                  "64-bit integers; an int64 buffer may only be written")
             params[self.user_name(p.name)] = (i, dt, i in written)
-        if len(params) > self.max_buffers:
-            raise KernelError(f"WEBGPU does not support kernel {name} with {len(params)} buffers: this adapter allows "
-                              f"{self.max_buffers} storage buffers per shader stage")
+        wide = any(dt == dtypes.int64 and i in loaded for i, dt, _ in params.values())
+        if len(params) + wide > self.max_buffers:
+            extra = " (and the int64 load check's flag)" if wide else ""
+            raise KernelError(f"WEBGPU does not support kernel {name} with {len(params)} buffers{extra}: this adapter "
+                              f"allows {self.max_buffers} storage buffers per shader stage")
         for v in lk.vars:
             if v.scalar is not None and v.dtype.name not in UNIFORM_TYPES:
                 raise KernelError(f"WEBGPU does not support {v.scalar.name} scalar {v.name!r} (passed as "
@@ -280,9 +303,9 @@ class WGSLRenderer(CStyleRenderer):
         if threads is not None and threads > self.local_total_max:
             raise KernelError(f"kernel {name} has {threads} invocations a workgroup; this adapter allows "
                               f"{self.local_total_max}")
-        self._tls.k = _Kernel(dims, params)
+        self._tls.k = _Kernel(dims, params, wide)
         try:
-            return super().render_linear(lk, name)
+            return super().render_linear(nan_exact.rewrite(lk), name)
         finally:
             del self._tls.k
 
@@ -291,7 +314,7 @@ class WGSLRenderer(CStyleRenderer):
         out = ["enable f16;"] if any(d.scalar() == dtypes.float16 for d in used) else []
         fields = [f"  dko_{p.name}: i32," for p in params if p.kind == "buffer"]
         fields += [f"  {p.name}: {UNIFORM_TYPES[p.dtype.name]}," for p in params if p.kind == "var"]
-        out += ["struct DkArgs {", *(fields or ["  dk_pad: u32,"]), "}"]
+        out += ["struct DkArgs {", *fields, "  dk_zero: u32,", "}"]  # dk_zero: always 0 (nan_exact's opaque reads)
         nbuf = 0
         for p in params:
             if p.kind != "buffer":
@@ -301,10 +324,16 @@ class WGSLRenderer(CStyleRenderer):
             out.append(f"@group(0) @binding({p.index}) var<storage, read_write> {p.name}: array<{elem}>;")
             nbuf += 1
         out.append(f"@group(0) @binding({nbuf}) var<uniform> dk_args: DkArgs;")
+        if k.wide:
+            out += [f"@group(0) @binding({nbuf + 1}) var<storage, read_write> dk_wide: array<atomic<u32>>;",
+                    "fn dk_ld64(lo: i32, hi: i32) -> i32 {",
+                    "  if ((hi != (lo >> 31u)) || (lo == (-2147483647i-1i))) { atomicStore(&dk_wide[0], 1u); return 0i; }",
+                    "  return lo;", "}"]
         lines = [statement(x) for x in body]
         out += [x.strip() for x in lines if x.lstrip().startswith("var<workgroup>")]
         lines = [x for x in lines if not x.lstrip().startswith("var<workgroup>")]
         head = [f"  let {p.name}: {UNIFORM_TYPES[p.dtype.name]} = dk_args.{p.name};" for p in params if p.kind == "var"]
+        head.append("  let dk_zero: u32 = dk_args.dk_zero;")
         size = ", ".join(str(d) for d in (k.local_size or (1,)))
         out.append(f"@compute @workgroup_size({size})")
         out.append(f"fn {name}(@builtin(workgroup_id) dk_gid: vec3<u32>, "
@@ -317,7 +346,11 @@ class WGSLRenderer(CStyleRenderer):
         wire = tuple(UNIFORM_TYPES["int64" if v.scalar is None else v.dtype.name] for v in lk.vars)
         units = tuple(_unit(stored.get(i, p.dtype)) for i, p in enumerate(lk.params))
         return (("shared_bytes", local_bytes), ("wgsl_args", wire), ("wgsl_units", units),
-                ("narrow_guards", narrow_plan(lk, "WEBGPU")))
+                ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _loads_int64(lk)))
+
+
+def _loads_int64(lk) -> bool:
+    return any(u.op is Ops.LOAD and u.dtype.scalar() == dtypes.int64 for u in lk.uops)
 
 
 def _unit(dt: DType) -> int:

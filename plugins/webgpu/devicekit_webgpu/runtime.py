@@ -49,7 +49,7 @@ class WebGPUProgram(Program):
             self._ubind = nbuf
             self._wire = tuple(spec.get_meta("wgsl_args", ()))
             self._units = tuple(spec.get_meta("wgsl_units", ()))
-        nfields = (0 if self._source else nbuf) + len(self._wire)
+        nfields = (0 if self._source else nbuf + 1) + len(self._wire)  # + dk_zero, left 0 (renderer)
         self._ubytes = max(16, (4 * nfields + 15) & ~15)
         try:
             module = shader_module(ctx, src, repr(spec.name))
@@ -61,6 +61,8 @@ class WebGPUProgram(Program):
             if self._ubind is not None:
                 entries.append({"binding": self._ubind, "visibility": u,
                                 "buffer": {"type": wgpu.BufferBindingType.uniform}})
+            if spec.get_meta("wgsl_wide", False):
+                entries.append({"binding": nbuf + 1, "visibility": u, "buffer": {"type": t.storage}})
             self._layout = ctx.device.create_bind_group_layout(entries=entries)
             pl = ctx.device.create_pipeline_layout(bind_group_layouts=[self._layout])
             self._pipeline = ctx.device.create_compute_pipeline(layout=pl, compute={"module": module,
@@ -71,6 +73,7 @@ class WebGPUProgram(Program):
         self._ubuf = (ctx.device.create_buffer(size=self._ubytes, usage=wgpu.BufferUsage.UNIFORM
                                                | wgpu.BufferUsage.COPY_DST) if self._ubind is not None else None)
         self._groups: OrderedDict = OrderedDict()
+        self._wide = bool(spec.get_meta("wgsl_wide", False))  # the int64 load check's flag at binding n + 1
         self._guards = tuple(spec.get_meta("narrow_guards", ()))  # int64 values proven to fit per launch (ir.narrow)
         self._proven: set = set()
         self._align = int(ctx.limits["min-storage-buffer-offset-alignment"])
@@ -101,7 +104,7 @@ class WebGPUProgram(Program):
                              f"{self._max_bind} bytes of a storage buffer (max-storage-buffer-binding-size)")
         return h.buf, start, size - size % 4, elem
 
-    def _bind_group(self, binds: list) -> Any:
+    def _bind_group(self, binds: list, flag: Any = None) -> Any:
         key = tuple((b[0], b[1], b[2]) for b in binds)
         with self.ctx.lock:
             bg = self._groups.get(key)
@@ -113,6 +116,9 @@ class WebGPUProgram(Program):
         if self._ubuf is not None:
             entries.append({"binding": self._ubind, "resource": {"buffer": self._ubuf, "offset": 0,
                                                                   "size": self._ubytes}})
+        if flag is not None:  # a bind group of its own: the flag buffer is the launch's
+            entries.append({"binding": len(binds) + 1, "resource": {"buffer": flag, "offset": 0, "size": 16}})
+            return self.ctx.device.create_bind_group(layout=self._layout, entries=entries)
         bg = self.ctx.device.create_bind_group(layout=self._layout, entries=entries)
         with self.ctx.lock:
             self._groups[key] = bg
@@ -151,8 +157,12 @@ class WebGPUProgram(Program):
         binds = [self._binding(h, j) for j, h in enumerate(handles)]
         if any(g <= 0 for g in groups):
             return 0.0 if wait else None
-        bg = self._bind_group(binds)
         dev = self.ctx.device
+        flag = None
+        if self._wide:
+            import wgpu
+            flag = dev.create_buffer(size=16, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+        bg = self._bind_group(binds, flag)
         enc = dev.create_command_encoder()
         cp = enc.begin_compute_pass()
         cp.set_pipeline(self._pipeline)
@@ -164,10 +174,29 @@ class WebGPUProgram(Program):
             if self._ubuf is not None:
                 dev.queue.write_buffer(self._ubuf, 0, self._uniform(binds, vals))
             dev.queue.submit([enc.finish()])
+        if flag is not None:
+            self._check_wide(flag)
         if not wait:
             return None
         self.ctx.wait()
         return time.perf_counter() - t0
+
+    def _check_wide(self, flag: Any) -> None:
+        """The int64 load check (renderer: dk_ld64): a ValueError when a loaded value did not fit in int32."""
+        import wgpu
+        dev = self.ctx.device
+        staging = dev.create_buffer(size=16, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        enc = dev.create_command_encoder()
+        enc.copy_buffer_to_buffer(flag, 0, staging, 0, 16)
+        dev.queue.submit([enc.finish()])
+        staging.map_sync(wgpu.MapMode.READ)
+        hit = bytes(staging.read_mapped())[:4] != bytes(4)
+        staging.unmap()
+        if hit:
+            wide = [p.name for p in self.spec.params if p.dtype.name == "int64"]
+            raise ValueError(f"{self.name}: an int64 value loaded from {', '.join(wide)} is outside int32: WEBGPU "
+                             "computes index arithmetic in 32 bits (WGSL has no 64-bit integers), so the results "
+                             "of this launch are not valid")
 
 
 def factory(spec):
