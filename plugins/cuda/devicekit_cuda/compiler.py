@@ -152,13 +152,18 @@ class CUDACompiler(Compiler):
                  f"cccl=[{cccl.origin if cccl else 'none'}] host-stubs={STUBS_ID}")
         return opts, setup
 
-    def compile_source(self, src: str, name_expr: str) -> tuple[bytes, str]:
-        """(cubin, lowered name of `name_expr`) of a hand-written kernel."""
+    def compile_source(self, src: str, name_expr: str, search=None) -> tuple[bytes, str]:
+        """(cubin, lowered name of `name_expr`) of a hand-written kernel; `search` (include dirs, defines: what the
+        signature reader was given, source.search_path()) adds those dirs but the first (the working dir, where
+        NVRTC finds the file's quoted includes itself) and the defines, so reader and compiler see one setup."""
         from .host_headers import PRELUDE_NAME, stubs_for
         from .nvrtc import NVRTCError
         from .source import includes
         opts, _ = self.source_options()
         opts.append(f"--pre-include={PRELUDE_NAME}")
+        if search is not None:
+            dirs, defines = search
+            opts += [*(f"--include-path={d}" for d in dirs[1:]), *(f"--define-macro={d}" for d in defines)]
         headers = stubs_for(includes(src), cccl=toolchain.cccl_include_dir()[0] is not None)
         base = name_expr.split("<")[0].split("::")[-1].strip() or "kernel"
         try:
@@ -174,6 +179,23 @@ class CUDACompiler(Compiler):
             dprint(2, f"NVRTC log for {name_expr}:\n{log}")
         return self.link(ptx, base), lowered[name_expr]
 
+    def _source_ident(self, expr: str) -> str:
+        _, setup = self.source_options()
+        return f"{self.identity()} source {setup} entry={expr}"
+
+    def cache_key(self, spec):
+        """A hand-written kernel's key also names its header setup and entry (the cubin and its lowered name are one
+        entry, with its dependency manifest); a generated kernel's is the base class's."""
+        expr = spec.get_meta("name_expr")
+        if expr is None:
+            return super().cache_key(spec)
+        import hashlib
+
+        from devicekit.compile.cache import CacheKey
+        search = spec.get_meta("cuda_search")
+        ident = self._ctx_ident(spec, self._source_ident(expr)) + (f" search={search!r}" if search else "")
+        return CacheKey(spec.device, ident, hashlib.sha256(spec.src.encode()).hexdigest())
+
     def compile(self, spec):
         """Generated kernels: the base class (compile_src, cached by source). A hand-written kernel (its spec names
         an NVRTC name expression) compiles with name expressions; the cubin and the lowered name the runtime loads
@@ -182,30 +204,19 @@ class CUDACompiler(Compiler):
         if expr is None:
             return super().compile(spec)
         import dataclasses
-        import hashlib
 
-        from devicekit.compile.cache import CacheKey, default_cache
         from devicekit.compile.compiler import CompiledSpec
-        _, setup = self.source_options()
-        ident = f"{self.identity()} source {setup} entry={expr}"
-        digest = hashlib.sha256(spec.src.encode()).hexdigest()
-        found: dict[str, str] = {}
+        ident = self._source_ident(expr)
+        search = spec.get_meta("cuda_search")
 
-        def build() -> bytes:
-            lib, found["symbol"] = self.compile_source(spec.src, expr)
-            return lib
+        def build() -> tuple[bytes, None]:
+            lib, sym = self.compile_source(spec.src, expr, search)
+            return sym.encode() + b"\0" + lib, None  # files read: the reader's inclusion list (NVRTC has no -MD)
 
-        def symbol() -> bytes:
-            return (found.get("symbol") or self.compile_source(spec.src, expr)[1]).encode()
-
-        if self.use_cache:
-            cache = self.cache if self.cache is not None else default_cache()
-            lib = cache.get_or_compile(CacheKey(spec.device, ident, digest), build)
-            sym = cache.get_or_compile(CacheKey(spec.device, ident + " lowered-name", digest), symbol).decode()
-        else:
-            lib = build()
-            sym = found["symbol"]
-        return CompiledSpec(dataclasses.replace(spec, meta=spec.meta + (("symbol", sym),)), lib, ident)
+        both, cached = self.tracked(spec, self.cache_key(spec), build)
+        sym, _, lib = both.partition(b"\0")
+        return CompiledSpec(dataclasses.replace(spec, meta=spec.meta + (("symbol", sym.decode()),)), lib, ident,
+                            trusted=True, from_cache=cached)
 
     def disassemble(self, lib: bytes) -> str:
         """SASS of a cubin via cuobjdump/nvdisasm when the toolkit has one (a debugging aid)."""

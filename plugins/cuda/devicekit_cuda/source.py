@@ -98,6 +98,55 @@ def includes(src: str) -> list[str]:
     return sorted(set(_INCLUDE.findall(src)))
 
 
+MAX_HEADERS = 500  # a file's own headers the reader follows (each read once)
+
+
+def stub_names(src: str, dirs: list[str]) -> list[str]:
+    """The include names the reader gives an empty stand-in: every name, reached from `src` or from a header of the
+    file's own (found in `dirs`, the compiler's include path in order, or beside the including header), that is
+    not found there (the CUDA headers, the C++ library: NVRTC's, not the reader's). Found headers are read by the
+    reader as NVRTC reads them."""
+    import os
+    stubs, seen, todo = set(), set(), [(name, None) for name in includes(src)]
+    while todo and len(seen) < MAX_HEADERS:
+        name, beside = todo.pop()
+        where = [beside] if beside else []
+        path = next((p for d in [*where, *dirs] if os.path.isfile(p := os.path.join(d, name))), None)
+        if path is None:
+            stubs.add(name)
+            continue
+        path = os.path.realpath(path)
+        if path in seen:
+            continue
+        seen.add(path)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read(1 << 22)
+        except OSError:
+            continue
+        todo += [(n, os.path.dirname(path)) for n in includes(text)]
+    return sorted(stubs)
+
+
+def flag_search(flags) -> tuple[list[str], list[str]]:
+    """(include dirs, defines) of NVRTC flags (`-I dir`, `-Idir`, `--include-path=dir`, `-D X`, `-DX`,
+    `--define-macro=X`): what DEVICEKIT_CUDA_FLAGS adds to the compiler's preprocessor, which the reader must see
+    too."""
+    dirs, defs, it = [], [], iter(flags)
+    for w in it:
+        for opt, out in (("-I", dirs), ("--include-path", dirs), ("-D", defs), ("--define-macro", defs)):
+            if w == opt:
+                out.append(next(it, ""))
+            elif w.startswith(opt + "=") and opt.startswith("--"):
+                out.append(w[len(opt) + 1:])
+            elif w.startswith(opt) and not opt.startswith("--") and len(w) > len(opt):
+                out.append(w[len(opt):])
+            else:
+                continue
+            break
+    return [d for d in dirs if d], [d for d in defs if d]
+
+
 def _annotations(c) -> set[str]:
     import clang.cindex as ci
     return {a.spelling for a in c.get_children() if a.kind == ci.CursorKind.ANNOTATE_ATTR}
@@ -132,15 +181,18 @@ def _host_ranges(tu, bodies: sg.Bodies) -> list[tuple[int, int]]:
     return out
 
 
-def read_cuda(src: str, entry: str) -> sg.Signature:
-    """(In the reader process.) The Signature of the kernel `entry` (a name or a template instantiation)."""
+def read_cuda(src: str, entry: str, dirs: tuple[str, ...] = (), defines: tuple[str, ...] = ()) -> sg.Signature:
+    """(In the reader process.) The Signature of the kernel `entry` (a name or a template instantiation); `dirs`
+    is NVRTC's include path in order (the working dir, include_dirs=, DEVICEKIT_CUDA_FLAGS' -I), `defines` its -D:
+    the file's own headers are read from there, anything not found there gets an empty stand-in."""
     import clang.cindex as ci
 
     instance = "<" in entry
     text = _PREAMBLE + src + (f"\nauto* {_ENTRY_VAR} = &{entry};\n" if instance else "")
-    shims = [(f"{_SHIM_DIR}/{h}", "") for h in includes(src)]
-    tu = sg.parse(_FILE, text, ["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", f"-I{_SHIM_DIR}",
-                                "-Wno-everything", "-ferror-limit=0"], shims, src=src, skip_bodies=True)
+    shims = [(f"{_SHIM_DIR}/{h}", "") for h in stub_names(src, list(dirs))]
+    tu = sg.parse(_FILE, text, ["-x", "c++", "-std=c++17", "-nostdinc", "-nostdinc++", *(f"-I{d}" for d in dirs),
+                                f"-I{_SHIM_DIR}", *(f"-D{d}" for d in defines), "-Wno-everything",
+                                "-ferror-limit=0"], shims, src=src, skip_bodies=True)
     bodies = sg.Bodies(text)
     fn, names = sg.find_function(tu, entry, _FILE, is_definition=lambda c: bodies.span(c) is not None)
     if fn is None:
@@ -156,8 +208,9 @@ def read_cuda(src: str, entry: str) -> sg.Signature:
     if instance and not is_template:
         raise CompileError(f"{entry}:{line}: {fn.spelling} is not a template: pass entry={fn.spelling!r}", "", src)
     if errs := sg.signature_errors(tu, fn, _FILE, _OFFSET):
-        raise CompileError(f"{entry}: its signature does not parse (only CUDA's own types and what the file "
-                           "declares are known here; a kernel file's own headers are not read)", "\n".join(errs), src)
+        raise CompileError(f"{entry}: its signature does not parse (CUDA's own types, what the file declares and its "
+                           "own headers found on the include path are known here: the working dir, include_dirs=, "
+                           "DEVICEKIT_CUDA_FLAGS' -I)", "\n".join(errs), src)
     if fn.result_type.kind != ci.TypeKind.VOID and not is_template:
         raise CompileError(f"{entry}:{line}: a kernel returns void", "", src)
     if "dk_global" not in _annotations(fn):
@@ -184,8 +237,24 @@ def read_cuda(src: str, entry: str) -> sg.Signature:
             raise CompileError(f"{entry}:{p.line}: param {p.name!r}: CUDA has no local-memory params (use "
                                "extern __shared__ and shared_bytes=)", "", src)
     extern_c = not is_template and fn.mangled_name in (fn.spelling, f"_{fn.spelling}")
-    facts = (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu, bodies))))
+    facts = (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu, bodies))),
+             ("includes", sg.included_files(tu, skip_prefix=_SHIM_DIR)))
     return sg.Signature(entry, tuple(params), line, facts)
+
+
+def search_path() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(include dirs, defines) NVRTC compiles the current program_from_source with: the working dir (where it finds
+    the file's quoted includes), include_dirs=, then DEVICEKIT_CUDA_FLAGS' -I (relative ones from the working dir);
+    defines=, then the flags' -D. The reader is given the same."""
+    import os
+
+    from devicekit.compile.deps import active_context
+
+    from . import settings
+    ctx = active_context()
+    fdirs, fdefs = flag_search(settings.get("DEVICEKIT_CUDA_FLAGS"))
+    dirs = [ctx.cwd, *ctx.include_dirs, *(os.path.normpath(os.path.join(ctx.cwd, d)) for d in fdirs)]
+    return tuple(dict.fromkeys(dirs)), (*ctx.defines, *fdefs)
 
 
 def device_source(src: str, host_ranges) -> str:
@@ -210,7 +279,8 @@ def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_si
         raise CompileError(f"program_from_source(src, entry): expected source text and a kernel name, got "
                            f"{type(src).__name__} and {entry!r}")
     entry = entry.strip()
-    sig = bounded("devicekit_cuda.source:read_cuda", src, entry)
+    search = search_path()
+    sig = bounded("devicekit_cuda.source:read_cuda", src, entry, *search)
     for p in sig.params:
         if p.kind == "scalar" and p.dtype.name not in _ARG_FORMAT:
             raise CompileError(f"{entry}:{p.line}: param {p.name!r} ({p.type}): a {p.dtype} scalar cannot be passed "
@@ -219,4 +289,5 @@ def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_si
     fmt = "".join("P" if p.kind == "buffer" else _ARG_FORMAT[p.dtype.name] for p in sig.params)
     return sg.build_spec(sig, spec_src, device=device, lang="cuda", sizes=sizes, global_size=global_size,
                          local_size=local_size, shared_bytes=shared_bytes,
-                         meta=(("arg_format", fmt), ("name_expr", entry), ("extern_c", sig.fact("extern_c"))))
+                         meta=(("arg_format", fmt), ("name_expr", entry), ("extern_c", sig.fact("extern_c")),
+                               ("cuda_search", search)))
