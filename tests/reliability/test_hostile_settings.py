@@ -92,8 +92,13 @@ def _failures(reg: Registry) -> set[tuple[str, str]]:
     return {(f.plugin, f.phase) for f in reg.failures()}
 
 
-def test_a_device_listing_under_each_hostile_value_fails_by_name_or_blames_no_plugin(monkeypatch):
-    """The end-to-end leg: values that parse are handed to real discovery (every installed plugin probed)."""
+@pytest.mark.filterwarnings("ignore::devicekit.compile.cache.CacheWarning")  # CACHE_DIR=../../etc/passwd: said, right
+def test_a_device_listing_under_each_hostile_value_fails_by_name_or_blames_no_plugin(monkeypatch, tmp_path):
+    """The end-to-end leg: values that parse are handed to real discovery (every installed plugin probed). In a
+    scratch directory with a scratch cache: remembered probe answers are written per environment, and a hostile
+    DEVICEKIT_CACHE_DIR such as 'é' is a relative path."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path / "cache"))
     base = Registry()
     base.devices()
     clean = _failures(base)
@@ -114,7 +119,10 @@ def test_a_device_listing_under_each_hostile_value_fails_by_name_or_blames_no_pl
                 continue
             new = _failures(reg) - clean
             assert not new, f"{name}={raw[:40]!r}: discovery blamed plugins {sorted(new)}"
-        monkeypatch.delenv(name)
+        if name == "DEVICEKIT_CACHE_DIR":
+            monkeypatch.setenv(name, str(tmp_path / "cache"))
+        else:
+            monkeypatch.delenv(name)
 
 
 def test_a_huge_probe_timeout_is_a_setting_error_not_a_failure_of_every_plugin(monkeypatch):
