@@ -96,18 +96,32 @@ class Signature:
         for r, (j, lo_f, hi_f) in enumerate(self.rels):
             env[f"RL{r}"], env[f"RH{r}"] = lo_f, hi_f
             lines += [f"    if not RL{r}(vals) <= v{j} <= RH{r}(vals):", "        return None"]
+        from .ir.ops import Ops
+        names = self.names
+        shared: dict[int, str] = {}  # one evaluation per distinct size expression
         for i in range(nb):
             env[f"D{i}"] = self.pdt[i]
             size = self.spec.user_params[i].size
-            need = f"{int(size) * self.pbytes[i]}" if isinstance(size, int) else f"S{i}(vals) * {self.pbytes[i]}"
-            env[f"S{i}"] = self.sizes[i]
+            if isinstance(size, int):
+                elems = f"{int(size)}"
+            elif getattr(size, "op", None) is Ops.VAR and size.arg[0] in names:  # a var itself: no call
+                elems = f"v{names.index(size.arg[0])}"
+            elif id(size) in shared:
+                elems = shared[id(size)]
+            else:
+                env[f"S{i}"] = self.sizes[i]
+                lines.append(f"    s{i} = S{i}(vals)")
+                elems = shared[id(size)] = f"s{i}"
+            need = f"{elems} * {self.pbytes[i]}"
             ro = f" or b{i}._readonly" if self.pw[i] else ""
             lines += [f"    b{i} = buffers[{i}]",
-                      (f"    if (type(b{i}) is not Buffer or b{i}._device is not home or b{i}._freed{ro}"
+                      (f"    if (type(b{i}) is not Buffer or b{i}._device is not home{ro}"
                        f" or (b{i}._dtype is not D{i} and b{i}._dtype != D{i}) or b{i}._nbytes < {need}):"),
                       "        return None",
                       f"    h{i} = b{i}._handle",
-                      f"    if h{i} is None:",
+                      f"    if h{i} is None:",  # unallocated (allocate it), or freed (free() drops the handle)
+                      f"        if b{i}._freed:",
+                      "            return None",
                       f"        h{i} = b{i}.handle"]
         if nb > 1:
             views = " or ".join(f"b{i}._base is not None" for i in range(nb))

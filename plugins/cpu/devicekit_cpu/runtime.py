@@ -69,7 +69,7 @@ class CPUProgram(Program):
         self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
         # a constant cost per outer iteration: below this extent a launch is one thread without asking `chunks`
         cost0 = spec.get_meta("split_cost", 1)
-        self._serial_below = -(-PARALLEL_MIN_WORK // max(1, cost0)) if isinstance(cost0, int) else 0
+        self._serial_below = -(-PARALLEL_MIN_WORK // cost0) if isinstance(cost0, int) and cost0 >= 1 else 0
         self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
         # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
         self._from_source = bool(spec.get_meta("from_source", False))
@@ -114,7 +114,11 @@ class CPUProgram(Program):
     def may_run_long(self, vals) -> bool:
         """Hand-written source kernels (their loops are unknown) and launches estimated at INTERRUPTIBLE_MIN_WORK
         operations or more: on the main thread they run where Ctrl-C can leave them (devicekit.interrupt)."""
-        return self._maybe_long and (self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK)
+        if not self._maybe_long:
+            return False
+        if self._serial_below and not self._from_source and self._split is not None:  # work = extent x cost
+            return self._split(vals) >= self._serial_below
+        return self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK
 
     def _one_call(self, handles, vals) -> tuple | None:
         """The arguments of the single native call this launch makes when it runs on one thread, else None."""
