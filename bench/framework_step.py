@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""A framework's training step on the CPU device: an MLP (relu(x @ w1 + b1) @ w2 + b2, mean squared error, SGD)
+trained as a framework would, a new batch every step through one rebound `dk.Plan` (the batch is a plan argument;
+the dataset is uploaded once and each batch is a `Buffer.view` of it), against the same step in numpy, and torch
+eager / jax.jit when they are installed, in one process. Sizes: 64-64-10 at batch 100 and 784-512-10 at batch 256.
+
+    python bench/framework_step.py            # prints the table
+    python bench/framework_step.py --quick    # fewer steps
+    python bench/framework_step.py --cpu      # this thread's CPU time (a machine shared with other work; numpy's
+                                              # BLAS threads and the CPU device's pool are then not counted)
+
+Per size: the step time (mean of the best of 3 runs of S steps), the first step (compiling the step's kernels in this
+process, building the Plan and running it once: the compile cache may be warm from an earlier run), the kernels
+compiled, and where a step's time goes: the kernels (each launch alone, repeated through `execute`'s launch memo:
+its native call and ~1 us), and the rest (the plan's replay, and Python around it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLOCK = time.perf_counter
+
+
+def _example():
+    """examples/mlp_train.py's matmul and column-sum kernel builders."""
+    spec = importlib.util.spec_from_file_location("dk_mlp_train", os.path.join(HERE, os.pardir, "examples",
+                                                                               "mlp_train.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _kernels(ex, scale: float, lr: float):
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    f32 = dtypes.float32
+
+    def mse_grad():
+        k = ir.KernelBuilder(f"fw_mse_grad_{scale!r}".replace(".", "_").replace("-", "m"))
+        n = k.var("n", 1, 1 << 24)
+        z, y, dz = k.param("z", f32, size=n), k.param("y", f32, size=n), k.param("dz", f32, size=n, writable=True)
+        i = k.range(n, "global")
+        dz[i] = (z[i] - y[i]) * scale
+        return k.build()
+
+    def sgd():
+        k = ir.KernelBuilder(f"fw_sgd_{lr!r}".replace(".", "_"))
+        n = k.var("n", 1, 1 << 24)
+        w, g = k.param("w", f32, size=n, writable=True), k.param("g", f32, size=n)
+        i = k.range(n, "global")
+        w[i] = w[i] - g[i] * lr
+        return k.build()
+    return [ex.matmul("fw_lin_relu", bias=True, relu=True), ex.matmul("fw_lin", bias=True),
+            ex.matmul("fw_grad_w", ta=True), ex.matmul("fw_back", tb=True, mask=True), ex.column_sum("fw_colsum"),
+            mse_grad(), sgd()]
+
+
+def numpy_step(x, y, p, scale, lr):
+    w1, b1, w2, b2 = p
+    h = np.maximum(x @ w1 + b1, 0)
+    z = h @ w2 + b2
+    dz = (z - y) * np.float32(scale)
+    dw2, db2 = h.T @ dz, dz.sum(0)
+    dh = (dz @ w2.T) * (h > 0)
+    dw1, db1 = x.T @ dh, dh.sum(0)
+    w1 -= lr * dw1
+    b1 -= lr * db1
+    w2 -= lr * dw2
+    b2 -= lr * db2
+
+
+def bench_size(ex, d: int, h: int, c: int, b: int, steps: int, nb: int = 4) -> dict:
+    import devicekit as dk
+    lr = 0.01
+    scale = 2.0 / (b * c)
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((nb, b, d)).astype(np.float32)
+    ys = np.eye(c, dtype=np.float32)[rng.integers(0, c, (nb, b))]
+    init = [rng.standard_normal((d, h)).astype(np.float32) * 0.1, np.zeros(h, np.float32),
+            rng.standard_normal((h, c)).astype(np.float32) * 0.1, np.zeros(c, np.float32)]
+    out: dict = {}
+
+    t0 = CLOCK()
+    dev = dk.device("CPU")
+    lin_relu, lin, grad_w, back, colsum, dloss, step = (dev.compile(k) for k in _kernels(ex, scale, lr))
+
+    def buf(a):
+        return dk.Buffer(dev, a.size, "float32").copyin(np.ascontiguousarray(a, np.float32).ravel())
+    X, Y = buf(xs), buf(ys)
+    batches = [(X.view(b * d, offset=k * b * d), Y.view(b * c, offset=k * b * c)) for k in range(nb)]
+    w1, b1, w2, b2 = (buf(a) for a in init)
+    t = {name: dk.Buffer(dev, size, "float32") for name, size in
+         (("h", b * h), ("z", b * c), ("dz", b * c), ("dh", b * h), ("dw1", d * h), ("db1", h), ("dw2", h * c),
+          ("db2", c))}
+    launches = [
+        (lin_relu, {"a": "x", "b": w1, "bias": b1, "out": t["h"], "m": b, "n": h, "k": d}),
+        (lin, {"a": t["h"], "b": w2, "bias": b2, "out": t["z"], "m": b, "n": c, "k": h}),
+        (dloss, {"z": t["z"], "y": "y", "dz": t["dz"], "n": b * c}),
+        (grad_w, {"a": t["h"], "b": t["dz"], "out": t["dw2"], "m": h, "n": c, "k": b}),
+        (colsum, {"g": t["dz"], "out": t["db2"], "m": b, "n": c}),
+        (back, {"a": t["dz"], "b": w2, "mask": t["h"], "out": t["dh"], "m": b, "n": h, "k": c}),
+        (grad_w, {"a": "x", "b": t["dh"], "out": t["dw1"], "m": d, "n": h, "k": b}),
+        (colsum, {"g": t["dh"], "out": t["db1"], "m": b, "n": h}),
+        *((step, {"w": w, "g": t[g], "n": n}) for w, g, n in ((w1, "dw1", d * h), (b1, "db1", h), (w2, "dw2", h * c),
+                                                         (b2, "db2", c))),
+    ]
+    plan = dk.Plan(dev)
+    for prog, named in launches:
+        plan.add(prog, **named)
+    plan.run(x=batches[0][0], y=batches[0][1], wait=True)
+    out["first"] = CLOCK() - t0
+    out["kernels"] = 7
+    out["launches"] = len(launches)
+    for prog in (lin_relu, lin, grad_w, back, colsum, dloss, step):
+        prog.upgrade()  # the final builds (tiers), as a long training run has
+    for s in range(nb):  # each batch's first run checks it
+        plan.run(x=batches[s][0], y=batches[s][1])
+
+    def run_dk(n):
+        for s in range(n):
+            xb, yb = batches[s % nb]
+            plan.run(x=xb, y=yb)
+        dev.synchronize()
+    out["dk"] = _best(run_dk, steps)
+
+    bound = []
+    for prog, named in launches:  # each launch alone, positional, through the launch memo: ~its native call
+        named = {k: (batches[0][0] if isinstance(v, str) and v == "x" else batches[0][1] if isinstance(v, str)
+                     and v == "y" else v) for k, v in named.items()}
+        bufs, vals, _ = prog.bind(named)
+        bound.append((prog, bufs, vals))
+
+    def kernels_only(n):
+        for _ in range(n):
+            for prog, bufs, vals in bound:
+                prog.execute(bufs, vals, wait=True)
+    out["kernel"] = _best(kernels_only, steps)
+
+    params = [a.copy() for a in init]
+
+    def run_np(n):
+        for s in range(n):
+            numpy_step(xs[s % nb], ys[s % nb], params, scale, lr)
+    out["numpy"] = _best(run_np, steps)
+    out["torch"] = _torch(xs, ys, init, scale, lr, steps)
+    out["jax"] = _jax(xs, ys, init, scale, lr, steps)
+    return out
+
+
+def _best(fn, steps: int) -> float:
+    fn(2)
+    t = float("inf")
+    for _ in range(3):
+        t0 = CLOCK()
+        fn(steps)
+        t = min(t, (CLOCK() - t0) / steps)
+    return t
+
+
+def _torch(xs, ys, init, scale, lr, steps) -> float | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    x = [torch.from_numpy(a) for a in xs]
+    y = [torch.from_numpy(a) for a in ys]
+    p = [torch.from_numpy(a.copy()) for a in init]
+
+    def run(n):
+        with torch.no_grad():
+            for s in range(n):
+                w1, b1, w2, b2 = p
+                xb, yb = x[s % len(x)], y[s % len(y)]
+                hh = torch.clamp(xb @ w1 + b1, min=0)
+                dz = (hh @ w2 + b2 - yb) * scale
+                dh = (dz @ w2.T) * (hh > 0)
+                w1 -= lr * (xb.T @ dh)
+                b1 -= lr * dh.sum(0)
+                w2 -= lr * (hh.T @ dz)
+                b2 -= lr * dz.sum(0)
+    return _best(run, steps)
+
+
+def _jax(xs, ys, init, scale, lr, steps) -> float | None:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+
+    @jax.jit
+    def step(p, xb, yb):
+        w1, b1, w2, b2 = p
+        hh = jnp.maximum(xb @ w1 + b1, 0)
+        dz = (hh @ w2 + b2 - yb) * scale
+        dh = (dz @ w2.T) * (hh > 0)
+        return (w1 - lr * (xb.T @ dh), b1 - lr * dh.sum(0), w2 - lr * (hh.T @ dz), b2 - lr * dz.sum(0))
+    x = [jnp.asarray(a) for a in xs]
+    y = [jnp.asarray(a) for a in ys]
+    state = [tuple(jnp.asarray(a) for a in init)]
+
+    def run(n):
+        p = state[0]
+        for s in range(n):
+            p = step(p, x[s % len(x)], y[s % len(y)])
+        jax.block_until_ready(p)
+        state[0] = p
+    return _best(run, steps)
+
+
+def main() -> int:
+    global CLOCK
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer steps")
+    ap.add_argument("--cpu", action="store_true", help="time with this thread's CPU time (a loaded machine)")
+    args = ap.parse_args()
+    if args.cpu:
+        CLOCK = time.thread_time
+    ex = _example()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# a framework's MLP step on the CPU device, {platform.machine()}, python {sys.version.split()[0]}, "
+          f"load {load:.2f}, {os.cpu_count()} cpus, {'thread CPU time' if args.cpu else 'wall time'}")
+    print(f"{'size':24} {'devicekit':>10} {'numpy':>10} {'vs numpy':>9} {'torch':>9} {'jax.jit':>9} "
+          f"{'first step':>11} {'kernels':>8} {'kernel time':>12} {'rest':>9}")
+    for d, h, c, b, steps in ((64, 64, 10, 100, 400), (784, 512, 10, 256, 40)):
+        r = bench_size(ex, d, h, c, b, steps // 4 if args.quick else steps)
+
+        def us(x):
+            return "-" if x is None else f"{x * 1e6:.1f}"
+        print(f"{f'{d}-{h}-{c}, batch {b}':24} {us(r['dk']):>10} {us(r['numpy']):>10} "
+              f"{r['dk'] / r['numpy']:>8.2f}x {us(r['torch']):>9} {us(r['jax']):>9} "
+              f"{r['first'] * 1e3:>9.1f}ms {r['kernels']:>4}/{r['launches']:<3} {us(r['kernel']):>12} "
+              f"{us(max(0.0, r['dk'] - r['kernel'])):>9}")
+    print("(us a step; kernels: distinct programs / launches a step; rest: the plan's replay and Python)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
