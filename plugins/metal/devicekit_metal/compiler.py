@@ -124,9 +124,14 @@ class MetalXcrunCompiler(Compiler):
             raise CompileError(f"metal -S -emit-llvm failed (exit {p.returncode})", log=p.stderr, src=src)
         return p.stdout
 
-    def compile_src(self, src: str) -> bytes:
+    def compile_tracked(self, src: str, ctx) -> tuple[bytes, None]:
+        """Hand-written MSL: `xcrun metal` takes include_dirs= and defines= as -I/-D (with the working dir for quoted
+        includes); the files read are the reader's inclusion list."""
+        return self.compile_src(src, [f"-I{ctx.cwd}", *ctx.cc_args()]), None
+
+    def compile_src(self, src: str, extra: list[str] | None = None) -> bytes:
         std = needs_msl_version(src)
-        flags = ["-fno-fast-math"] + ([f"-std=metal{std}"] if std else [])
+        flags = ["-fno-fast-math"] + ([f"-std=metal{std}"] if std else []) + list(extra or [])
         with tempfile.TemporaryDirectory(prefix="dk_metal_") as d:
             metal_path, air, lib = (os.path.join(d, n) for n in ("kernel.metal", "kernel.air", "kernel.metallib"))
             with open(metal_path, "w") as f:

@@ -89,11 +89,12 @@ def _attribute(toks: list[str]) -> list[str]:
     return []
 
 
-def read_msl(src: str, entry: str) -> sg.Signature:
-    """(In the reader process.) The Signature of the Metal kernel `entry`."""
+def read_msl(src: str, entry: str, search: tuple[str, ...] = ()) -> sg.Signature:
+    """(In the reader process.) The Signature of the Metal kernel `entry`; `search`: -iquote/-I/-D flags of the
+    compile's header setup (the working dir, include_dirs=, defines=)."""
     import clang.cindex as ci
 
-    args = [*_SHIM_ARGS, *_builtin_include_args(), "-Wno-unknown-attributes"]
+    args = [*_SHIM_ARGS, *search, *_builtin_include_args(), "-Wno-unknown-attributes"]
     tu = sg.parse(FNAME, host_msl(src), args, src=src)
     fns = [c for c in tu.cursor.get_children() if c.kind == ci.CursorKind.FUNCTION_DECL and c.is_definition()
            and c.location.file is not None and c.location.file.name == FNAME]
@@ -151,7 +152,7 @@ def read_msl(src: str, entry: str) -> sg.Signature:
             if p.slot in seen:
                 raise CompileError(f"{entry}: {p.name!r} and {seen[p.slot]!r} are both [[{kind}({p.slot})]]", "", src)
             seen[p.slot] = p.name
-    return sg.Signature(entry, tuple(params), fn.location.line)
+    return sg.Signature(entry, tuple(params), fn.location.line, (("includes", sg.included_files(tu)),))
 
 
 def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
@@ -162,7 +163,9 @@ def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_siz
     if not isinstance(src, str) or not isinstance(entry, str) or not entry:
         raise CompileError(f"program_from_source(src, entry): expected source text and a kernel name, got "
                            f"{type(src).__name__} and {entry!r}")
-    sig = bounded("devicekit_metal.source:read_msl", src, entry)
+    from devicekit.compile.deps import active_context
+    ctx = active_context()
+    sig = bounded("devicekit_metal.source:read_msl", src, entry, (f"-iquote{ctx.cwd}", *ctx.cc_args()))
     for p in sig.params:
         if p.kind == "buffer" and p.slot >= MAX_BUFFERS or p.kind == "scalar" and p.slot >= MAX_BUFFERS:
             raise CompileError(f"{entry}:{p.line}: param {p.name!r} is [[buffer({p.slot})]]; Metal has buffer slots "

@@ -42,10 +42,18 @@ class OpenCLCompiler(Compiler):
         return self._identity
 
     def compile_src(self, src: str) -> bytes:
+        return self._build_cl(src, list(self.options))
+
+    def compile_tracked(self, src: str, ctx) -> tuple[bytes, None]:
+        """Hand-written OpenCL C: the build options plus include_dirs= (-I) and defines= (-D), as the signature
+        reader was given them; the files it read are the reader's inclusion list (a driver does not say)."""
+        return self._build_cl(src, [*self.options, *ctx.cc_args()]), None
+
+    def _build_cl(self, src: str, options: list[str]) -> bytes:
         import pyopencl as cl
         prg = cl.Program(self.ctx.context, src)
         try:
-            prg.build(options=list(self.options), devices=[self.ctx.device])
+            prg.build(options=options, devices=[self.ctx.device])
         except cl.Error as e:
             log = _build_log(prg, self.ctx.device) or str(e)
             raise CompileError(f"OpenCL build failed on {self.ctx.device.name.strip()}", log, src) from None

@@ -99,8 +99,9 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
                            src)
     line = fn.location.line - _OFFSET
     if errs := sg.signature_errors(tu, fn, _FILE, _OFFSET):
-        raise CompileError(f"{entry}: its signature does not parse (only OpenCL C's own types and what the file "
-                           "declares are known here)", "\n".join(errs), src)
+        raise CompileError(f"{entry}: its signature does not parse (only OpenCL C's own types, what the file "
+                           "declares and the headers it includes from the working dir or include_dirs= are known "
+                           "here)", "\n".join(errs), src)
     if not _is_kernel(fn):
         raise CompileError(f"{entry}:{line}: the entry point must be a __kernel function", "", src)
     if fn.result_type.kind != ci.TypeKind.VOID:
@@ -118,7 +119,7 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
         if p.kind == "scalar" and p.dtype == dtypes.bool:
             raise CompileError(f"{where}: OpenCL does not allow bool kernel params: take a uchar or int", "", src)
         params.append(p)
-    return sg.Signature(entry, tuple(params), line)
+    return sg.Signature(entry, tuple(params), line, (("includes", sg.included_files(tu)),))
 
 
 def parse_opencl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
@@ -130,7 +131,10 @@ def parse_opencl_source(src: str, entry: str, sizes: dict | None = None, global_
         raise CompileError(f"program_from_source(src, entry): expected source text and a kernel name, got "
                            f"{type(src).__name__} and {entry!r}")
     entry = entry.strip()
-    macros = (*macros, *build_macros(settings.get("DEVICEKIT_OPENCL_BUILD_OPTIONS")))
+    from devicekit.compile.deps import active_context
+    ctx = active_context()  # the driver finds quoted includes in the working dir, then include_dirs= (-I), defines=
+    macros = (*macros, *build_macros(settings.get("DEVICEKIT_OPENCL_BUILD_OPTIONS")), f"-iquote{ctx.cwd}",
+              *ctx.cc_args())
     sig = bounded("devicekit_opencl.source:read_opencl", src, entry, macros)
     return sg.build_spec(sig, src, device=device, lang="opencl", sizes=sizes, global_size=global_size,
                          local_size=local_size, shared_bytes=shared_bytes)
