@@ -359,7 +359,7 @@ register("DEVICEKIT_STRICT_PLUGINS", flag, False, "a plugin failure raises Plugi
 register("DEVICEKIT_TRACE_PLUGINS", flag, False, "trace plugin loading and every hook call on stderr", _CORE)
 register("DEVICEKIT_PROBE_TIMEOUT", seconds, 5.0, "seconds a kind's probe() or count() may take (set: for every "
          "kind; unset: a kind's own DeviceKind.probe_timeout, else 5)", _CORE, shown_default="5")
-register("DEVICEKIT_PROBE_CACHE", flag, True, "remember the probe answers of kinds that allow it (OPENCL, CUDA) "
+register("DEVICEKIT_PROBE_CACHE", flag, True, "remember the probe answers of kinds that allow it (OPENCL, CUDA, WEBGPU) "
          "across processes, keyed by the environment, drivers and installed packages, to list devices fast; a "
          "device is probed again before it is built, and `devicekit info` always probes", _CORE)
 register("DEVICEKIT_DEBUG", int_in(0, 9), 0, "debug output on stderr: 1 device choices, fallbacks, cache events; "

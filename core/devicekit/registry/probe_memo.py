@@ -4,9 +4,9 @@ pyopencl and numpy and builds a kernel, CUDA's searches for libcuda with the C c
 probes a kind for real before building one of its devices, and `devicekit info` always probes (and refreshes this).
 
 The key detects a changed environment: every environment variable (less a few that change per shell or test),
-the interpreter, the boot (a new GPU needs one), the stat of the loader's cache, OpenCL's ICD directory and each
-file in it, /dev, /dev/dri and NVIDIA's driver file, the stat of every site directory on sys.path (an install or
-uninstall changes it), and the plugin's distribution, version and source files. Answers live in the compile cache
+the interpreter, the boot (a new GPU needs one), the stat of the loader's cache, of OpenCL's and Vulkan's ICD
+directories and each file in them, of /dev, /dev/dri and NVIDIA's driver file, of every site directory on sys.path
+(an install or uninstall changes it), and the plugin's distribution, version and source files. Answers live in the compile cache
 (same pinning and MAC as compiled bytes: a planted one never verifies); only a probe and count that returned
 cleanly are kept. DEVICEKIT_PROBE_CACHE=0 turns this off.
 
@@ -32,7 +32,8 @@ _VOLATILE = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "PYTEST_CURRENT_TEST", "CO
                        "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "WINDOWID", "TMUX_PANE", "HISTFILE",
                        "DEVICEKIT_DEBUG", "DEVICEKIT_TRACE_PLUGINS", "DEVICEKIT_PROBE_CACHE"})
 _SYSTEM = ("/etc/ld.so.cache", "/etc/OpenCL/vendors", "/dev", "/dev/dri", "/proc/driver/nvidia/version",
-           "/proc/sys/kernel/random/boot_id")
+           "/proc/sys/kernel/random/boot_id", "/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d")
+_ICD_DIRS = ("/etc/OpenCL/vendors", "/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d")  # each file's stat too
 
 
 def _stat(path: str) -> list:
@@ -86,10 +87,11 @@ def _machine_for(env: frozenset) -> str:
     parts: list[Any] = [MEMO_RULE, sys.executable, sys.version, _boot_id()]
     parts.append(sorted((k, v) for k, v in env if k not in _VOLATILE))
     parts += [_stat(p) for p in _SYSTEM]
-    try:
-        parts += [_stat(e.path) for e in sorted(os.scandir("/etc/OpenCL/vendors"), key=lambda e: e.name)]
-    except OSError:
-        pass
+    for d in _ICD_DIRS:
+        try:
+            parts += [_stat(e.path) for e in sorted(os.scandir(d), key=lambda e: e.name)]
+        except OSError:
+            pass
     cwd = os.getcwd()
     parts += [_stat(p) for p in sys.path if p and p != cwd and os.path.isdir(p)]
     return hashlib.sha256(json.dumps(parts, default=repr).encode("utf-8", "surrogateescape")).hexdigest()

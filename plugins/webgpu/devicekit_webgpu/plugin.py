@@ -53,7 +53,7 @@ def _runtime(spec):
 @hookimpl
 def devicekit_device_kinds():
     return [DeviceKind(KIND, "WebGPU adapter: WGSL -> wgpu's compiler (naga) -> compute pipelines, via wgpu-py",
-                       priority=2, probe=_probe, count=_count, describe_id=_describe)]
+                       priority=2, probe=_probe, count=_count, describe_id=_describe, memo=True)]
 
 
 @hookimpl
