@@ -256,7 +256,7 @@ class Buffer:
     # ---- zero-copy interop (host memory: DLPack and numpy)
     @classmethod
     def from_numpy(cls, arr: Any, device: Device | str | None = None, *, copy: bool = False,
-                   dtype: DType | Any = None) -> Buffer:
+                   dtype: DType | Any = None, _who: str = "Buffer.from_numpy") -> Buffer:
         """A Buffer over `arr`'s memory, without a copy (`copy=True`: a new Buffer with a copy of it). The device's
         allocator must wrap host memory (CPU, PYTHON); the array must be C-contiguous, aligned to its element size,
         non-empty, of the Buffer's storage dtype (`dtype=` for a vector type or bfloat16's uint16 bits); each refusal
@@ -272,7 +272,7 @@ class Buffer:
             return cls(device, a.size // dt.count if dt.count > 1 else a.size, dt).copyin(a)
         why = _wrap_refusal(a, dt, device)
         if why is not None:
-            raise ValueError(f"Buffer.from_numpy: {why}; pass copy=True to copy it into a new Buffer")
+            raise ValueError(f"{_who}: {why}; pass copy=True to copy it into a new Buffer")
         buf = cls(device, a.size // dt.count, dt, BufferOptions(nolru=True))
         buf._handle = device.allocator.from_host(memoryview(a.reshape(-1).view(np.uint8)))
         buf._foreign = True
@@ -292,7 +292,7 @@ class Buffer:
             where = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else None
             raise ValueError(f"Buffer.from_dlpack: {type(obj).__name__} cannot be read as host memory"
                              f"{f' (its DLPack device is {where})' if where else ''}: {e}") from None
-        return cls.from_numpy(a, device, copy=copy, dtype=dtype)
+        return cls.from_numpy(a, device, copy=copy, dtype=dtype, _who="Buffer.from_dlpack")
 
     def _host_view(self) -> np.ndarray:
         """The Buffer's memory as a numpy array (no copy; storage dtype, shape (size,) or (size, lanes)), which keeps
