@@ -369,6 +369,20 @@ def test_an_entry_that_verifies_but_does_not_decode_is_lowered_again(cpu, monkey
     assert not marker.exists()
 
 
+def test_the_unpickler_builds_devicekit_classes_and_the_listed_reducers_only():
+    """Defence behind the MAC: no builtin, no os function, no devicekit function but UOp's table reducer (a devicekit
+    function may start a process or clear the cache)."""
+    import io
+
+    from devicekit.render.program_spec import ProgramSpec
+    u = lowered._Unpickler(io.BytesIO(b""))
+    assert u.find_class("devicekit.render.program_spec", "ProgramSpec") is ProgramSpec
+    for module, name in [("os", "system"), ("builtins", "eval"), ("subprocess", "run"),
+                         ("devicekit.compile.cache", "cache_clear"), ("devicekit.api", "run")]:
+        with pytest.raises(pickle.UnpicklingError):
+            u.find_class(module, name)
+
+
 # ---------------------------------------------------------------- the memo helper
 def test_lru_bounds_by_count_and_weight():
     m = LRU(3)
@@ -394,9 +408,9 @@ def test_lru_bounds_by_count_and_weight():
 
 
 def test_the_program_memo_is_one_lru_keyed_by_the_lowering_key(cpu):
-    """Device._programs is the shared LRU, keyed by (pair, compiler identity, lowering key)."""
+    """Device._programs is the shared LRU, keyed by (pair, lowering key)."""
     k = fma("lc_memo")
     prog = cpu.compile(k)
     assert isinstance(cpu._programs, LRU)
-    key = (0, cpu.compiler.identity(), lowered.lowering_key(cpu.renderer, k))
+    key = (0, lowered.lowering_key(cpu.renderer, k))
     assert cpu._programs.get(key) is prog

@@ -157,16 +157,17 @@ class Device(Target):
         return program
 
     def compile(self, kernel: Any, name: str | None = None, pair: int | str | None = None) -> Program:
-        """render -> compile -> runtime. Memoized per device by one key: the pair, its compiler's identity and the
-        lowering key (compile/lowered.py: the kernel, the name, the renderer, every setting that changes a source);
-        the render itself goes through the lowered-kernel cache, so a kernel cached on disk is never lowered again."""
+        """render -> compile -> runtime. Memoized per device by one key: the pair and the lowering key
+        (compile/lowered.py: the kernel, the name, the renderer, every setting that changes a source or a build);
+        the render itself goes through the lowered-kernel cache, so a kernel cached on disk is never lowered again.
+        (Not the compiler's identity: it is fixed when the compiler is made, and some cost a ms to compute.)"""
         from .compile import lowered
         from .ir.accept import as_kernel
         kernel = as_kernel(kernel, f"{self.spec}: compile")
         idx = self.pair_index(pair)
         renderer, compiler = self.compilers[idx]
         lkey = lowered.lowering_key(renderer, kernel, name)
-        key = (idx, compiler.identity(), lkey)
+        key = (idx, lkey)
         if (prog := self._programs.get(key)) is not None:
             return prog
         dprint(2, f"{self.spec}: compiling {getattr(kernel, 'name', kernel)} with pair {self.pair_names[idx]!r}")

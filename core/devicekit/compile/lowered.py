@@ -21,7 +21,7 @@ writes it down for other processes, only on a memory miss. The disk layer is the
 compiler's own or the process's), under the identity `lowered-1 <renderer class>`: the same pinned directory,
 per-user MAC, atomic writes and eviction as compiled bytes. The payload is the spec without its kernel (re-attached
 from the caller's kernel, whose key matched), pickled (not compressed: inflating 110 KB of LLVM IR cost 0.3 ms of
-the 5 ms a warm compile may take); it is read back only after the MAC verified, by an unpickler that builds devicekit classes and nothing else. An entry that does not decode, or decodes
+the 5 ms a warm compile may take); it is read back only after the MAC verified, by an unpickler that builds devicekit classes (and the REDUCERS they pickle through) and nothing else. An entry that does not decode, or decodes
 to a spec of another device, language, name or params, is discarded and the kernel lowered again
 (DEVICEKIT_DEBUG>=1 says why). A renderer holding state that cannot be written down (a public attribute that is an
 arbitrary object) is rendered every time, as before.
@@ -317,13 +317,20 @@ def _encode(spec: ProgramSpec) -> bytes:
     return pickle.dumps(dataclasses.replace(spec, kernel=None), protocol=5)
 
 
+# functions a devicekit class pickles through (its __reduce__): data in, an object out. Only these: a devicekit
+# function in general may start a process (a compiler, a parse worker). A renamed one makes every entry refuse to
+# decode (lowered again each time): test_a_cached_kernel_is_not_lowered_again_in_a_new_process fails on it.
+REDUCERS = frozenset({("devicekit.ir.uop", "_from_table")})  # UOp: the graph as a flat table
+
+
 class _Unpickler(pickle.Unpickler):
-    """Builds classes of devicekit and its plugins (ProgramSpec, ParamSpec, UOp, DType, Ops...), nothing else."""
+    """Builds classes of devicekit and its plugins (ProgramSpec, ParamSpec, UOp, DType, Ops...) and the REDUCERS,
+    nothing else."""
 
     def find_class(self, module: str, name: str) -> Any:
         if module.split(".")[0].startswith("devicekit"):
             obj = super().find_class(module, name)
-            if isinstance(obj, type):
+            if isinstance(obj, type) or (module, name) in REDUCERS:
                 return obj
         raise pickle.UnpicklingError(f"{module}.{name} is not a devicekit class")
 
