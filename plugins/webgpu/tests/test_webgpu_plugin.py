@@ -88,6 +88,7 @@ def test_conformance_kit(wg_device):
     tail = p.stdout.strip().splitlines()[-1]
     assert "failed" not in tail and int(tail.split(" passed")[0].split()[-1]) >= 120, tail
     allowed = ("need two", "WEBGPU:1", "does not support int", "no as_buffer", "no from_host",
-               "neither as_buffer nor transfer", "hand-written sources")
+               "neither as_buffer nor transfer", "hand-written sources", "DEVICEKIT_SLOW")
     skips = [x for x in p.stdout.splitlines() if x.startswith("SKIPPED")]
-    assert all(any(a in x for a in allowed) for x in skips), skips
+    unexplained = [x for x in skips if not any(a in x for a in allowed)]
+    assert not unexplained, unexplained
