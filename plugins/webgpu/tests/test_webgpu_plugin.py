@@ -92,3 +92,38 @@ def test_conformance_kit(wg_device):
     skips = [x for x in p.stdout.splitlines() if x.startswith("SKIPPED")]
     unexplained = [x for x in skips if not any(a in x for a in allowed)]
     assert not unexplained, unexplained
+
+
+def test_int64_index_outside_int32_fails_the_launch(wg_device):
+    """An int64 loaded index is narrowed at run time: one outside int32 fails the launch by name (a wrapped index
+    would read the wrong element); in range it gathers as on every device."""
+    import devicekit as dk
+    from devicekit.testing.conformance import gather_kernel
+    x = np.arange(16, dtype=np.float32)
+    ok = np.array([3, 1, 15], np.int64)
+    np.testing.assert_array_equal(dk.run(gather_kernel(), wg_device, x=x, idx=ok, n=3, m=16)["out"], x[ok])
+    with pytest.raises(ValueError, match="outside int32"):
+        dk.run(gather_kernel(checked=False), wg_device, x=x, idx=np.array([3, 2**32 + 1, 0], np.int64), n=3, m=16)
+
+
+def test_nan_and_inf_survive_wgsl_finite_math(wg_device):
+    """WGSL may assume no NaN or infinity; lavapipe folds x != x to false and x - x to 0. The renderer's NaN-exact
+    comparisons and opaque repeated reads (nan_exact) keep the IR's IEEE answers."""
+    import devicekit as dk
+    from devicekit import ir
+    k = ir.KernelBuilder("ieee")
+    n = k.var("n", 1, 64)
+    x = k.param("x", dk.dtypes.float32, n)
+    isnan = k.param("isnan", dk.dtypes.int32, n, writable=True)
+    y = k.param("y", dk.dtypes.float32, n, writable=True)
+    z = k.param("z", dk.dtypes.float32, n, writable=True)
+    i = k.range(n, "global")
+    isnan[i] = ir.where(x[i].ne(x[i]), 1, 0)
+    y[i] = x[i] - x[i]
+    z[i] = x[i] * 0.0
+    xv = np.array([np.nan, 1.0, np.inf, -np.inf], np.float32)
+    with np.errstate(invalid="ignore"):
+        got = dk.run(k.build(), wg_device, x=xv, n=4)
+        np.testing.assert_array_equal(got["isnan"], np.isnan(xv).astype(np.int32))
+        np.testing.assert_array_equal(np.isnan(got["y"]), np.isnan(xv - xv))
+        np.testing.assert_array_equal(np.isnan(got["z"]), np.isnan(xv * np.float32(0)))
