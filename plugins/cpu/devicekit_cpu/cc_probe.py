@@ -89,14 +89,15 @@ def _probe_now(cc: str, flags: tuple[str, ...]) -> Features:
 @functools.cache
 def probe(cc: str, flags: tuple[str, ...]) -> Features:
     """The features `cc` with `flags` really builds here: from the compile cache, else probed and stored."""
-    from devicekit.compile.cache import CacheKey, default_cache
+    from devicekit.compile.cache import CacheKey, CompileCache
 
     from .cc_compiler import cc_version
     from .hostinfo import cpu_fingerprint
     ident = (f"cc-probe v{PROBE_VERSION} {os.path.realpath(cc)} {cc_version(cc)} [{' '.join(flags)}] "
              f"host={cpu_fingerprint()}")
     digest = hashlib.sha256(json.dumps(FEATURES, sort_keys=True).encode()).hexdigest()
-    raw = default_cache().get_or_compile(CacheKey("CPU", ident, digest),
+    # a cache of its own over the same directory (same pinning and MAC): the probes stay out of the kernels' stats
+    raw = CompileCache().get_or_compile(CacheKey("CPU", ident, digest),
                                          lambda: json.dumps(_probe_now(cc, flags)._asdict()).encode())
     try:
         got = json.loads(raw)
