@@ -77,7 +77,7 @@ def test_a_stale_answer_never_builds_and_info_corrects_it(cache):
     assert real.ok, "PoCL is installed by scripts/dev-setup.sh"
     probe_memo.remember(entry, Availability.no("stale: planted by the test"), None)
     reg = Registry()
-    assert [d for d in reg.devices() if d.kind == "OPENCL"][0].reason == "stale: planted by the test"
+    assert next(d for d in reg.devices() if d.kind == "OPENCL").reason == "stale: planted by the test"
     assert reg.device("OPENCL").spec.kind == "OPENCL"
     reg = Registry()
     reg.probe_all()
