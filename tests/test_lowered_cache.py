@@ -202,6 +202,12 @@ def test_renderer_state_is_in_the_key(cpu, monkeypatch):
     from devicekit_cpu import stream
     monkeypatch.setattr(stream, "default_threshold", lambda: 12345)  # another host's LLC
     assert lowered.disk_text(lowered.lowering_key(cls(), k), cls()) != base_text
+    monkeypatch.undo()
+
+    narrow = cls()
+    narrow.vector_register_bytes = 64  # capabilities as another host reports them (AVX-512 vs SSE registers)
+    assert narrow.capabilities != r.capabilities
+    assert lowered.disk_text(base, narrow) != base_text  # the same in-process key: the disk text still tells them apart
 
 
 def test_the_code_stamp_follows_the_renderers_files(tmp_path, monkeypatch):
