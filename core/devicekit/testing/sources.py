@@ -4,8 +4,8 @@
 - `order`: scalars of every C type before, between and after buffers: a runtime that passes every buffer and then
   every scalar (instead of `spec.arg_order()`), or a scalar as the wrong ctypes type, gets wrong values or crashes;
 - `vectors`: buffers of 4-lane vectors (element dtype `float32.vec(4)`);
-- `split`: the CPU's split arguments (`long long core_start, long long core_end`, `split=`): the runtime cuts the
-  extent into chunks and passes each chunk's bounds;
+- `split`, `split_wide`: the CPU's split arguments (`long long core_start, long long core_end`, `split=`): the
+  runtime cuts the extent into chunks and passes each chunk's bounds, as 64-bit ints (an extent past 2**32);
 - `scalars_only`: a kernel with no buffer at all (a runtime that assumes one crashes or refuses it).
 
 A language the kit has no sources for is skipped with its name: add its sources here with the plugin.
@@ -65,6 +65,12 @@ def c_cases(prefix: str = "") -> list[SourceCase]:
   for (long long i = core_start; i < core_end; i++) y[i] = x[i] * 3.0 + (double)i;
 }}
 """
+    wide = f"""{prefix}void dk_kit_split_wide(long long n, long long *y, long long core_start, long long core_end) {{
+  if (core_end == n) y[0] = core_end;
+  if (core_start == 0) y[1] = 1;
+  if (core_start < 0 || core_end > n || core_start > core_end) y[2] = 1;
+}}
+"""
     only = f"""{prefix}void dk_kit_scalars_only(int a, double b, long long c) {{
   volatile double sink = a * b + (double)c;
   (void)sink;
@@ -80,6 +86,9 @@ def c_cases(prefix: str = "") -> list[SourceCase]:
                    {"x": x4, "a": 2.5, "n": 9}, {"y": (x4 * np.float32(2.5) + x4).reshape(-1)}),
         SourceCase("split", "dk_kit_split", split, {"sizes": {"x": "n", "y": "n"}, "split": "n"},
                    {"x": xs, "n": big}, {"y": xs * 3.0 + np.arange(big)}),
+        # an extent past 2**32: split bounds passed as 32-bit ints lose it (no loop: the chunks only report bounds)
+        SourceCase("split_wide", "dk_kit_split_wide", wide, {"sizes": {"y": 3}, "split": "n"}, {"n": 2**32 + 5},
+                   {"y": np.array([2**32 + 5, 1, 0], np.int64)}),
         SourceCase("scalars_only", "dk_kit_scalars_only", only, {}, {"a": 3, "b": 0.5, "c": -4}, {}),
     ]
 
@@ -118,6 +127,7 @@ def opencl_cases() -> list[SourceCase]:
         SourceCase("vectors", "dk_kit_vectors", vec, {"sizes": {"x": "n", "y": "n"}, **dims},
                    {"x": x4, "a": 2.5, "n": 9}, {"y": (x4 * np.float32(2.5) + x4).reshape(-1)}, exact=False),
         SourceCase("split", "", "", {}, {}, {}, skip_if="OpenCL has no split arguments (a grid of work-items)"),
+        SourceCase("split_wide", "", "", {}, {}, {}, skip_if="OpenCL has no split arguments (a grid of work-items)"),
         SourceCase("scalars_only", "dk_kit_scalars_only", only, {"global_size": (1,), "local_size": (1,)},
                    {"a": 3, "b": 0.5, "c": -4}, {}),
     ]
@@ -132,4 +142,4 @@ def cases_for(lang: str) -> list[SourceCase] | None:
     return None
 
 
-CASE_NAMES = ("order", "vectors", "split", "scalars_only")
+CASE_NAMES = ("order", "vectors", "split", "split_wide", "scalars_only")
