@@ -189,7 +189,9 @@ class Program(ABC):
         # the repeat memo: a next launch with these very Buffers and values skips every check (the Buffers are
         # held here, so their ids cannot be reused; a free() anywhere bumps _FREES and ends the memo)
         self._memo = (buffers[:], vals, _FREES[0], sig.vtypes, None, handles, var_vals, g, loc)
-        return launched(self, t, t0, wait)
+        if wait or (t is not None and hasattr(t, "wait")):
+            return t
+        return Launch(self.device, t0)
 
     def _repeat(self, m: tuple) -> Any:
         """The call that repeats the memo's launch: the backend's one native record when its `plan_record` offers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import operator
 import threading
 import time
 import warnings
@@ -153,7 +154,7 @@ class CPUProgram(Program):
             self._tick(vals)
         t0 = time.perf_counter() if wait else 0.0
         if self._order is None:
-            args = [h.ptr for h in handles]
+            args = list(map(_PTR, handles))
             args += vals
         else:
             args = [handles[j].ptr if kind == "buffer" else vals[j] for kind, j in self._order]
@@ -169,6 +170,8 @@ class CPUProgram(Program):
                 pool().run(self._fn, [(*args, bounds[i], bounds[i + 1]) for i in range(n)])
         return time.perf_counter() - t0 if wait else None
 
+
+_PTR = operator.attrgetter("ptr")  # a handle's address (CPUMem.ptr)
 
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
            "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32,
