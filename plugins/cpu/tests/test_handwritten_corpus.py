@@ -186,6 +186,11 @@ def _cases():
     a, b = RNG.integers(-3000, 3000, 999).astype(np.int16), RNG.integers(-3000, 3000, 999).astype(np.int16)
     c.append(("dot_i16.c", "dot_i16", {"sizes": {"out": 1}}, {"a": a, "b": b, "n": 999},
               {"out": np.array([(a.astype(np.int64) * b).sum()])}, 0))
+    aa, bb = _f64(7, 7), _f64(7, 5)
+    c.append(("trmm_static.c", "kernel_trmm",  # static, with include_dirs= and defines= as the suite's Makefile
+              {"include_dirs": [str(CORPUS / "include")], "defines": {"POLYBENCH_USE_C99_PROTO": None}},
+              {"m": 7, "n": 5, "alpha": 1.5, "A": aa, "B": bb}, {"B": 1.5 * (np.tril(aa, -1) + np.eye(7)).T @ bb},
+              1e-12))
     return c
 
 
