@@ -24,14 +24,37 @@ from devicekit.ir.ops import Ops
 from devicekit.ir.uop import UOp
 
 
+def _dt(base, n: int):
+    return base if n == 1 else base.vec(n)
+
+
+def _const(dt, value, n: int, out: list[UOp]) -> UOp:
+    """A constant of dt, broadcast to n lanes (vector constants are VECTORIZEs of scalar CONSTs)."""
+    c = UOp(Ops.CONST, dt, (), value)
+    out.append(c)
+    if n == 1:
+        return c
+    v = UOp(Ops.VECTORIZE, dt.vec(n), (c,) * n)
+    out.append(v)
+    return v
+
+
+def _f32(x: UOp, out: list[UOp]) -> UOp:
+    if x.dtype.scalar() == dtypes.float32:
+        return x
+    f = UOp(Ops.CAST, _dt(dtypes.float32, x.dtype.count), (x,))
+    out.append(f)
+    return f
+
+
 def _isnan(x: UOp, out: list[UOp]) -> UOp:
-    f = x if x.dtype.scalar() == dtypes.float32 else UOp(Ops.CAST, dtypes.float32, (x,))
-    bits = UOp(Ops.BITCAST, dtypes.uint32, (f,))
-    mag = UOp(Ops.AND, dtypes.uint32, (bits, UOp(Ops.CONST, dtypes.uint32, (), 0x7FFFFFFF)))
-    nan = UOp(Ops.CMPLT, dtypes.bool, (UOp(Ops.CONST, dtypes.uint32, (), 0x7F800000), mag))
-    for u in (f, bits, mag.src[1], mag, nan.src[0], nan):
-        if u is not x:
-            out.append(u)
+    n = x.dtype.count
+    bits = UOp(Ops.BITCAST, _dt(dtypes.uint32, n), (_f32(x, out),))
+    out.append(bits)
+    mag = UOp(Ops.AND, bits.dtype, (bits, _const(dtypes.uint32, 0x7FFFFFFF, n, out)))
+    out.append(mag)
+    nan = UOp(Ops.CMPLT, _dt(dtypes.bool, n), (_const(dtypes.uint32, 0x7F800000, n, out), mag))
+    out.append(nan)
     return nan
 
 
@@ -40,19 +63,27 @@ _ARITH = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MULACC, Ops.MAX, Op
 
 
 def _special(u: UOp) -> bool:
-    """A constant the finite-math folds treat specially: 0 (either sign), inf, NaN."""
+    """A constant the finite-math folds treat specially: 0 (either sign), inf, NaN (or a vector of them)."""
     import math
+    if u.op is Ops.VECTORIZE:
+        return any(_special(x) for x in u.src)
     return u.op is Ops.CONST and (u.arg == 0 or not math.isfinite(u.arg))
 
 
 def _opaque(x: UOp, out: list[UOp]) -> UOp:
     """x, read through `| dk_zero` on its bits: equal to x, but a value the compiler cannot see through."""
-    f = x if x.dtype.scalar() == dtypes.float32 else UOp(Ops.CAST, dtypes.float32, (x,))
-    bits = UOp(Ops.BITCAST, dtypes.uint32, (f,))
-    hid = UOp(Ops.OR, dtypes.uint32, (bits, ZERO))
-    back = UOp(Ops.BITCAST, dtypes.float32, (hid,))
-    res = back if x.dtype.scalar() == dtypes.float32 else UOp(Ops.CAST, x.dtype, (back,))
-    out += [v for v in (f, bits, ZERO, hid, back, res) if v is not x]
+    n = x.dtype.count
+    f = _f32(x, out)
+    bits = UOp(Ops.BITCAST, _dt(dtypes.uint32, n), (f,))
+    out.append(bits)
+    zero = ZERO if n == 1 else UOp(Ops.VECTORIZE, dtypes.uint32.vec(n), (ZERO,) * n)
+    hid = UOp(Ops.OR, bits.dtype, (bits, zero))
+    back = UOp(Ops.BITCAST, f.dtype, (hid,))
+    out += [ZERO, zero, hid, back] if n > 1 else [ZERO, hid, back]
+    if f is x:
+        return back
+    res = UOp(Ops.CAST, x.dtype, (back,))
+    out.append(res)
     return res
 
 
@@ -78,21 +109,22 @@ def rewrite(lk):
     mapping: dict[UOp, UOp] = {}
     for u in uops:
         src = tuple(mapping.get(s, s) for s in u.src)
-        if u.op in _ARITH and u.dtype.count == 1 and src[0].dtype.scalar().is_float:
+        if u.op in _ARITH and src[0].dtype.scalar().is_float:
             src = _hide(src, out)
         nu = u if src == u.src else u.replace(src=src)
-        if u.op in (Ops.CMPNE, Ops.CMPEQ, Ops.MAX) and src[0].dtype.scalar().is_float and nu.dtype.count == 1:
+        if u.op in (Ops.CMPNE, Ops.CMPEQ, Ops.MAX) and src[0].dtype.scalar().is_float:
             out.append(nu)
             a_nan = _isnan(src[0], out)
+            b = a_nan.dtype
             if u.op is Ops.CMPNE:
                 b_nan = _isnan(src[1], out)
-                either = UOp(Ops.OR, dtypes.bool, (a_nan, b_nan))
-                res = UOp(Ops.OR, dtypes.bool, (nu, either))
+                either = UOp(Ops.OR, b, (a_nan, b_nan))
+                res = UOp(Ops.OR, b, (nu, either))
                 out += [either, res]
             elif u.op is Ops.CMPEQ:
-                ok = UOp(Ops.CMPNE, dtypes.bool, (a_nan, UOp(Ops.CONST, dtypes.bool, (), True)))
-                res = UOp(Ops.AND, dtypes.bool, (nu, ok))
-                out += [ok.src[1], ok, res]
+                ok = UOp(Ops.CMPNE, b, (a_nan, _const(dtypes.bool, True, b.count, out)))
+                res = UOp(Ops.AND, b, (nu, ok))
+                out += [ok, res]
             else:
                 res = UOp(Ops.WHERE, nu.dtype, (a_nan, src[0], nu))
                 out.append(res)

@@ -192,6 +192,12 @@ class WGSLRenderer(CStyleRenderer):
                 key = "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
                 x = f"bitcast<f32>({_F32_BITS[key]})"
                 return x if t == "f32" else f"f16({x})"
+            if t == "f16":  # the value as float16 holds it: 1048576.0 is inf there, and naga refuses the literal
+                import numpy as np
+                h = float(np.float16(value))
+                if math.isinf(h):
+                    return self.render_const(h, dtypes.float32).join(("f16(", ")"))
+                value = h
             s = repr(float(value))
             if "e" not in s and "." not in s:
                 s += ".0"
@@ -327,7 +333,9 @@ class WGSLRenderer(CStyleRenderer):
         if k.wide:
             out += [f"@group(0) @binding({nbuf + 1}) var<storage, read_write> dk_wide: array<atomic<u32>>;",
                     "fn dk_ld64(lo: i32, hi: i32) -> i32 {",
-                    "  if ((hi != (lo >> 31u)) || (lo == (-2147483647i-1i))) { atomicStore(&dk_wide[0], 1u); return 0i; }",
+                    "  if ((hi != (lo >> 31u)) || (lo == (-2147483647i-1i))) {",
+                    "    atomicStore(&dk_wide[0], 1u); return select(2147483647i, -2147483647i, hi < 0i);",
+                    "  }",
                     "  return lo;", "}"]
         lines = [statement(x) for x in body]
         out += [x.strip() for x in lines if x.lstrip().startswith("var<workgroup>")]
@@ -346,11 +354,14 @@ class WGSLRenderer(CStyleRenderer):
         wire = tuple(UNIFORM_TYPES["int64" if v.scalar is None else v.dtype.name] for v in lk.vars)
         units = tuple(_unit(stored.get(i, p.dtype)) for i, p in enumerate(lk.params))
         return (("shared_bytes", local_bytes), ("wgsl_args", wire), ("wgsl_units", units),
-                ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _loads_int64(lk)))
+                ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _int64_loaded(lk)))
 
 
-def _loads_int64(lk) -> bool:
-    return any(u.op is Ops.LOAD and u.dtype.scalar() == dtypes.int64 for u in lk.uops)
+def _int64_loaded(lk) -> tuple[str, ...]:
+    """The int64 params the kernel loads (checked by dk_ld64 at run time), by name."""
+    return tuple(dict.fromkeys(lk.params[u.src[0].src[0].arg[0]].name for u in lk.uops
+                               if u.op is Ops.LOAD and u.dtype.scalar() == dtypes.int64
+                               and u.src[0].src[0].op is Ops.PARAM))
 
 
 def _unit(dt: DType) -> int:

@@ -73,7 +73,7 @@ class WebGPUProgram(Program):
         self._ubuf = (ctx.device.create_buffer(size=self._ubytes, usage=wgpu.BufferUsage.UNIFORM
                                                | wgpu.BufferUsage.COPY_DST) if self._ubind is not None else None)
         self._groups: OrderedDict = OrderedDict()
-        self._wide = bool(spec.get_meta("wgsl_wide", False))  # the int64 load check's flag at binding n + 1
+        self._wide = tuple(spec.get_meta("wgsl_wide", ()))  # int64 params loaded: dk_ld64's flag at binding n + 1
         self._guards = tuple(spec.get_meta("narrow_guards", ()))  # int64 values proven to fit per launch (ir.narrow)
         self._proven: set = set()
         self._align = int(ctx.limits["min-storage-buffer-offset-alignment"])
@@ -175,28 +175,40 @@ class WebGPUProgram(Program):
                 dev.queue.write_buffer(self._ubuf, 0, self._uniform(binds, vals))
             dev.queue.submit([enc.finish()])
         if flag is not None:
-            self._check_wide(flag)
+            self._check_wide(flag, handles)
         if not wait:
             return None
         self.ctx.wait()
         return time.perf_counter() - t0
 
-    def _check_wide(self, flag: Any) -> None:
-        """The int64 load check (renderer: dk_ld64): a ValueError when a loaded value did not fit in int32."""
+    def _read(self, buf: Any, offset: int, size: int) -> bytes:
         import wgpu
         dev = self.ctx.device
-        staging = dev.create_buffer(size=16, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        staging = dev.create_buffer(size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
         enc = dev.create_command_encoder()
-        enc.copy_buffer_to_buffer(flag, 0, staging, 0, 16)
+        enc.copy_buffer_to_buffer(buf, offset, staging, 0, size)
         dev.queue.submit([enc.finish()])
         staging.map_sync(wgpu.MapMode.READ)
-        hit = bytes(staging.read_mapped())[:4] != bytes(4)
+        data = bytes(staging.read_mapped())
         staging.unmap()
-        if hit:
-            wide = [p.name for p in self.spec.params if p.dtype.name == "int64"]
-            raise ValueError(f"{self.name}: an int64 value loaded from {', '.join(wide)} is outside int32: WEBGPU "
-                             "computes index arithmetic in 32 bits (WGSL has no 64-bit integers), so the results "
-                             "of this launch are not valid")
+        return data
+
+    def _check_wide(self, flag: Any, handles: list) -> None:
+        """The int64 load check (renderer: dk_ld64): a value outside int32 was read as int32's extreme of its sign,
+        which no bindable buffer's index reaches. A bounds check that failed on it is the launch's answer
+        (`Program.execute` raises its IndexError, naming the param; the index it reports is the saturated one);
+        otherwise a ValueError, since arithmetic on the value was proven for int32 only."""
+        if self._read(flag, 0, 16)[:4] == bytes(4):
+            return
+        checks = self.spec.checks
+        if checks is not None:
+            h = handles[-1]  # the bounds-check record: (failed, index) int64 pairs per site
+            record = np.frombuffer(self._read(h.buf, h.offset - h.offset % 4, (h.nbytes + 3) & ~3), np.int64)
+            if any(record[2 * k] for k in range(len(checks.sites))):
+                return
+        raise ValueError(f"{self.name}: an int64 value loaded from {', '.join(self._wide)} is outside int32: WEBGPU "
+                         "computes index arithmetic in 32 bits (WGSL has no 64-bit integers), so the results of "
+                         "this launch are not valid")
 
 
 def factory(spec):
