@@ -13,10 +13,10 @@ import glob
 import os
 import re
 import shutil
-import subprocess
 from typing import NamedTuple
 
 from devicekit.compile import Compiler
+from devicekit.compile.subproc import run_compiler
 from devicekit.errors import CompileError
 
 from .hostinfo import cpu_fingerprint, cpu_flags
@@ -78,8 +78,8 @@ def find_cc() -> str | None:
 @functools.cache
 def cc_version(cc: str) -> str:
     try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30, check=False).stdout
-    except (OSError, subprocess.SubprocessError) as e:
+        out = run_compiler([cc, "--version"], timeout=30).stdout
+    except CompileError as e:
         return f"unknown ({e})"
     return out.splitlines()[0].strip() if out else "unknown"
 
@@ -88,9 +88,8 @@ def cc_version(cc: str) -> str:
 def cc_info(cc: str) -> CCInfo:
     """Family and version from the predefined macros (`cc -dM -E`): `cc --version` does not always say `gcc`."""
     try:
-        out = subprocess.run([cc, "-dM", "-E", "-x", "c", os.devnull], capture_output=True, text=True, timeout=30,
-                             check=False).stdout
-    except (OSError, subprocess.SubprocessError):
+        out = run_compiler([cc, "-dM", "-E", "-x", "c", os.devnull], timeout=30).stdout
+    except CompileError:
         return CCInfo("unknown", ())
     macros = dict(m.groups() for m in re.finditer(r"^#define (\w+) (.*)$", out, re.MULTILINE))
     if "__clang__" in macros:
@@ -124,8 +123,8 @@ def builtin_include_args(cc: str | None) -> tuple[str, ...]:
     is_clang = "clang" in os.path.basename(cc) or "clang" in cc_version(cc).lower()
     query = ["-print-resource-dir"] if is_clang else ["-print-file-name=include"]
     try:
-        out = subprocess.run([cc, *query], capture_output=True, text=True, timeout=30, check=False).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+        out = run_compiler([cc, *query], timeout=30).stdout.strip()
+    except CompileError:
         return ()
     if is_clang and os.path.isfile(os.path.join(out, "include", "stddef.h")):
         return ("-resource-dir", out)

@@ -221,8 +221,9 @@ class CUDACompiler(Compiler):
     def disassemble(self, lib: bytes) -> str:
         """SASS of a cubin via cuobjdump/nvdisasm when the toolkit has one (a debugging aid)."""
         import shutil
-        import subprocess
         import tempfile
+
+        from devicekit.compile.subproc import run_compiler
         exe = shutil.which("cuobjdump") or next((p for r, _ in toolchain._toolkit_roots()
                                                  if os.path.isfile(p := os.path.join(r, "bin", "cuobjdump"))), None)
         if exe is None:
@@ -230,7 +231,7 @@ class CUDACompiler(Compiler):
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(lib)
             f.flush()
-            return subprocess.run([exe, "-sass", f.name], check=False, capture_output=True, text=True).stdout
+            return run_compiler([exe, "-sass", f.name], what="cuobjdump").stdout
 
     def __reduce__(self):
         return (type(self), (self.arch, self.linker, self.flags, self.arch_origin))

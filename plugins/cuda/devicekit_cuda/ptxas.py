@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 
 from . import toolchain
 
@@ -35,8 +34,9 @@ def path() -> str:
 def version(exe: str | None = None) -> str:
     """'13.0' from `ptxas --version`, or '' when it cannot be run."""
     try:
-        out = subprocess.run([exe or path(), "--version"], check=False, capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError, PtxasError):
+        from devicekit.compile.subproc import CompilerFailed, run_compiler
+        out = run_compiler([exe or path(), "--version"], timeout=30).stdout
+    except (PtxasError, CompilerFailed):
         return ""
     m = re.search(r"release (\d+\.\d+)", out)
     return m.group(1) if m else ""

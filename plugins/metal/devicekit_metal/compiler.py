@@ -23,7 +23,6 @@ import functools
 import os
 import platform
 import re
-import subprocess
 import tempfile
 
 from devicekit.compile import Compiler
@@ -101,10 +100,9 @@ class MetalXcrunCompiler(Compiler):
     @functools.cached_property
     def _version(self) -> str:
         try:
-            p = subprocess.run(["xcrun", "-sdk", "macosx", "metal", "--version"], capture_output=True, text=True, check=False,
-                               timeout=60)
+            p = run_compiler(["xcrun", "-sdk", "macosx", "metal", "--version"], timeout=60)
             return (p.stdout or p.stderr).strip().splitlines()[0] if (p.stdout or p.stderr).strip() else "unknown"
-        except (OSError, subprocess.TimeoutExpired, IndexError):
+        except (CompileError, IndexError):
             return "unknown"
 
     def identity(self) -> str:
