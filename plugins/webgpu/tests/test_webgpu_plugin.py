@@ -127,3 +127,25 @@ def test_nan_and_inf_survive_wgsl_finite_math(wg_device):
         np.testing.assert_array_equal(got["isnan"], np.isnan(xv).astype(np.int32))
         np.testing.assert_array_equal(np.isnan(got["y"]), np.isnan(xv - xv))
         np.testing.assert_array_equal(np.isnan(got["z"]), np.isnan(xv * np.float32(0)))
+
+
+# fuzz findings on WEBGPU, fixed as classes (profile floats): 20156/20326 (x * 0.0 and s / s on vector lanes folded
+# to 0), 20493 (a max over NaN), 20073 (a float16 constant that is inf in float16), 20105/20381 (an int64 index
+# outside int32: the reference's IndexError, same kernel and param)
+FUZZ_REGRESSIONS = (20156, 20326, 20493, 20073, 20105, 20381)
+
+
+@pytest.mark.parametrize("seed", FUZZ_REGRESSIONS)
+def test_fuzz_regressions_match_the_reference(wg_device, seed):
+    import devicekit as dk
+    from devicekit.testing import fuzzgen
+    from devicekit.testing.conformance import check_against_reference
+    case = fuzzgen.make_case(seed, "floats")
+    try:
+        dk.run(case.kernel, dk.device("PYTHON"), **case.inputs)
+    except IndexError as want:
+        with pytest.raises(IndexError) as got:
+            dk.run(case.kernel, wg_device, **case.inputs)
+        assert str(got.value).split("[")[0] == str(want).split("[")[0]
+        return
+    check_against_reference(case.kernel, case.inputs, wg_device, f"fuzz seed {seed}")
