@@ -3,7 +3,6 @@ contract it stands on lives in devicekit.alloc (re-exported here)."""
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import threading
 import weakref
@@ -13,7 +12,7 @@ import numpy as np
 
 from .alloc import DEFAULT_OPTIONS, Allocator, BufferOptions, HostAllocator, LRUAllocator
 from .errors import FreedBufferError, ReadOnlyBufferError
-from .ir.dtypes import DType, dtypes, from_numpy_values, to_numpy_values
+from .ir.dtypes import DType, from_numpy_values, to_numpy_values
 
 if TYPE_CHECKING:
     from .targets import Device
@@ -55,8 +54,21 @@ def from_dlpack(obj: Any, device: Device | str | None = None, *, copy: bool = Fa
 
 
 def _as_dtype(dtype: Any) -> DType:
+    if type(dtype) is DType:
+        return dtype
     from .ir.accept import as_dtype  # the entry points' one rule for a dtype (docs/architecture.md)
     return as_dtype(dtype, "Buffer")
+
+
+_STORAGE: dict[int, tuple[DType, np.dtype]] = {}  # id(DType) -> (the DType, its storage numpy dtype)
+_ACCEPT: list[Any] = []  # ir.accept.host_array, imported on first use (memory sits below ir.accept's importers)
+
+
+def _host_array_fn() -> Any:
+    if not _ACCEPT:
+        from .ir.accept import host_array  # the one rule for data (dk.run's arrays too)
+        _ACCEPT.append(host_array)
+    return _ACCEPT[0]
 
 
 _FREES = [0]  # bumped by every Buffer.free(): launch memos and prepared plans holding handles re-check after one
@@ -93,7 +105,7 @@ class Buffer:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(f"Buffer size must be a non-negative int (elements), got {size!r}")
         dt = _as_dtype(dtype)
-        if dt == dtypes.void:
+        if dt.name == "void":
             raise TypeError("a Buffer cannot hold dtypes.void")
         self._device, self._size, self._dtype, self._nbytes = device, int(size), dt, int(size) * dt.nbytes
         self.options = options or DEFAULT_OPTIONS
@@ -200,16 +212,17 @@ class Buffer:
         self.free()
 
     def __del__(self):
-        with contextlib.suppress(Exception):  # interpreter shutdown, half-built object
+        try:
             if self._handle is not None and self._base is None and not self._foreign:
                 h, self._handle = self._handle, None
                 self.allocator.free(h, self._nbytes, self.options)
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown, a half-built object: nothing to give back
+            pass
 
     # ---- data
     def _host_array(self, obj: Any) -> np.ndarray:
         """`obj` as the flat array stored in this buffer, checking dtype and size."""
-        from .ir.accept import host_array  # the one rule for data (dk.run's arrays too)
-        arr = host_array(obj, self._dtype)
+        arr = _host_array_fn()(obj, self._dtype)
         want = self._dtype.scalar()
         if arr.size != self._size * self.lanes:
             raise ValueError(f"size mismatch: buffer holds {self._size} x {self._dtype} "
@@ -222,7 +235,14 @@ class Buffer:
         if self._readonly:
             raise ReadOnlyBufferError(f"{self!r} is read-only (it wraps read-only memory): copy the data into a new "
                                       "Buffer instead")
-        arr = self._host_array(obj)
+        st = _STORAGE.get(id(self._dtype))
+        if st is None or st[0] is not self._dtype:
+            st = _STORAGE[id(self._dtype)] = (self._dtype, np.dtype(self._dtype.np))
+        if (type(obj) is np.ndarray and obj.dtype == st[1] and obj.size == self._size * self._dtype.count
+                and obj.flags.c_contiguous):  # already the stored representation: host_array would keep it as is
+            arr = obj
+        else:
+            arr = self._host_array(obj)
         if self._nbytes:
             self.allocator.copyin(self.handle, memoryview(arr).cast("B"))
         return self
