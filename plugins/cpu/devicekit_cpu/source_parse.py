@@ -18,6 +18,7 @@ Conventions (docs/handwritten.md, docs/architecture.md "CPU plugin"):
 from __future__ import annotations
 
 import os
+import re
 
 from devicekit.errors import CompileError
 from devicekit.render import signature as sg
@@ -119,4 +120,6 @@ def parse_c_source(src: str, entry: str, sizes: dict | None = None, split=None, 
     sig = sg.Signature(sig.entry, tuple(params), sig.line, sig.facts)
     if sig.fact("static"):
         src = exported(src, entry)
+    if entry != "main" and re.search(r"^\s*int\s+main\s*\(", src, re.MULTILINE):  # a whole program (PolyBench/C):
+        src = f"#define main __dk_host_main\nstatic int __dk_host_main();\n#line 1\n{src}"  # main made static, unused
     return sg.build_spec(sig, src, device=device, lang=lang, sizes=sizes, split=split, meta=(("split_cost", 1 << 12),))
