@@ -12,7 +12,6 @@ import sys
 import time
 
 import pytest
-
 from devicekit.compile import subproc
 from devicekit.errors import CompileError, SettingError
 
@@ -123,3 +122,30 @@ def test_the_c_pair_compiles_in_the_devicekit_temp_root(monkeypatch):
     monkeypatch.setattr(subproc, "compiler_tmpdir", spy)
     cc_compiler.CCompiler().compile_src("void k(float *x) { x[0] = 1; }\n")
     assert seen == ["devicekit_cc_"]
+
+
+# processes that are not compilers, each with why it may be spawned directly
+NOT_COMPILERS = {
+    "core/devicekit/render/parse_worker.py": "the signature reader's Python helper (its own time limit)",
+    "core/devicekit/cli/isolate.py": "a Python child probing one plugin in isolation",
+    "core/devicekit/inspect_kernel.py": "objdump, a disassembler run on request",
+    "core/devicekit/compile/subproc.py": "the helper itself",
+    "plugins/metal/devicekit_metal/env.py": "xcode-select -p / xcrun -find: tool lookups with a timeout",
+}
+
+
+def test_every_compiler_process_goes_through_the_one_helper():
+    """A machine check for the class: no plugin or core module spawns a process with subprocess directly, but the
+    listed non-compilers; a compiler added later must use compile.subproc.run_compiler."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    files = [*root.glob("core/devicekit/**/*.py"), *root.glob("plugins/*/devicekit_*/**/*.py")]
+    spawn = re.compile(r"subprocess\.(run|Popen|call|check_call|check_output)\(|os\.(system|popen|spawn\w*)\(")
+    found = []
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        if rel in NOT_COMPILERS or "/testing/" in rel:
+            continue
+        found += [f"{rel}:{i}" for i, line in enumerate(f.read_text().splitlines(), 1) if spawn.search(line)]
+    assert not found, "spawn compilers through devicekit.compile.subproc.run_compiler:\n" + "\n".join(found)

@@ -21,11 +21,12 @@ import os
 import re
 import shutil
 import struct
-import subprocess
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from devicekit.compile.subproc import run_compiler
+from devicekit.errors import CompileError
 
 SHIM_DIR = Path(__file__).parent / "shim"
 _SHIM_ARGS = ["-x", "c++", "-std=c++17", f"-I{SHIM_DIR}"]
@@ -52,8 +53,8 @@ def _builtin_include_args() -> list[str]:
         if shutil.which(cc) is None:
             continue
         try:
-            p = subprocess.run([cc, "-print-file-name=include"], capture_output=True, text=True, check=False, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
+            p = run_compiler([cc, "-print-file-name=include"], timeout=30)
+        except CompileError:
             continue
         d = p.stdout.strip()
         if p.returncode == 0 and os.path.isfile(os.path.join(d, "stddef.h")):
@@ -265,7 +266,7 @@ class HostKernel:
         # are the same: SSE, no contraction, no fast-math)
         cmd = [compiler, *std, "-O0", "-fPIC", "-shared", "-fno-fast-math", "-ffp-contract=off",
                f"-I{SHIM_DIR}", "-Wno-attributes", "-o", str(so), str(cpp)]
-        p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        p = run_compiler(cmd, what=os.path.basename(compiler))
         if p.returncode != 0:
             raise HostCheckError(f"host compile of {spec.name} failed:\n{p.stderr}\n--- source ---\n{src}")
         self._lib = ctypes.CDLL(str(so))
