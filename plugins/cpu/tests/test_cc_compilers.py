@@ -101,6 +101,15 @@ def test_a_hand_written_source_gets_a_compiler_that_has_its_features(cpu):
     prog = cpu.program_from_source(src, "k", sizes={"out": 4, "a": 4})
     out = dk.run(prog, out=np.zeros(4, np.float32), a=np.arange(4, dtype=np.float32))["out"]
     assert out.tolist() == [6.0, 4.0, 2.0, 0.0]
+    gcc = _find("gcc", None)
+    if gcc is None:
+        return
+    dev = _device(cpu, gcc)  # a pair whose compiler is gcc (the c pair's choice where clang is absent)
+    assert not dev.compiler.choice.features.ext_vector_type
+    assert "clang" in dev.compiler.for_source(src).identity()  # the old pair compiled it with gcc: scalar code
+    prog = dev.program_from_source(src, "k", sizes={"out": 4, "a": 4})
+    out = dk.run(prog, out=np.zeros(4, np.float32), a=np.arange(4, dtype=np.float32))["out"]
+    assert out.tolist() == [6.0, 4.0, 2.0, 0.0]
 
 
 def _fake_cc(tmp_path, real: str) -> str:
