@@ -10,6 +10,7 @@ import shutil
 import stat
 
 import pytest
+from devicekit import settings
 from devicekit.ir.dtypes import dtypes
 from devicekit.targets import Device
 from devicekit.testing.random_kernels import ALL_DTYPES, assert_matches, random_kernel
@@ -17,8 +18,9 @@ from devicekit_cpu import cc_probe
 from devicekit_cpu.c_renderer import CRenderer
 from devicekit_cpu.cc_compiler import FLAGS, CCompiler, cc_info
 
-SEEDS = range(24)
-HALF_SEEDS = range(100, 116)
+_SLOW = settings.get("DEVICEKIT_SLOW")  # the long run: 400 + 200 kernels per compiler
+SEEDS = range(400 if _SLOW else 12)
+HALF_SEEDS = range(1000, 1200 if _SLOW else 1010)
 
 
 def _find(family: str, major: int | None) -> str | None:
