@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import names
+from .analysis import free_ranges, unproven_indexes
 from .dtypes import dtypes
 from .ops import Ops
 from .uop import UOp, make_alu
-from .verify import free_ranges, unproven_indexes
 
 if TYPE_CHECKING:
     from .builder import Kernel

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .analysis import free_ranges
 from .dtypes import dtypes
 from .ops import Ops
-from .uop import UOp
-from .verify import free_ranges
+from .uop import UOp, memo_order
 
 # float ALU ops a vector of lanes computes as one vector op; anything else is computed lane by lane
 _LIFT = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2,
@@ -72,8 +72,8 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
         for g in reversed(glob[1:]):
             if g in bounded or not any(g in free[u] for u in red_loads):
                 continue
-            if all(_stride(st.src[0].src[1], g, memo) == 1 for st in sink.src) and \
-                    all(_stride(u.src[0].src[1], g, memo) == 1 for u in loads if g in free[u]):
+            if all(_stride(st.src[0].src[1], g, memo, free) == 1 for st in sink.src) and \
+                    all(_stride(u.src[0].src[1], g, memo, free) == 1 for u in loads if g in free[u]):
                 vec = g
                 break
     # the unrolled axis: another global range a load inside a reduction does not use (that load is shared)
@@ -115,31 +115,36 @@ def tile_rows(vector_register_bytes: int, row_bytes: int) -> int:
     return max(UNROLL, min(16, vector_register_bytes // 2 // max(1, row_bytes)))
 
 
-def _stride(idx: UOp, r: UOp, memo: dict) -> int | None:
+def _stride(idx: UOp, r: UOp, memo: dict, free: dict[UOp, frozenset]) -> int | None:
     """The constant step of `idx` per step of range `r` (0: independent of it); None when that step is not constant
-    (r under a product with a var, a division, a min ...). Terms without r may be anything."""
-    key = (idx, r)
-    if key in memo:
-        return memo[key]
+    (r under a product with a var, a division, a min ...). Terms without r may be anything. `free`: the nodes' free
+    ranges (a global range is never reduced away, so `r in free[u]` is "u depends on r")."""
+    m = memo.setdefault(r, {})
+
+    def leaf(u: UOp) -> bool:
+        return u is r or r not in free[u] or u.op not in (Ops.ADD, Ops.SUB, Ops.MUL, Ops.CAST)
+
+    for u in memo_order(idx, m, leaf):
+        m[u] = _stride1(u, r, m, free)
+    return m[idx]
+
+
+def _stride1(idx: UOp, r: UOp, m: dict, free: dict[UOp, frozenset]) -> int | None:
     if idx is r:
-        s: int | None = 1
-    elif not any(x is r for x in idx.toposort()):
-        s = 0
-    elif idx.op in (Ops.ADD, Ops.SUB):
-        a, b = _stride(idx.src[0], r, memo), _stride(idx.src[1], r, memo)
-        s = None if a is None or b is None else a + b if idx.op is Ops.ADD else a - b
-    elif idx.op is Ops.MUL:
+        return 1
+    if r not in free[idx]:
+        return 0
+    if idx.op in (Ops.ADD, Ops.SUB):
+        a, b = m[idx.src[0]], m[idx.src[1]]
+        return None if a is None or b is None else a + b if idx.op is Ops.ADD else a - b
+    if idx.op is Ops.MUL:
         a, b = idx.src
         if b.op is Ops.CONST and isinstance(b.arg, int):
             a, b = b, a
-        s = None if a.op is not Ops.CONST or not isinstance(a.arg, int) else \
-            (None if (t := _stride(b, r, memo)) is None else a.arg * t)
-    elif idx.op is Ops.CAST and idx.src[0].dtype.is_int:
-        s = _stride(idx.src[0], r, memo)
-    else:
-        s = None
-    memo[key] = s
-    return s
+        return None if a.op is not Ops.CONST or not isinstance(a.arg, int) or m[b] is None else a.arg * m[b]
+    if idx.op is Ops.CAST and idx.src[0].dtype.is_int:
+        return m[idx.src[0]]
+    return None
 
 
 def _gate(st: UOp, cond: UOp) -> UOp:
@@ -194,22 +199,42 @@ def _vector_statement(st: UOp, g: UOp, lanes: list[UOp]) -> list[UOp]:
     def per_lane(u: UOp) -> UOp:
         return UOp(Ops.VECTORIZE, u.dtype.vec(tn), tuple(_substitute(u, {g: x}) for x in lanes))
 
+    def operands(u: UOp) -> tuple[UOp, ...]:
+        """What lift(u) lifts first (the shape of the recursion it replaces: a chain is as deep as the user wrote)."""
+        if u.dtype not in _FLOATS:
+            return ()
+        if u.op is Ops.REDUCE:
+            return (u.src[0],)
+        if u.op in _LIFT and all(s.dtype in _FLOATS for s in u.src):
+            return tuple(s for s in u.src if dep[s])
+        if u.op is Ops.CAST and u.src[0].dtype in _FLOATS and dep[u.src[0]]:
+            return (u.src[0],)
+        return ()
+
+    def lift1(u: UOp) -> UOp:
+        if u.dtype not in _FLOATS:
+            return per_lane(u)
+        if u.op is Ops.REDUCE:
+            return UOp(Ops.REDUCE, u.dtype.vec(tn), (memo[u.src[0]], *u.src[1:]), u.arg)
+        if u.op in _LIFT and all(s.dtype in _FLOATS for s in u.src):
+            return UOp(u.op, u.dtype.vec(tn), tuple(memo[s] if dep[s] else _broadcast(s, tn) for s in u.src), u.arg)
+        if u.op is Ops.CAST and u.src[0].dtype in _FLOATS and dep[u.src[0]]:
+            return UOp(Ops.CAST, u.dtype.vec(tn), (memo[u.src[0]],))
+        return per_lane(u)  # loads (grouped into one vector load when consecutive), and everything else, lane by lane
+
     def lift(u: UOp) -> UOp:
         """u (which depends on g) as a vector of its tn lanes."""
-        if (m := memo.get(u)) is not None:
-            return m
-        if u.dtype not in _FLOATS:
-            v = per_lane(u)
-        elif u.op is Ops.REDUCE:
-            v = UOp(Ops.REDUCE, u.dtype.vec(tn), (lift(u.src[0]), *u.src[1:]), u.arg)
-        elif u.op in _LIFT and all(s.dtype in _FLOATS for s in u.src):
-            v = UOp(u.op, u.dtype.vec(tn), tuple(lift(s) if dep[s] else _broadcast(s, tn) for s in u.src), u.arg)
-        elif u.op is Ops.CAST and u.src[0].dtype in _FLOATS and dep[u.src[0]]:
-            v = UOp(Ops.CAST, u.dtype.vec(tn), (lift(u.src[0]),))
-        else:  # loads (grouped into one vector load when consecutive), and everything else, lane by lane
-            v = per_lane(u)
-        memo[u] = v
-        return v
+        stack: list[tuple[UOp, bool]] = [(u, False)]
+        while stack:
+            x, ready = stack.pop()
+            if x in memo:
+                continue
+            if ready:
+                memo[x] = lift1(x)
+                continue
+            stack.append((x, True))
+            stack.extend((s, False) for s in reversed(operands(x)) if s not in memo)
+        return memo[u]
 
     val = st.src[1]
     ix = st.src[0]

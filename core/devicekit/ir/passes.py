@@ -10,13 +10,13 @@ import itertools
 import numpy as np
 
 from . import semantics
+from .analysis import free_ranges
 from .dtypes import DType, dtypes, f32_to_bf16
 from .ops import ALU, COMPARE, Ops
 from .order import is_ordered_load, stmt_index
 from .rewrite import graph_rewrite, substitute
 from .transcendental import DECOMPOSITIONS, WIDE_DECOMPOSITIONS
 from .uop import KernelError, UOp, make_alu
-from .verify import free_ranges
 
 
 def combine(op: Ops, a: UOp, b: UOp) -> UOp:

@@ -25,7 +25,7 @@ def rewrite_once(root: UOp, fn: RewriteFn) -> UOp:
     memo: dict[UOp, UOp] = {}
     for u in root.toposort():
         src = tuple(memo[s] for s in u.src)
-        nu = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+        nu = u if src == u.src else u.replace(src=src)
         r = fn(nu)
         memo[u] = nu if r is None else r
     return memo[root]
@@ -43,5 +43,5 @@ def substitute(root: UOp, mapping: dict[UOp, UOp]) -> UOp:
             memo[u] = m
             continue
         src = tuple(memo[s] for s in u.src)
-        memo[u] = u if all(a is b for a, b in zip(src, u.src)) else u.replace(src=src)
+        memo[u] = u if src == u.src else u.replace(src=src)
     return memo[root]

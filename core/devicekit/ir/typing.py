@@ -7,7 +7,7 @@ from typing import Any
 
 from .dtypes import DType, dtypes
 from .ops import Ops
-from .uop import KernelError, UOp
+from .uop import KernelError, UOp, memo_order
 
 _FLOAT_ONLY = {Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.TRUNC, Ops.FDIV}
 _INT_ONLY = {Ops.IDIV, Ops.MOD, Ops.SHL, Ops.SHR}
@@ -55,9 +55,8 @@ def value_bounds(u: UOp) -> tuple[Any, Any]:
     """Conservative (min, max) of the value of `u` over every execution (ints; floats give +-inf)."""
     if (b := _BOUNDS.get(u)) is not None:
         return b
-    for x in u.toposort():
-        if x not in _BOUNDS:
-            _BOUNDS[x] = _bounds1(x)
+    for x in memo_order(u, _BOUNDS):
+        _BOUNDS[x] = _bounds1(x)
     return _BOUNDS[u]
 
 

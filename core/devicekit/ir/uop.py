@@ -7,10 +7,13 @@ and common subexpressions are shared for free. The first place in user code that
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 import weakref
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from .dtypes import DType, dtypes
@@ -18,6 +21,7 @@ from .ops import ALU, Ops
 
 _CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
 _SITES: weakref.WeakKeyDictionary[UOp, str] = weakref.WeakKeyDictionary()
+_TOPO: OrderedDict[UOp, tuple[UOp, ...]] = OrderedDict()  # the last roots' toposorts (UOps are immutable)
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -31,9 +35,18 @@ class KernelError(ValueError):
         self.node = node
 
 
+_OURS: dict[str, bool] = {}  # code file -> inside the devicekit package (abspath per frame was a lowering hot spot)
+
+
+def _ours(filename: str) -> bool:
+    if (r := _OURS.get(filename)) is None:
+        r = _OURS[filename] = os.path.abspath(filename).startswith(_PKG_DIR)
+    return r
+
+
 def _user_site() -> str:
     f = sys._getframe(2)
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR):
+    while f is not None and _ours(f.f_code.co_filename):
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else ""
 
@@ -68,7 +81,10 @@ class UOp:
         raise AttributeError("UOp is immutable")
 
     def __reduce__(self):
-        return (UOp, (self.op, self.dtype, self.src, self.arg))
+        """The graph as a flat table (sources by position): pickling src tuples recursed once per level of depth."""
+        nodes = self.toposort()
+        at = {u: n for n, u in enumerate(nodes)}
+        return (_from_table, (tuple((u.op, u.dtype, tuple(at[s] for s in u.src), u.arg) for u in nodes),))
 
     def __repr__(self) -> str:
         return self.short()
@@ -88,30 +104,46 @@ class UOp:
     @property
     def key(self) -> bytes:
         """A stable content hash of the whole graph (for caches that outlive the process)."""
-        if self._key is None:
+        if self._key is None:  # sources first, in one pass: a 100,000-deep chain recursed past Python's limit
             import hashlib
-            h = hashlib.sha256(repr((self.op.name, self.dtype.name, self.dtype.count, _arg_repr(self.arg))).encode())
-            for s in self.src:
-                h.update(s.key)
-            object.__setattr__(self, "_key", h.digest())
+            for u in self.toposort(stop=lambda x: x._key is not None):
+                h = hashlib.sha256(repr((u.op.name, u.dtype.name, u.dtype.count, _arg_repr(u.arg))).encode())
+                for s in u.src:
+                    h.update(s._key)
+                object.__setattr__(u, "_key", h.digest())
         return self._key
 
     # ---- graph helpers
-    def toposort(self) -> list[UOp]:
-        """Every node reachable from self, sources before users."""
+    def toposort(self, stop: Callable[[UOp], bool] | None = None) -> list[UOp]:
+        """Every node reachable from self, sources before users, sources left to right (an explicit stack: graphs
+        as deep as the user builds them). `stop(u)` true: u and what is below it are left out. The last few roots'
+        orders are kept (lowering sorts the same sink several times)."""
+        if stop is None and (hit := _TOPO.get(self)) is not None:
+            with contextlib.suppress(KeyError):  # another thread may have evicted it since
+                _TOPO.move_to_end(self)
+            return list(hit)
         order: list[UOp] = []
-        seen: set[int] = set()
-        stack: list[tuple[UOp, bool]] = [(self, False)]
+        if stop is not None and stop(self):
+            return order
+        seen = {self}
+        stack = [(self, iter(self.src))]
+        push, pop, add = stack.append, stack.pop, seen.add
         while stack:
-            u, done = stack.pop()
-            if done:
+            u, it = stack[-1]
+            for s in it:
+                if s not in seen:
+                    add(s)
+                    if stop is not None and stop(s):
+                        continue
+                    push((s, iter(s.src)))
+                    break
+            else:
+                pop()
                 order.append(u)
-                continue
-            if id(u) in seen:
-                continue
-            seen.add(id(u))
-            stack.append((u, True))
-            stack.extend((s, False) for s in reversed(u.src) if id(s) not in seen)
+        if stop is None and len(order) > 64:
+            _TOPO[self] = tuple(order)
+            if len(_TOPO) > 32:
+                _TOPO.popitem(last=False)
         return order
 
     def replace(self, **kw: Any) -> UOp:
@@ -247,6 +279,14 @@ class UOp:
 SymInt = int | UOp
 
 
+def _from_table(table: tuple) -> UOp:
+    """UOp.__reduce__'s inverse: rebuild (hash-consed) in order; the last node is the root."""
+    built: list[UOp] = []
+    for op, dtype, src, arg in table:
+        built.append(UOp(op, dtype, tuple(built[i] for i in src), arg))
+    return built[-1]
+
+
 def _arg_repr(arg: Any) -> str:
     if isinstance(arg, Ops):
         return arg.name
@@ -326,6 +366,29 @@ def bounds(u: UOp) -> tuple[Any, Any]:
     """Conservative [min, max] of an integer-valued node, from range ends and var declarations."""
     from .typing import value_bounds
     return value_bounds(u)
+
+
+def memo_order(root: UOp, memo: dict, leaf: Callable[[UOp], bool] | None = None) -> list[UOp]:
+    """The nodes below `root` (itself included) that a memoised analysis still has to compute, sources first: the
+    iterative form of `f(u) = ... f(u.src[i]) ...` (recursion broke at a few hundred levels). Nodes in `memo` are not
+    entered; `leaf(u)` true: u is computed but its sources are not (an analysis that does not look below it)."""
+    if root in memo:
+        return []
+    order: list[UOp] = []
+    seen: set[UOp] = set()
+    stack: list[tuple[UOp, bool]] = [(root, False)]
+    while stack:
+        u, done = stack.pop()
+        if done:
+            order.append(u)
+            continue
+        if u in seen or u in memo:
+            continue
+        seen.add(u)
+        stack.append((u, True))
+        if leaf is None or not leaf(u):
+            stack.extend((s, False) for s in reversed(u.src) if s not in seen and s not in memo)
+    return order
 
 
 def is_alu(u: UOp) -> bool:

@@ -14,15 +14,16 @@ from typing import Any
 import numpy as np
 
 from ..ir import semantics
+from ..ir.analysis import affine, free_ranges
 from ..ir.bounds import bounds_error
 from ..ir.builder import Kernel
 from ..ir.dtypes import DType, bf16_to_f32, dtypes, f32_to_bf16
 from ..ir.ops import ALU, Ops
 from ..ir.order import block_paths, build_position, is_ordered_load, nest, read_depth
-from ..ir.uop import UOp, sym_eval
-from ..ir.verify import affine, free_ranges
+from ..ir.uop import KernelError, UOp, sym_eval
 
 CHUNK_ELEMENTS = 1 << 22  # largest array a reduction chunk may create
+MAX_DIMS = 32  # axes numpy handles everywhere (nditer, broadcasting): one per range, plus the lane axis
 
 
 class Interpreter:
@@ -31,6 +32,10 @@ class Interpreter:
         self.nodes = kernel.sink.toposort()
         self.free = free_ranges(self.nodes)
         ranges = sorted((u for u in self.nodes if u.op is Ops.RANGE), key=lambda r: r.arg[0])
+        if len(ranges) >= MAX_DIMS:
+            raise KernelError(f"kernel {kernel.name} has {len(ranges)} ranges: the PYTHON reference gives each range "
+                              f"an array axis and numpy broadcasts {MAX_DIMS}, so it runs at most {MAX_DIMS - 1} (a device "
+                              "compiles it)", ranges[MAX_DIMS - 1])
         self.axis = {r: n for n, r in enumerate(ranges)}
         self.ndim = len(ranges) + 1
         self.extent = {r: max(0, sym_eval(r.src[0], var_vals)) for r in ranges}
@@ -165,14 +170,27 @@ class Interpreter:
 
     # ---- evaluation (memo per reduction context: values depending on a chunked range are recomputed per chunk)
     def _eval(self, u: UOp, ctx: dict) -> np.ndarray:
+        """u's value in ctx: what it needs first, sources before users, on an explicit stack (a chain as deep as
+        the user built it). A reduction evaluates its body in its own context (`_reduce`), a load its address,
+        gate and default in this one."""
         if u in self.pinned:
             return self.pinned[u]
         memo = ctx.setdefault("memo", {})
         if u in memo:
             return memo[u]
-        v = self._eval1(u, ctx)
-        memo[u] = v
-        return v
+        work: list[tuple[UOp, bool]] = [(u, False)]
+        while work:
+            x, ready = work.pop()
+            if x in memo:
+                continue
+            if x in self.pinned:
+                memo[x] = self.pinned[x]
+            elif ready:
+                memo[x] = self._eval1(x, ctx)
+            else:
+                work.append((x, True))
+                work.extend((s, False) for s in reversed(_operands(x)) if s not in memo)
+        return memo[u]
 
     def _eval1(self, u: UOp, ctx: dict) -> np.ndarray:
         op, d = u.op, u.dtype
@@ -324,6 +342,16 @@ class Interpreter:
                 ident = semantics.const_array(semantics.identity(Ops.MAX, dt), dt)
                 out = np.maximum(np.max(v, axis=axes, keepdims=True), ident) if v.size else ident
         return np.asarray(out, dtype=dt.np_compute)
+
+
+def _operands(u: UOp) -> tuple[UOp, ...]:
+    """The values `_eval1(u)` reads in u's own context: a load's index, gate and default; no reduction's body."""
+    if u.op is Ops.LOAD:
+        ix = u.src[0]
+        return (*ix.src[1:], u.src[1]) if len(ix.src) == 3 else ix.src[1:]
+    if u.op in (Ops.REDUCE, Ops.RANGE):
+        return ()
+    return u.src
 
 
 def run_kernel(kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int]) -> None:

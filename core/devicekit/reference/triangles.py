@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from ..ir import semantics
+from ..ir.analysis import free_ranges, is_triangular
 from ..ir.builder import Kernel
 from ..ir.dtypes import dtypes
 from ..ir.ops import ALU, Ops
 from ..ir.uop import UOp, make_alu
-from ..ir.verify import free_ranges, is_triangular
 
 
 def rectangular(kernel: Kernel, var_vals: dict[str, int]) -> Kernel:

@@ -33,6 +33,9 @@ from .renderer import Renderer
 # side-effecting ops: an expression is never inlined across one of these
 _ORDERED = frozenset({Ops.STORE, Ops.ASSIGN, Ops.RANGE, Ops.ENDRANGE, Ops.IF, Ops.ENDIF, Ops.BARRIER,
                       Ops.DEFINE_ACC, Ops.DEFINE_LOCAL})
+# an inlined expression nests at most this deep (then it gets a name): a 2,000-step chain inlined whole was one
+# line of 2,000 nested parentheses, past clang's bracket depth (256) and slow to compile; each level adds <= 4
+MAX_INLINE_DEPTH = 40
 # ops whose value may be inlined into its single user (pure, cheap to re-read)
 _INLINABLE = frozenset({Ops.NEG, Ops.EXP2, Ops.LOG2, Ops.SIN, Ops.SQRT, Ops.RECIP, Ops.TRUNC, Ops.ADD, Ops.SUB,
                         Ops.MUL, Ops.FDIV, Ops.IDIV, Ops.MOD, Ops.MAX, Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.AND,
@@ -264,6 +267,7 @@ class CStyleRenderer(Renderer):
         r: dict = {}  # uop -> expression, or a list of lane expressions for a scalarized vector
         index_parts: dict = {}  # INDEX uop -> (buf, idx, gate)
         ids: dict = {}  # RANGE / DEFINE_ACC -> its local name
+        nest: dict = {}  # uop -> how deep its inlined expression nests (a named value: absent, 0)
         used: set[DType] = set()
         lines: list[str] = []
         depth = 1
@@ -306,8 +310,10 @@ class CStyleRenderer(Renderer):
 
         def define(u, expr, prefix: str) -> None:
             nonlocal counter
-            if inline_ok(u):
+            d = 1 + max((nest.get(s, 0) for s in u.src), default=0)
+            if d <= MAX_INLINE_DEPTH and inline_ok(u):
                 r[u] = expr
+                nest[u] = d
                 return
             names = []
             for x in (expr if isinstance(expr, list) else [expr]):
@@ -408,6 +414,7 @@ class CStyleRenderer(Renderer):
                 r[u] = v
             elif op is Ops.INDEX:
                 index_parts[u] = (r[src[0]], r[src[1]], r[src[2]] if len(src) > 2 else None)
+                nest[u] = max(nest.get(s, 0) for s in src)
             elif op is Ops.LOAD:
                 buf, idx, gate = index_parts[src[0]]
                 if lanes_of(dt):
@@ -454,11 +461,13 @@ class CStyleRenderer(Renderer):
             elif op is Ops.VECTORIZE:
                 if lanes_of(dt):
                     r[u] = [r[s] for s in src]
+                    nest[u] = max(nest.get(s, 0) for s in src)
                 else:
                     define(u, self.render_vectorize([r[s] for s in src], dt), "vec")
             elif op is Ops.GEP:
                 if isinstance(r[src[0]], list):
                     r[u] = r[src[0]][u.arg]
+                    nest[u] = nest.get(src[0], 0)
                 else:
                     define(u, self.render_gep(r[src[0]], u.arg, src[0].dtype), "alu")
             else:

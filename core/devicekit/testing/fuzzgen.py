@@ -27,7 +27,7 @@ from ..ir.uop import UOp
 from .names import HOSTILE_NAMES
 from .random_kernels import ALL_DTYPES, FLOATS, INTS, RandomKernel, _array, _off_integers, _sin_limit, random_kernel
 
-PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory", "shapes", "tiles")
+PROFILES = ("mixed", "base", "wide", "scalar", "ints", "floats", "memory", "shapes", "tiles", "deep")
 SHAPES = ("elementwise", "unroll_store", "loop_store", "reduce", "unroll_reduce", "vector", "vector_reduce")
 # drawn apart from SHAPES (1 seed in 8), so adding one leaves every other seed's kernel as it was
 EXTRA_SHAPES = ("gather",)
@@ -295,7 +295,14 @@ def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
     """The fuzz case of `seed`: `base` is random_kernels.random_kernel, `wide` this module's generator, `mixed`
     alternates (odd seeds wide, one seed in six a memory-order kernel of fuzz_memory, one in twelve a shaped kernel
     with triangular ranges and related vars of fuzz_shapes, one in twelve a matmul-like kernel of fuzz_tiles for the
-    optimizer), `memory`, `shapes` and `tiles` only those."""
+    optimizer), `memory`, `shapes` and `tiles` only those; `deep` the long and deep kernels of fuzz_deep (chains of
+    thousands of steps, loads nested hundreds deep: not in `mixed`, they cost 100x a kernel; DEVICEKIT_SLOW=1
+    makes them 10x longer)."""
+    if profile == "deep":
+        import os
+
+        from .fuzz_deep import deep_kernel
+        return deep_kernel(seed, 10.0 if os.environ.get("DEVICEKIT_SLOW") == "1" else 1.0)
     if profile == "memory" or (profile == "mixed" and seed % 6 == 3):
         from .fuzz_memory import memory_kernel
         return memory_kernel(seed)
