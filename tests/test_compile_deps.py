@@ -81,3 +81,14 @@ def test_a_tracked_entry_is_rebuilt_when_its_header_changes_and_generated_keys_a
     other = deps.make_context(cwd=os.path.dirname(tmp_path))
     assert c.cache_key(_spec("S", ctx)) != c.cache_key(_spec("S", other))  # the folder is part of the key
     assert c.cache_key(_spec("S")).compiler == "counting"  # generated kernels: the plain identity
+
+
+def test_a_removed_working_dir_still_compiles_a_source_without_includes(tmp_path, monkeypatch):
+    import devicekit as dk
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert deps.make_context().cwd == "/"
+    prog = dk.device("CPU").program_from_source("void k(float *x) { x[0] = 1; }\n", "k")
+    assert prog is not None

@@ -63,7 +63,12 @@ def make_context(include_dirs: Iterable[str | os.PathLike] | None = None,
                  ) -> SourceContext:
     """A SourceContext from `program_from_source`'s include_dirs= (paths; relative ones are made absolute now, as
     the compiler would resolve them from here) and defines= ({"N": 64, "FLAG": None} or ["N=64", "FLAG"])."""
-    cwd = os.path.abspath(cwd or os.getcwd())
+    if not cwd:
+        try:
+            cwd = os.getcwd()
+        except OSError:  # the working dir was removed: nothing resolves there; "/" is no one's to plant headers in
+            cwd = "/"
+    cwd = os.path.abspath(cwd)
     if isinstance(include_dirs, (str, os.PathLike)):
         include_dirs = [include_dirs]
     dirs = []
