@@ -10,7 +10,7 @@ from . import names
 from .accept import as_dtype
 from .dtypes import DType, dtypes, scalar_wire
 from .ops import RANGE_KINDS, Ops
-from .uop import KernelError, SymInt, UOp, as_uop
+from .uop import KernelError, SymInt, UOp, as_uop, user_site
 
 if TYPE_CHECKING:
     from ..render.program_spec import ParamSpec, VarSpec
@@ -98,6 +98,7 @@ class BufferRef:
             raise KernelError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(idx)}")
         flat = None
         for k, (c, d) in enumerate(zip(idx, self.shape)):
+            _no_float_index(c, f"index {k} into {self.name}")
             c = as_uop(c, dtypes.index if not isinstance(c, UOp) else None)
             no_scalars(c, f"in index {k} into {self.name}")
             if not c.dtype.is_int or c.dtype.count != 1:
@@ -128,6 +129,7 @@ class BufferRef:
     def _index(self, idx: Any, gate: UOp | None = None, unchecked: bool = False) -> UOp:
         if isinstance(idx, tuple):
             idx = self._flat(idx, gate)
+        _no_float_index(idx, f"index into {self.name}")
         idx = as_uop(idx, dtypes.index if not isinstance(idx, UOp) else None)
         no_scalars(idx, f"in an index into {self.name}")
         if not idx.dtype.scalar().is_int or idx.dtype.count != 1:
@@ -372,6 +374,16 @@ class KernelBuilder:
                    tuple(self._shapes), bool(optimize))  # verifies
         self._built = True
         return k
+
+
+def _no_float_index(idx: Any, what: str) -> None:
+    """A float (a Python float or a float value) used as an index: the error names the param and the user's line,
+    as a store to a read-only param does (it said "float constant 1.5 combined with an integer int64 value")."""
+    if isinstance(idx, float) or (isinstance(idx, UOp) and idx.dtype.scalar().is_float):
+        shown = repr(idx) if isinstance(idx, float) else f"a {idx.dtype.name} value"
+        site = idx.site if isinstance(idx, UOp) and idx.site else user_site()
+        raise KernelError(f"{what} is {shown}: an index must be an integer (cast it: .cast(dtypes.int32), or index "
+                          f"with a range or var)" + (f" (at {site})" if site else ""))
 
 
 def _sym(u: UOp) -> SymInt:

@@ -89,8 +89,11 @@ def bitcast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
 
 
 def const_array(value: Any, dtype: DType) -> np.ndarray:
+    """A constant as an array of its dtype. A float constant past the dtype's range rounds to +-inf: that is the
+    defined value (IEEE rounding of a literal), so numpy's "overflow encountered in cast" is not a warning here."""
     d = dtype.scalar()
-    return np.asarray(round_bf16(np.float32(value)) if d == dtypes.bfloat16 else value, dtype=d.np_compute)
+    with np.errstate(over="ignore"):
+        return np.asarray(round_bf16(np.float32(value)) if d == dtypes.bfloat16 else value, dtype=d.np_compute)
 
 
 def identity(op: Ops, dtype: DType) -> Any:

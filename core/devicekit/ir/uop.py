@@ -44,6 +44,11 @@ def _ours(filename: str) -> bool:
     return r
 
 
+def user_site() -> str:
+    """file:line of the innermost frame outside the devicekit package (where the user's code is)."""
+    return _user_site()
+
+
 def _user_site() -> str:
     f = sys._getframe(2)
     while f is not None and _ours(f.f_code.co_filename):

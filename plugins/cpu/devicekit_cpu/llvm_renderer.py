@@ -57,13 +57,14 @@ def const_literal(value, dt: DType) -> str:
     if dt.is_int:
         v = int(value) & ((1 << dt.bits) - 1)
         return str(v - (1 << dt.bits) if v >> (dt.bits - 1) else v)
-    if dt.name == "float16":
-        return f"0xH{int(np.float16(value).view(np.uint16)):04X}"
-    if dt.name == "bfloat16":
-        from devicekit.ir.dtypes import f32_to_bf16
-        return f"0xR{int(f32_to_bf16(np.array([value], np.float32))[0]):04X}"
-    if dt.name == "float32":
-        value = float(np.float32(value))
+    with np.errstate(over="ignore"):  # a literal past the type's range is +-inf, the defined rounding (no warning)
+        if dt.name == "float16":
+            return f"0xH{int(np.float16(value).view(np.uint16)):04X}"
+        if dt.name == "bfloat16":
+            from devicekit.ir.dtypes import f32_to_bf16
+            return f"0xR{int(f32_to_bf16(np.array([value], np.float32))[0]):04X}"
+        if dt.name == "float32":
+            value = float(np.float32(value))
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(value)))[0]:016X}"
 
 
