@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from devicekit import interrupt
 from devicekit.errors import CompileError, DeviceUnavailableError
 
 from . import env
@@ -78,11 +79,20 @@ class MetalContext:
         """Wait for every command buffer committed so far; raise if one of them failed."""
         with self._lock:
             pending, self._in_flight = self._in_flight, []
-        for cb in pending:
-            wait_checked(cb)
+        for i, cb in enumerate(pending):
+            try:
+                wait_checked(cb)
+            except KeyboardInterrupt:  # Ctrl-C: the ones not waited for are still in flight
+                with self._lock:
+                    self._in_flight[:0] = pending[i:]
+                raise
 
 
-def wait_checked(command_buffer) -> None:
+def wait_checked(command_buffer, keep=None) -> None:
+    """Wait for a committed command buffer (Ctrl-C interrupts the wait: devicekit.interrupt.wait_until polls its
+    status on the main thread); raise if it failed."""
+    interrupt.wait_until(lambda: command_buffer.status() >= _STATUS_COMPLETED, command_buffer.waitUntilCompleted,
+                         keep)
     command_buffer.waitUntilCompleted()
     err = command_buffer.error()
     if err is not None:

@@ -3,24 +3,26 @@
 Arguments: buffers at indices 0..P-1 (setBuffer:offset:atIndex: with the handle's offset), then each int var as 8
 bytes (setBytes:length:atIndex:, read by the kernel as `constant long&`). One command buffer per launch; with
 `wait` it returns the GPU time from the command buffer's GPUStartTime/GPUEndTime, else it is tracked as in flight.
-macOS only.
+Sizes are checked before encoding (devicekit.launch_sizes: global_size counts threadgroups, local_size threads per
+threadgroup); waiting polls the command buffer's status (mtl.wait_checked), so Ctrl-C interrupts it. macOS only.
 """
 
 from __future__ import annotations
 
 import ctypes
 
+from devicekit import launch_sizes
 from devicekit.render.signature import launch_shared
 from devicekit.runtime import Program
 
 from .renderer import MAX_BUFFERS, MAX_THREADS_PER_GROUP
 
 
-def _dims3(dims, default: int = 1) -> tuple[int, int, int]:
-    d = tuple(int(x) for x in (dims or ()))
-    if len(d) > 3:
-        raise ValueError(f"METAL launches have at most 3 dimensions, got {d}")
-    return d + (default,) * (3 - len(d))  # type: ignore[return-value]
+def _dims3(d: tuple[int, ...]) -> tuple[int, int, int]:
+    return tuple(d) + (1,) * (3 - len(d))  # type: ignore[return-value]
+
+
+MAX_GRID_THREADS = 2 ** 32 - 1  # thread_position_in_grid is a uint per axis
 
 
 _PACK = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
@@ -44,6 +46,10 @@ class MetalProgram(Program):
         self.library = load_library(ctx.device, compiled.lib)
         self.pipeline = pipeline_for(ctx.device, self.library, compiled.spec.entry)
         self.max_threads = min(int(self.pipeline.maxTotalThreadsPerThreadgroup()), MAX_THREADS_PER_GROUP)
+        self.limits = launch_sizes.Limits(
+            device=f"METAL:{ctx.index} ({ctx.name})", max_local=(MAX_THREADS_PER_GROUP,) * 3,
+            max_group_items=self.max_threads, max_global=(MAX_GRID_THREADS,) * 3, groups="grid (global_size)",
+            items="threadgroup (local_size)")
         shared = int(compiled.spec.get_meta("shared_bytes", 0) or 0)
         if shared > ctx.max_threadgroup_memory:
             raise ValueError(f"{self.name}: needs {shared} bytes of threadgroup memory, {ctx.name} has "
@@ -57,13 +63,10 @@ class MetalProgram(Program):
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         Metal = self.ctx.Metal
-        grid, group = _dims3(global_size), _dims3(local_size)
-        threads = group[0] * group[1] * group[2]
-        if threads > self.max_threads:
-            raise ValueError(f"{self.name}: {threads} threads per threadgroup {group}; this pipeline allows "
-                             f"{self.max_threads} on {self.ctx.name}")
-        if 0 in grid or 0 in group:
-            return 0.0 if wait else None
+        grid, group = launch_sizes.check(self.name, global_size, local_size, self.limits)
+        grid, group = _dims3(grid), _dims3(group)
+        if 0 in grid:
+            return 0.0 if wait else None  # an empty grid: nothing to run
         cb = self.ctx.queue.commandBuffer()
         enc = cb.computeCommandEncoder()
         enc.setComputePipelineState_(self.pipeline)
@@ -97,5 +100,5 @@ class MetalProgram(Program):
             self.ctx.track(cb)
             return None
         from .mtl import wait_checked
-        wait_checked(cb)
+        wait_checked(cb, handles)
         return float(cb.GPUEndTime() - cb.GPUStartTime())

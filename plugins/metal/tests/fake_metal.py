@@ -97,6 +97,8 @@ class FakeEncoder:
         self.tg[index] = n
 
     def dispatchThreadgroups_threadsPerThreadgroup_(self, grid, group):
+        # more than a uint of threads per axis: Metal cannot run it, and emulating it would never end
+        assert all(0 <= g * t < 2 ** 32 for g, t in zip(grid, group)), f"undispatchable grid {grid} x {group}"
         self.cb.work.append((self.pso, dict(self.bufs), dict(self.bytes), grid, group))
 
     def endEncoding(self):
@@ -113,9 +115,37 @@ def _unpack(raw: bytes, dt):
     return struct.unpack("<" + fmt, raw)[0]
 
 
+class _NativeGate:
+    """A wait in native code that no signal interrupts, as waitUntilCompleted's: a pthread mutex locked twice by one
+    thread blocks until another thread unlocks it (`release`, a test's hang guard). While `closed`, command buffers
+    committed then "never end": their status stays scheduled."""
+
+    def __init__(self):
+        import ctypes
+        self.ctypes, self.libc = ctypes, ctypes.CDLL(None)
+        self.mutex, self.closed = ctypes.create_string_buffer(64), False
+
+    def close(self):
+        self.mutex = self.ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER on glibc
+        self.closed = True
+        self.libc.pthread_mutex_lock(self.mutex)
+
+    def release(self):
+        self.closed = False
+        self.libc.pthread_mutex_unlock(self.mutex)
+
+    def block(self):
+        mutex = self.mutex
+        self.libc.pthread_mutex_lock(mutex)  # releases the GIL; returns only once released
+        self.libc.pthread_mutex_unlock(mutex)
+
+
+GATE = _NativeGate()
+
+
 class FakeCommandBuffer:
     def __init__(self, log):
-        self.work, self.log, self.done = [], log, False
+        self.work, self.log, self.done, self.hangs = [], log, False, False
 
     def computeCommandEncoder(self):
         return FakeEncoder(self)
@@ -142,13 +172,15 @@ class FakeCommandBuffer:
             if hk is None:
                 hk = _HOST_KERNELS[pso.src] = HostKernel(spec, MetalRenderer())
             hk.run(arrays, vals, grid=grid, group=group)
-        self.done = True
+        self.done, self.hangs = True, GATE.closed
 
     def status(self):
-        return 4 if self.done else 2
+        return 2 if not self.done or (self.hangs and GATE.closed) else 4
 
     def waitUntilCompleted(self):
         assert self.done
+        if self.hangs and GATE.closed:
+            GATE.block()
 
     def error(self):
         return None

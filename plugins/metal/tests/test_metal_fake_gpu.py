@@ -138,8 +138,75 @@ def test_too_many_threads_is_refused(fake_metal):
     dev = _device()
     prog = dev.compile(kern)
     bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
-    with pytest.raises(ValueError, match="threads per threadgroup"):
+    with pytest.raises(ValueError, match=r"threadgroup \(local_size\)\[0\] = 2048 exceeds .* limit of 1024"):
         prog.execute(bufs, [8, 1], global_size=(1,), local_size=(2048,))
+
+
+@pytest.mark.parametrize("grid,group,limit", [
+    ((-5,), (1,), r"global_size\[0\] = -5 is below 0"),
+    ((1,), (0,), r"local_size\[0\] = 0 is below 1"),
+    ((1,), (64, 32), r"2048 work-items per group; METAL:0 \(Fake Apple GPU\) runs at most 1024"),
+    ((1 << 40,), (1,), r"1099511627776 x 1 = 1099511627776 work-items on axis 0; METAL:0 .* runs at most 4294967295"),
+    ((1,), (1.0,), r"local_size\[0\] must be an int, got float"),
+    ((1, 1, 1, 1), (1,), "has 4 axes"),
+])
+def test_launch_sizes_are_checked_before_encoding(fake_metal, grid, group, limit):
+    """A negative grid or an empty threadgroup was encoded as it was (MTLSizeMake of a negative NSUInteger) or ran
+    nothing silently: one LaunchError naming the limit, and nothing committed."""
+    import devicekit as dk
+    from devicekit.errors import LaunchError
+    kern = _kernel()
+    SPECS["dku_fake_axpy"] = MetalRenderer().render(kern)
+    dev = _device()
+    prog = dev.compile(kern)
+    bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
+    fake.ENCODERS.clear()
+    with pytest.raises(LaunchError, match=limit):
+        prog.execute(bufs, [8, 1], global_size=grid, local_size=group, wait=True)
+    assert not fake.ENCODERS
+
+
+@pytest.mark.parametrize("wait", [True, False], ids=["wait=True", "wait=False+wait()"])
+def test_ctrl_c_interrupts_a_kernel_that_never_ends(fake_metal, wait):
+    """While the fake's gate is closed a committed command buffer stays scheduled and waitUntilCompleted blocks in
+    native code that no signal interrupts (as Metal's does): SIGINT must raise KeyboardInterrupt while the kernel
+    still runs (the runtime polls the status), not when the 10 s hang guard lets the wait return."""
+    import os
+    import signal
+    import threading
+
+    import devicekit as dk
+    from devicekit import interrupt
+    kern = _kernel()
+    SPECS["dku_fake_axpy"] = MetalRenderer().render(kern)
+    dev = _device()
+    prog = dev.compile(kern)
+    bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
+    prog.execute(bufs, [8, 1], wait=True)  # the fake builds its host kernel at the first commit: not in the wait
+    fake.GATE.close()
+    guard = threading.Timer(10, fake.GATE.release)
+    sigint = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        guard.start()
+        sigint.start()
+        with pytest.raises(KeyboardInterrupt):
+            if wait:
+                prog.execute(bufs, [8, 1], wait=True)
+            else:
+                prog.execute(bufs, [8, 1]).wait()
+            sigint.join()  # (the old code) the signal arrives here, after the guard released the wait
+        assert fake.GATE.closed, "KeyboardInterrupt came only after the kernel ended (the hang guard released it)"
+        assert interrupt.pending() == 1  # the command buffer goes on in the background
+    finally:
+        sigint.cancel()
+        guard.cancel()
+        if fake.GATE.closed:
+            fake.GATE.release()
+        signal.signal(signal.SIGINT, old)
+    assert interrupt.wait_pending(5)
+    dev.synchronize()  # the command buffer interrupted in wait() is still tracked, and completes
+    assert prog.ctx._in_flight == []
 
 
 HAND_WRITTEN = """#include <metal_stdlib>
