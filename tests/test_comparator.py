@@ -54,3 +54,30 @@ def test_bfloat16_bits_compare_as_floats():
         assert_matches(np.array([0xFF80], np.uint16), np.array([0x7F80], np.uint16), dtypes.bfloat16)
     with pytest.raises(AssertionError):
         assert_matches(np.array([0x3F80], np.uint16), np.array([0x7F80], np.uint16), dtypes.bfloat16)
+
+
+def test_the_tolerances_are_docs_ir_md_s():
+    """docs/ir.md's table; integers and bools exact (0.0, not None: the comparator multiplies by it)."""
+    want = {dtypes.float16: 1e-2, dtypes.bfloat16: 2e-2, dtypes.float32: 1e-4, dtypes.float64: 1e-9,
+            dtypes.int32: 0.0, dtypes.uint8: 0.0, dtypes.bool: 0.0}
+    assert {dt: tolerance(dt) for dt in want} == want
+    assert all(isinstance(tolerance(dt), float) for dt in want)
+
+
+def test_a_difference_of_exactly_the_tolerance_matches():
+    assert_matches(np.array([1e-4]), np.array([0.0]), dtypes.float32, "at the bound")
+    with pytest.raises(AssertionError):
+        assert_matches(np.array([1.0001e-4]), np.array([0.0]), dtypes.float32, "past it")
+
+
+def test_bfloat16_bits_are_compared_as_values_not_as_integers():
+    # +-1 ulp of the smallest subnormal: 9e-41 and -9e-41 match within 2e-2; as integers 1 and 32769 would not
+    assert_matches(np.array([0x0001], np.uint16), np.array([0x8001], np.uint16), dtypes.bfloat16, "tiny")
+
+
+def test_works_where_the_caller_raises_on_floating_point_errors():
+    """inf - inf and 1e308 - -1e308 inside the comparator are its business: no FloatingPointError leaks."""
+    with np.errstate(all="raise"):
+        assert_matches(np.array([INF, -INF, NAN, 1e308]), np.array([INF, -INF, NAN, 1e308]), dtypes.float64, "x")
+        with pytest.raises(AssertionError, match="differ"):
+            assert_matches(np.array([1e308]), np.array([-1e308]), dtypes.float64, "x")

@@ -1,0 +1,120 @@
+"""Mutation testing (mutmut) of the code whose job is to check or compare (issue 38): each target module is mutated
+in a scratch copy of the repository (src/devicekit: mutmut imports the mutants from mutants/src) and the tests that
+guard it run against every mutant. Prints killed / survived per module and the survivors' names.
+
+    .venv/bin/python scripts/mutation.py --sample          # the fixed CI sample (the comparator), < 60 s
+    .venv/bin/python scripts/mutation.py [module ...]      # full runs (DEVICEKIT_SLOW=1 in the suite runs them all)
+    .venv/bin/python scripts/mutation.py --show NAME       # a surviving mutant's diff
+
+Modules and their guards are TARGETS below; a new check module comes with its entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MUTMUT = [sys.executable, "-m", "mutmut"]
+
+# module (under core/devicekit) -> the tests that guard it
+TARGETS = {
+    "testing/random_kernels.py": ["tests/test_comparator.py"],
+    "ir/accept.py": ["tests/test_entry_point_errors.py", "tests/ir/test_verifier.py", "tests/ir/test_builder.py",
+                     "tests/test_short_messages.py"],
+    "ir/verify.py": ["tests/ir/test_verifier.py", "tests/ir/test_builder.py", "tests/reliability/test_memory_order.py"],
+    "signature.py": ["tests/test_runtime.py", "tests/test_memory.py"],
+    "compile/cache.py": ["tests/test_cache.py"],
+}
+# the CI sample: the comparator's mutants (a fixed set: every mutant of assert_matches and tolerance)
+SAMPLE = ("testing/random_kernels.py", ["devicekit.testing.random_kernels.x_assert_matches__mutmut_*",
+                                        "devicekit.testing.random_kernels.x_tolerance__mutmut_*"])
+
+PYPROJECT = """[tool.mutmut]
+source_paths = ["src/devicekit"]
+only_mutate = ["src/devicekit/{module}"]
+pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "--import-mode=importlib", "-p", "no:xdist"]
+pytest_add_cli_args_test_selection = {tests}
+also_copy = ["conftest.py", "tests"]
+use_git_change_detection = false
+track_dependencies = false
+
+[tool.pytest.ini_options]
+markers = ["slow: long-running test", "gpu: needs a GPU device", "macos: needs macOS"]
+"""
+
+
+def workdir(module: str) -> Path:
+    """A scratch copy: src/devicekit (the package), tests/, conftest.py and a pyproject.toml naming the target."""
+    work = Path(tempfile.mkdtemp(prefix="devicekit-mutation-"))
+    shutil.copytree(ROOT / "core" / "devicekit", work / "src" / "devicekit",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy2(ROOT / "conftest.py", work / "conftest.py")
+    tests = "[" + ", ".join(f'"{t}"' for t in TARGETS[module]) + "]"
+    (work / "pyproject.toml").write_text(PYPROJECT.format(module=module, tests=tests))
+    return work
+
+
+def run(module: str, names: list[str] | None = None, jobs: int = 2, keep: bool = False) -> dict[str, list[str]]:
+    work = workdir(module)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
+    env["DEVICEKIT_CACHE_DIR"] = str(work / "dk-cache")
+    try:
+        p = subprocess.run([*MUTMUT, "run", "--max-children", str(jobs), *(names or [])], cwd=work, env=env,
+                           capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            raise RuntimeError(f"mutmut run failed for {module} (exit {p.returncode}):\n{p.stdout[-3000:]}\n"
+                               f"{p.stderr[-3000:]}")
+        r = subprocess.run([*MUTMUT, "results", "--all", "true"], cwd=work, env=env, capture_output=True, text=True,
+                           check=False)
+        out: dict[str, list[str]] = {}
+        for line in r.stdout.splitlines():
+            m = re.match(r"\s*(\S+__mutmut_\d+): (.+)$", line)
+            if m and (not names or any(Path(m.group(1)).match(n) or re.fullmatch(n.replace("*", ".*"), m.group(1))
+                                       for n in names)):
+                out.setdefault(m.group(2).strip(), []).append(m.group(1))
+        return out
+    finally:
+        if keep:
+            print(f"kept {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def score(results: dict[str, list[str]]) -> tuple[int, int, float]:
+    killed = sum(len(v) for k, v in results.items() if k in ("killed", "timeout", "segfault"))
+    total = sum(len(v) for k, v in results.items() if k not in ("skipped", "not checked"))
+    return killed, total, (100.0 * killed / total if total else 100.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("modules", nargs="*", help=f"modules under core/devicekit (default: all of {sorted(TARGETS)})")
+    ap.add_argument("--sample", action="store_true", help="the fixed CI sample only")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch copy (to inspect mutants)")
+    ap.add_argument("--min-score", type=float, default=0.0, help="exit 1 below this percentage killed")
+    args = ap.parse_args(argv)
+    plan = [(SAMPLE[0], SAMPLE[1])] if args.sample else [(m, None) for m in (args.modules or TARGETS)]
+    worst = 100.0
+    for module, names in plan:
+        res = run(module, names, args.jobs, args.keep)
+        killed, total, pct = score(res)
+        worst = min(worst, pct)
+        print(f"{module}: {killed}/{total} killed ({pct:.1f}%)" + ("  [sample]" if names else ""))
+        for status, ms in sorted(res.items()):
+            if status not in ("killed",):
+                for m in ms:
+                    print(f"  {status}: {m}")
+    return 0 if worst >= args.min_score else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
