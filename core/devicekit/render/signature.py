@@ -410,8 +410,9 @@ def read_param(name: str, t, line: int, where: str, records: dict[str, DType] | 
         extent: int | str | None = None
         if k == ci.TypeKind.CONSTANTARRAY:
             extent = ct.element_count
-        elif k == ci.TypeKind.VARIABLEARRAY:
-            extent = _bracket_extent(tokens or (), name)
+        elif k == ci.TypeKind.VARIABLEARRAY:  # the dims as written, else as a macro wrote them (POLYBENCH_2D(...))
+            extent = _bracket_extent(tokens or (), name) or _bracket_extent(
+                (name, "[", *re.findall(r"\w+|\S", written.partition("[")[2])), name)
         inner = elem.get_canonical()
         while _tk(inner) in (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.VARIABLEARRAY, ci.TypeKind.INCOMPLETEARRAY):
             if _tk(inner) == ci.TypeKind.CONSTANTARRAY and isinstance(extent, int):
