@@ -62,7 +62,7 @@ def test_non_integer_index():
     k, n = _k()
     x = k.param("x", dtypes.float32, n)
     i = k.range(n, "global")
-    with pytest.raises(KernelError, match="must be a scalar integer"):
+    with pytest.raises(KernelError, match="index into x is a float32 value: an index must be an integer"):
         _ = x[x[i]]
 
 

@@ -98,9 +98,11 @@ class BufferRef:
             raise KernelError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(idx)}")
         flat = None
         for k, (c, d) in enumerate(zip(idx, self.shape)):
-            _no_float_index(c, f"index {k} into {self.name}")
+            if isinstance(c, float):
+                _no_float_index(c, f"index {k} into {self.name}")
             c = as_uop(c, dtypes.index if not isinstance(c, UOp) else None)
             no_scalars(c, f"in index {k} into {self.name}")
+            _no_float_index(c, f"index {k} into {self.name}")
             if not c.dtype.is_int or c.dtype.count != 1:
                 raise KernelError(f"index {k} into {self.name} must be a scalar integer, got {c.dtype}", c)
             c = c if c.dtype == dtypes.index else c.cast(dtypes.index)
@@ -129,9 +131,11 @@ class BufferRef:
     def _index(self, idx: Any, gate: UOp | None = None, unchecked: bool = False) -> UOp:
         if isinstance(idx, tuple):
             idx = self._flat(idx, gate)
-        _no_float_index(idx, f"index into {self.name}")
+        if isinstance(idx, float):
+            _no_float_index(idx, f"index into {self.name}")
         idx = as_uop(idx, dtypes.index if not isinstance(idx, UOp) else None)
-        no_scalars(idx, f"in an index into {self.name}")
+        no_scalars(idx, f"in an index into {self.name}")  # a k.scalar's own message first: it names the scalar
+        _no_float_index(idx, f"index into {self.name}")
         if not idx.dtype.scalar().is_int or idx.dtype.count != 1:
             raise KernelError(f"index into {self.name} must be a scalar integer, got {idx.dtype}", idx)
         if idx.dtype != dtypes.index:
