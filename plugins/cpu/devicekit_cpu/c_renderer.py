@@ -33,6 +33,20 @@ def _guarded(op: str):
     return fn
 
 
+# double -> float rounded to odd (an inexact result gets its last bit set, toward zero first): float has 13 more bits
+# than half, so rounding that float to half gives the correctly rounded half of the double (no double rounding)
+_D2H_ODD = """static inline float dk_d2h_odd(double d) {
+  float f = (float)d;
+  if ((double)f != d && f - f == 0.0f) {
+    union { float f; unsigned int u; } b = { f };
+    if (fabs((double)f) > fabs(d)) b.u -= 1u;
+    b.u |= 1u;
+    f = b.f;
+  }
+  return f;
+}"""
+
+
 class CRenderer(MemoRender, CStyleRenderer):
     """C11 (GNU) for a shared object: `restrict` pointers, int64 vars, libm math, vector values become one scalar per
     lane (the C compiler vectorizes the loops itself). The entry point is the only exported symbol."""
@@ -74,7 +88,16 @@ class CRenderer(MemoRender, CStyleRenderer):
         return super().render_dtype(dt)
 
     def render_preamble(self, used: set[DType]) -> str:
-        return "#include <math.h>"
+        if self.half != "__fp16":
+            return "#include <math.h>"
+        return "#include <math.h>\n" + _D2H_ODD
+
+    def render_cast(self, x: str, src: DType, dst: DType) -> str:
+        if self.half == "__fp16" and dst.scalar() == dtypes.float16 and src.scalar() == dtypes.float64:
+            # clang's own double -> __fp16 calls libgcc's __truncdfhf2, whose _Float16 return ABI clang 14 does not
+            # share (garbage values): go through float, rounded to odd, which rounds to half exactly as directly
+            return f"((__fp16)dk_d2h_odd({x}))"
+        return super().render_cast(x, src, dst)
 
     def render_math(self, fn: str, x: str, dt: DType) -> str:
         if dt.scalar() == dtypes.float16:  # libm has no half functions: compute in float, round back
