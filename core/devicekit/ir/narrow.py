@@ -3,7 +3,7 @@
 devicekit's index arithmetic (ranges, GPU indices, vars, address math) is int64. A backend without 64-bit integers
 (WGSL) must compute it in int32, and one with them (CUDA, OpenCL, Metal) runs faster when it does: int32 multiply
 and compare are single instructions on every GPU. Narrowing is exact when every int64 value the kernel computes lies
-in FIT = [-(2**31) + 1, 2**31 - 1]: then no int64 op wrapped and none of the int32 ops that replace them can wrap
+in int32 (FIT = [-(2**31) + 1, 2**31 - 1] where the sentinel below is used): then no int64 op wrapped and none of the int32 ops that replace them can wrap
 either (each result is the same integer), so the kernel computes the same values.
 
 One value outside FIT is allowed: INT64_MIN, the sentinel of the bounds-check record (`ir.bounds`: "no failure yet",
@@ -174,6 +174,12 @@ def _abstract(uops: list[UOp], dep: set[UOp]) -> tuple[dict[UOp, Abs], list[tupl
     return out, misuse
 
 
+def has_sentinel(uops: list[UOp]) -> bool:
+    """Whether the kernel uses INT64_MIN (the bounds-check record's sentinel): then int32's minimum is its image and
+    no other value may take it (FIT); otherwise every int32 value fits."""
+    return any(u.op is Ops.CONST and u.arg == SENTINEL and is_wide(u.dtype) for u in uops)
+
+
 def wide_values(uops: list[UOp], loads: bool = False) -> list[Wide]:
     """Every 64-bit integer value of the linear form `uops` (values used only for launch dims excepted:
     `launch_only`) whose non-sentinel values the bounds do not place inside FIT, in order. `loads`: int64 loads are
@@ -181,6 +187,7 @@ def wide_values(uops: list[UOp], loads: bool = False) -> list[Wide]:
     out: list[Wide] = []
     skip = launch_only(uops)
     dep = _dependent(uops, loads)
+    fit_lo = FIT_LO if has_sentinel(uops) else I32_MIN
     abst, _ = _abstract(uops, dep) if dep else ({}, [])
     for u in uops:
         if u.op in _NOT_VALUES or not is_wide(u.dtype) or u in skip:
@@ -190,7 +197,7 @@ def wide_values(uops: list[UOp], loads: bool = False) -> list[Wide]:
             lo, hi = (a.lo, a.hi) if a.lo is not None else (FIT_LO, FIT_LO)
         else:
             lo, hi = value_bounds(u)
-        if not (FIT_LO <= lo and hi <= FIT_HI):
+        if not (fit_lo <= lo and hi <= FIT_HI):
             out.append(Wide(u, lo, hi))
     return out
 
@@ -223,7 +230,8 @@ def narrow_plan(lk, target: str, why: str = "has no 64-bit integers", loads: boo
     guards: list[UOp] = []
     for w in wide_values(uops, loads):
         d = w.uop.dtype.scalar()
-        if w.uop in dep or w.lo <= d.min() or w.hi >= d.max():  # no var value can bound it
+        no_var = not any(x.op is Ops.VAR for x in w.uop.toposort())
+        if w.uop in dep or no_var or w.lo <= d.min() or w.hi >= d.max():  # no var value can bound it
             raise KernelError(f"{target} does not support 64-bit integer values: {w.describe()}, outside int32 (the "
                               f"target {why}; index arithmetic narrows to int32 only where the bounds prove it "
                               "fits: int32 data or bounded vars make it fit)", w.uop)
@@ -233,9 +241,10 @@ def narrow_plan(lk, target: str, why: str = "has no 64-bit integers", loads: boo
     return tuple(guards)
 
 
-def launch_check(guards: tuple[UOp, ...], var_vals: dict, target: str, kernel: str) -> None:
-    """Prove again, with the vars pinned to this launch's values, that every guard of `narrow_plan` fits in int32;
-    a ValueError naming the value and the vars otherwise (nothing ran). Callers memoize by values."""
+def launch_check(guards: tuple[UOp, ...], var_vals: dict, target: str, kernel: str, fit_lo: int = FIT_LO) -> None:
+    """Prove again, with the vars pinned to this launch's values, that every guard of `narrow_plan` fits in int32
+    (from `fit_lo`: I32_MIN where the kernel has no sentinel, `has_sentinel`); a ValueError naming the value and the
+    vars otherwise (nothing ran). Callers memoize by values."""
     if not guards:
         return
     pins: dict[UOp, UOp] = {}
@@ -246,7 +255,7 @@ def launch_check(guards: tuple[UOp, ...], var_vals: dict, target: str, kernel: s
                 pins[u] = UOp(Ops.VAR, u.dtype, (), (u.arg[0], v, v))
     for g in guards:
         lo, hi = value_bounds(substitute(g, pins))
-        if not (FIT_LO <= lo and hi <= FIT_HI):
+        if not (fit_lo <= lo and hi <= FIT_HI):
             vals = ", ".join(f"{u.arg[0]}={int(var_vals[u.arg[0]])}" for u in pins)
             what = f"var {g.arg[0]!r}" if g.op is Ops.VAR else f"the {g.op.name.lower()} value"
             raise ValueError(f"{kernel}: with {vals}, {what} reaches [{lo}, {hi}], outside int32: {target} computes "

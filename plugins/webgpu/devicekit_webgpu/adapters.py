@@ -118,6 +118,13 @@ class Ctx:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
+    def loop_limit(self) -> int | None:
+        """Loop iterations one invocation may run, where the driver cuts them short silently: Mesa's llvmpipe (and
+        lavapipe on it) stops every loop of an invocation after 65,535 iterations in all (its loop limiter,
+        LP_MAX_TGSI_LOOP_ITERATIONS), and the shader goes on with wrong values; None elsewhere."""
+        return 65535 if "llvmpipe" in str(self.adapter.info.get("device", "")) else None
+
+    @property
     def name(self) -> str:
         return "WEBGPU" if self.index == 0 else f"WEBGPU:{self.index}"
 

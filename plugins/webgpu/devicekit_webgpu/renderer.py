@@ -32,13 +32,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from devicekit.ir.dtypes import DType, dtypes
-from devicekit.ir.narrow import SENTINEL, narrow_plan
+from devicekit.ir.narrow import SENTINEL, has_sentinel, narrow_plan
 from devicekit.ir.ops import Ops
 from devicekit.ir.uop import KernelError
 from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads
 from devicekit.render.renderer import Capabilities
 
 from . import nan_exact
+from .loops import nest
 from .wgsl_text import statement
 
 TYPE_MAP = {"bool": "bool", "int32": "i32", "uint32": "u32", "float32": "f32", "float16": "f16", "int64": "i32"}
@@ -104,6 +105,7 @@ class _Kernel:
     local_size: tuple[int, ...]
     params: dict[str, tuple[int, DType, bool]]  # WGSL name -> (binding, storage dtype, written)
     wide: bool = False  # loads int64 data: dk_ld64 checks each value and the dk_wide flag binding exists
+    sentinel: bool = False  # uses INT64_MIN (ir.narrow.has_sentinel)
 
 
 class WGSLRenderer(CStyleRenderer):
@@ -264,7 +266,9 @@ class WGSLRenderer(CStyleRenderer):
                     f"atomicOr(&{buf}[{at}/4i], (select(0u, 1u, {value})<<{sh}))")
         if p[1] == dtypes.int64:  # (low, high) word pairs: the value is proven to fit in i32
             at = f"(dk_args.dko_{buf}+2i*({idx}))"
-            high = f"select(({value}>>31u), (-2147483647i-1i), ({value}==(-2147483647i-1i)))"  # INT64_MIN back
+            high = f"({value}>>31u)"
+            if self._tls.k.sentinel:  # int32's minimum is INT64_MIN's image (ir.narrow): store INT64_MIN back
+                high = f"select({high}, (-2147483647i-1i), ({value}==(-2147483647i-1i)))"
             return f"{buf}[{at}] = {value}; {buf}[{at}+1i] = {high}"
         return f"{buf}[{at}] = {value}"
 
@@ -309,7 +313,7 @@ class WGSLRenderer(CStyleRenderer):
         if threads is not None and threads > self.local_total_max:
             raise KernelError(f"kernel {name} has {threads} invocations a workgroup; this adapter allows "
                               f"{self.local_total_max}")
-        self._tls.k = _Kernel(dims, params, wide)
+        self._tls.k = _Kernel(dims, params, wide, has_sentinel(list(lk.uops)))
         try:
             return super().render_linear(nan_exact.rewrite(lk), name)
         finally:
@@ -354,7 +358,8 @@ class WGSLRenderer(CStyleRenderer):
         wire = tuple(UNIFORM_TYPES["int64" if v.scalar is None else v.dtype.name] for v in lk.vars)
         units = tuple(_unit(stored.get(i, p.dtype)) for i, p in enumerate(lk.params))
         return (("shared_bytes", local_bytes), ("wgsl_args", wire), ("wgsl_units", units),
-                ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _int64_loaded(lk)))
+                ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _int64_loaded(lk)),
+                ("narrow_fit_lo", -(2**31) + has_sentinel(list(lk.uops))), ("loop_nest", nest(lk.uops)))
 
 
 def _int64_loaded(lk) -> tuple[str, ...]:

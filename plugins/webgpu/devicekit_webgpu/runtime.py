@@ -76,6 +76,8 @@ class WebGPUProgram(Program):
         self._wide = tuple(spec.get_meta("wgsl_wide", ()))  # int64 params loaded: dk_ld64's flag at binding n + 1
         self._guards = tuple(spec.get_meta("narrow_guards", ()))  # int64 values proven to fit per launch (ir.narrow)
         self._proven: set = set()
+        loops = spec.get_meta("loop_nest", ())
+        self._trips = loops if ctx.loop_limit is not None and loops else None  # loops.iterations, per launch
         self._align = int(ctx.limits["min-storage-buffer-offset-alignment"])
         self._max_bind = int(ctx.limits["max-storage-buffer-binding-size"])
         self._max_groups = int(ctx.limits["max-compute-workgroups-per-dimension"])
@@ -147,10 +149,11 @@ class WebGPUProgram(Program):
             if got != declared:
                 raise ValueError(f"{self.name}: the shader declares @workgroup_size{declared}; it was launched with "
                                  f"local size {tuple(local_size)}: pass local_size={declared} or leave it out")
-        if self._guards:
+        if self._guards or self._trips is not None:
             key = tuple(sorted(var_vals.items()))
             if key not in self._proven:
-                launch_check(self._guards, var_vals, "WEBGPU", self.name)
+                launch_check(self._guards, var_vals, "WEBGPU", self.name, self.spec.get_meta("narrow_fit_lo", -2**31))
+                self._check_trips(var_vals)
                 if len(self._proven) > 256:
                     self._proven.clear()
                 self._proven.add(key)
@@ -180,6 +183,19 @@ class WebGPUProgram(Program):
             return None
         self.ctx.wait()
         return time.perf_counter() - t0
+
+    def _check_trips(self, var_vals: dict) -> None:
+        """A launch whose invocations may loop more often than the driver lets them (adapters.Ctx.loop_limit) is a
+        ValueError naming both: the driver would stop the loops early and the results would be wrong."""
+        if self._trips is None:
+            return
+        from .loops import iterations
+        hi = iterations(self._trips, var_vals, self.ctx.loop_limit)
+        if hi > self.ctx.loop_limit:
+            raise ValueError(f"{self.name}: one invocation may run {hi} loop iterations with {var_vals}; "
+                             f"{self.ctx.adapter.info.get('device', '?')} stops an invocation's loops after "
+                             f"{self.ctx.loop_limit} in all (Mesa's llvmpipe loop limiter) and would return wrong "
+                             "results: launch smaller sizes, or run it on a GPU adapter")
 
     def _read(self, buf: Any, offset: int, size: int) -> bytes:
         import wgpu
