@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from . import interrupt
+from . import interrupt, launch_sizes
 from .debug import debug_level, dprint
 from .errors import FreedBufferError, ReadOnlyBufferError
 from .memory import _FREES
@@ -215,9 +215,11 @@ class Program(ABC):
         var_vals = self.check(buffers, vals)
         if self.device is None and buffers:  # the seed path's Program: where its Buffers live, for the fast check
             self._signature().home = buffers[0].device
+        if global_size is not None or local_size is not None:  # the caller's: ints, local >= 1 (launch_sizes)
+            global_size, local_size = launch_sizes.check_values(self.name, global_size, local_size)
         g, loc = self.spec.launch_dims(var_vals)
-        global_size = g if global_size is None else tuple(global_size)
-        local_size = loc if local_size is None else tuple(local_size)
+        global_size = g if global_size is None else global_size
+        local_size = loc if local_size is None else local_size
         checks = self.spec.checks
         if checks is not None:  # the hidden bounds-check record (ir/bounds.py), zeroed, after the user's buffers
             buffers = [*buffers, self._record(checks.size)]
