@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import operator
-import threading
 import time
 import warnings
 from functools import partial
@@ -15,8 +14,9 @@ from devicekit.runtime import Program
 from .hostinfo import num_threads
 from .loader import load
 from .memo import loaded
-from .replay import MAX_ARGS, run_records
+from .replay import MAX_ARGS, replayer, run_records
 from .threadpool import pool
+from .upgrade import QuickTier
 
 # below this many estimated operations a launch runs on the calling thread (waking workers costs ~10-30 us)
 PARALLEL_MIN_WORK = 1 << 16
@@ -24,20 +24,15 @@ PARALLEL_MIN_WORK = 1 << 16
 # the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below, it is too short
 # to matter and the handoff (~20 us) is not paid
 INTERRUPTIBLE_MIN_WORK = PARALLEL_MIN_WORK
-# a program on its quick build (tiers: LLVM O0, 3-10x slower code) swaps to the final one (O3, ~20 ms to compile)
-# before the launch that brings it to TIER_LAUNCHES launches or TIER_WORK estimated operations: by then the slow
-# code has cost a few ms, a fraction of the compile it saved; a kernel run once or twice on small data never pays it
+# a program on its quick build (tiers: LLVM O0, 3-10x slower code) starts building its final one (O3, ~20 ms to
+# compile) on the upgrade thread (upgrade.py) at the launch that brings it to TIER_LAUNCHES launches or TIER_WORK
+# estimated operations, and adopts it at its first launch after the build is done: no launch waits for a build
+# (all the kernels of a training step reach their 32nd launch together: 19 O3 compiles in that step stalled it ~124 ms)
 TIER_LAUNCHES = 32
 TIER_WORK = 1 << 20
-
-
-class _QuickTier:
-    """The pending swap of a program on its quick build: how to build the final Program, and what ran so far."""
-
-    __slots__ = ("build", "launches", "lock", "work")
-
-    def __init__(self, build):
-        self.build, self.launches, self.work, self.lock = build, 0, 0, threading.Lock()
+# a single launch of this many estimated operations or more waits for the final build (built on the launching
+# thread): its O0 code would cost more than the ~20 ms compile (O0 runs such a launch 3-10x slower than O3's ~5 ms)
+TIER_SYNC_WORK = 1 << 24
 
 
 class CPUProgram(Program):
@@ -78,39 +73,55 @@ class CPUProgram(Program):
         work = cost if spec.core_split is None else spec.core_split * cost
         self._work = compile_sym(work, names, fallback=INTERRUPTIBLE_MIN_WORK)
         self._maybe_long = self._from_source or not (isinstance(work, int) and work < INTERRUPTIBLE_MIN_WORK)
-        self._quick: _QuickTier | None = None  # set by Device.compile on a quick build (tiers)
+        self._quick: QuickTier | None = None  # set by Device.compile on a quick build (tiers)
 
     def _set_final(self, build) -> bool:
         if self.compiled.tier != "quick":
             return False
-        self._quick = _QuickTier(build)
+
+        def final():
+            replayer()  # the final build's repeats go through dk_replay: compiled here too, once per process (~20 ms)
+            return build()
+        self._quick = QuickTier(final)
         return True
 
     def upgrade(self) -> None:
+        """Swap to the final build now: wait for the upgrade thread's build when it started one, else build here."""
         q = self._quick
-        if q is None:
-            return
-        with q.lock:  # one build, however many threads launch it; the others wait for it
-            if self._quick is None:
+        if q is not None:
+            self._adopt(q, q.result(wait=True))
+
+    def _adopt(self, q: QuickTier, final) -> None:
+        """Run `final` (a Program, or the Exception its build raised) from the next launch on; once per program."""
+        with q.lock:
+            if self._quick is not q:  # another thread adopted it
                 return
-            try:
-                final = q.build()
-            except Exception as e:  # noqa: BLE001 - the quick build runs right: keep it, and say why
-                warnings.warn(f"devicekit-cpu: {self.name}: its final build failed ({type(e).__name__}: {e}); it "
-                              "keeps running its quick build (same values, slower)", RuntimeWarning, stacklevel=2)
+            if isinstance(final, Exception):
+                warnings.warn(f"devicekit-cpu: {self.name}: its final build failed ({type(final).__name__}: "
+                              f"{final}); it keeps running its quick build (same values, slower)", RuntimeWarning,
+                              stacklevel=3)
             else:
                 # launches in flight on other threads finish on the quick code, kept alive with the final one
                 self._keep = (self._keep, final._keep, final)
                 self._fn, self._addr, self.compiled = final._fn, final._addr, final.compiled
             self._quick = None
+            self._memo = None  # the next repeat binds the final code's native record (execute's memo)
 
     def _tick(self, vals) -> None:
-        """Count a launch of a quick build: upgrade before the one that reaches the tier limits."""
+        """Count a launch of a quick build: adopt a finished final build; start building it (off this thread) at the
+        tier limits; a launch of TIER_SYNC_WORK operations or more waits for it (its O0 code costs more)."""
         q = self._quick
+        final = q.result(wait=False)
+        if final is not None:
+            self._adopt(q, final)
+            return
         q.launches += 1
-        q.work += self._work(vals)
-        if q.launches >= TIER_LAUNCHES or q.work >= TIER_WORK:
+        work = self._work(vals)
+        q.work += work
+        if work >= TIER_SYNC_WORK:
             self.upgrade()
+        elif q.launches >= TIER_LAUNCHES or q.work >= TIER_WORK:
+            q.start()
 
     def may_run_long(self, vals) -> bool:
         """Hand-written source kernels (their loops are unknown) and launches estimated at INTERRUPTIBLE_MIN_WORK

@@ -50,13 +50,42 @@ def test_a_new_kernel_starts_quick_and_swaps_before_its_32nd_launch(tmp_path):
     for _ in range(TIER_LAUNCHES - 2):
         assert _launch(prog, dev, arrs).tobytes() == first.tobytes()
     assert prog.tier == "quick"  # 31 launches
-    last = _launch(prog, dev, arrs)
+    gate, started, seen = _gate(prog)
+    last = _launch(prog, dev, arrs)  # the 32nd starts the final build on the upgrade thread and does not wait for it
+    assert prog.tier == "quick" and prog._quick.pid  # queued on the upgrade thread
+    started.wait(60)
+    for _ in range(TIER_LAUNCHES):  # the build is held at its gate: these launches cannot be waiting for it
+        assert _launch(prog, dev, arrs).tobytes() == first.tobytes()
+    assert prog.tier == "quick" and seen == ["building"]
+    gate.set()
+    prog._quick.done.wait(60)
+    swapped = _launch(prog, dev, arrs)  # the first launch after the build adopts it
     assert prog.tier == "final" and " O3 " in prog.compiled.compiler_id
-    assert last.tobytes() == first.tobytes()
+    assert seen == ["building", "built off the launching thread"]
+    assert last.tobytes() == first.tobytes() == swapped.tobytes() == _launch(prog, dev, arrs).tobytes()
     np.testing.assert_allclose(first, arrs["a"] * arrs["b"] + arrs["c"] * 3.0 - 0.25, rtol=1e-6)
 
 
-def test_a_heavy_first_launch_runs_the_final_build(tmp_path):
+def _gate(prog):
+    """Hold prog's final build until `gate` is set (`started`: it reached the gate); `seen` records where and how it ran (a build on
+    the launching thread, or one that waited 20 s at the gate, says so: the test fails instead of hanging)."""
+    gate, started, seen = threading.Event(), threading.Event(), []
+    build, caller = prog._quick.build, threading.get_ident()
+
+    def gated():
+        seen.append("building")
+        started.set()
+        opened = gate.wait(20)
+        seen.append("built off the launching thread" if opened and threading.get_ident() != caller
+                    else "built on the launching thread" if opened else "the gate timed out")
+        return build()
+    prog._quick.build = gated
+    return gate, started, seen
+
+
+def test_a_heavy_first_launch_runs_the_final_build(tmp_path, monkeypatch):
+    import devicekit_cpu.runtime as cpu_runtime
+    monkeypatch.setattr(cpu_runtime, "TIER_SYNC_WORK", TIER_WORK)  # the real limit needs 16M-element inputs
     dev = _device(tmp_path)
     prog = dev.compile(kernels.elementwise("a * b + c", name="tier_heavy"))
     assert prog.tier == "quick"
@@ -128,8 +157,9 @@ def test_a_final_build_that_fails_warns_and_keeps_the_quick_one(tmp_path):
     prog = dev.compile(kernels.elementwise("a * b - c", name="tier_broken"))
     assert prog.tier == "quick"
     arrs = _inputs(100)
-    for _ in range(TIER_LAUNCHES - 1):
+    for _ in range(TIER_LAUNCHES):
         _launch(prog, dev, arrs)
+    prog._quick.done.wait(60)  # the upgrade thread's build failed: the next launch on this thread says so
     with pytest.warns(RuntimeWarning, match="final build failed.*keeps running its quick build"):
         out = _launch(prog, dev, arrs)
     assert prog.tier == "quick"
@@ -160,7 +190,9 @@ def test_threads_crossing_the_limit_together_build_once(tmp_path):
         t.start()
     for t in threads:
         t.join()
+    prog.upgrade()  # waits for the upgrade thread's build: still one
     assert prog.tier == "final" and builds == [1] and not errors
+    assert _launch(prog, dev, arrs).tobytes() == want
 
 
 def test_tier_difference_compares_bits():
