@@ -146,7 +146,7 @@ def parse(fname: str, text: str, args: list[str], unsaved: list[tuple[str, str]]
     poison a template); then no cursor is a definition: use `has_body`."""
     import clang.cindex as ci
     try:
-        return clang_index().parse(fname, args=list(args), unsaved_files=[(fname, text), *unsaved],
+        return clang_index().parse(fname, args=["-ferror-limit=0", *args], unsaved_files=[(fname, text), *unsaved],
                                    options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES if skip_bodies else 0)
     except ci.TranslationUnitLoadError as e:
         raise CompileError(f"libclang could not parse the source: {e}", "", src or text) from None
