@@ -130,18 +130,20 @@ def test_nan_and_inf_survive_wgsl_finite_math(wg_device):
         np.testing.assert_array_equal(np.isnan(got["z"]), np.isnan(xv * np.float32(0)))
 
 
-# fuzz findings on WEBGPU, fixed as classes (profile floats): 20156/20326 (x * 0.0 and s / s on vector lanes folded
-# to 0), 20493 (a max over NaN), 20073 (a float16 constant that is inf in float16), 20105/20381 (an int64 index
-# outside int32: the reference's IndexError, same kernel and param)
-FUZZ_REGRESSIONS = (20156, 20326, 20493, 20073, 20105, 20381)
+# fuzz findings on WEBGPU, fixed as classes: floats 20156/20326 (x * 0.0 and s / s on vector lanes folded to 0),
+# 20493 (a max over NaN), 20073 (a float16 constant that is inf in float16), 20105/20381 (an int64 index outside
+# int32: the reference's IndexError, same kernel and param); mixed 30040 (a cast of int32 data to int64 reaching
+# int32's minimum: every launch was refused)
+FUZZ_REGRESSIONS = ((20156, "floats"), (20326, "floats"), (20493, "floats"), (20073, "floats"), (20105, "floats"),
+                    (20381, "floats"), (30040, "mixed"))
 
 
-@pytest.mark.parametrize("seed", FUZZ_REGRESSIONS)
-def test_fuzz_regressions_match_the_reference(wg_device, seed):
+@pytest.mark.parametrize(("seed", "profile"), FUZZ_REGRESSIONS)
+def test_fuzz_regressions_match_the_reference(wg_device, seed, profile):
     import devicekit as dk
     from devicekit.testing import fuzzgen
     from devicekit.testing.conformance import check_against_reference
-    case = fuzzgen.make_case(seed, "floats")
+    case = fuzzgen.make_case(seed, profile)
     try:
         dk.run(case.kernel, dk.device("PYTHON"), **case.inputs)
     except IndexError as want:
