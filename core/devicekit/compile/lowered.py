@@ -279,7 +279,7 @@ def render(renderer: Renderer, kernel: Any, name: str | None = None, key: tuple 
         return _with_kernel(spec, kernel)
     if (text := disk_text(key, renderer)) is None:
         stats["uncacheable"] += 1
-        return renderer.render(kernel, name)
+        return _lower(renderer, kernel, name)
     store = cache if cache is not None else default_cache()
     ck = store_key(renderer, text)
     raw = store.get(ck)
@@ -296,10 +296,17 @@ def render(renderer: Renderer, kernel: Any, name: str | None = None, key: tuple 
             dprint(2, f"lowered cache hit for {spec.name} ({renderer.device}, {spec.lang})")
             return _with_kernel(_memo.setdefault(mkey, spec), kernel)
     stats["misses"] += 1
-    spec = renderer.render(kernel, name)
+    spec = _lower(renderer, kernel, name)
     store.put(ck, _encode(spec), replace=raw is not None)
     _memo.put(mkey, spec)
     return spec
+
+
+def _lower(renderer: Renderer, kernel: Any, name: str | None) -> ProgramSpec:
+    """The renderer's own render, past a memo it puts in front of this cache (the CPU plugin's MemoRender, whose
+    `render` is this module's: `render_uncached` is the lowering itself)."""
+    own = getattr(renderer, "render_uncached", None)
+    return own(kernel, name) if own is not None else renderer.render(kernel, name)
 
 
 def store_key(renderer: Renderer, text: str) -> CacheKey:

@@ -1,64 +1,42 @@
-"""Process-wide memos that make a second build of a known kernel cost microseconds, not milliseconds."""
+"""Process-wide memos that make a second build of a known kernel cost microseconds, not milliseconds. Both go
+through the core's one memo machinery: `devicekit.lru.LRU`, and for rendered specs the lowered-kernel cache
+(`devicekit.compile.lowered`), whose key holds every setting that may change lowering: none is added here by hand."""
 
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 
-from devicekit import forksafe
+from devicekit.lru import LRU
 
-
-class LRU:
-    """A small thread-safe LRU dict."""
-
-    def __init__(self, size: int):
-        self.size = size
-        self._d: OrderedDict = OrderedDict()
-        self._lock = forksafe.lock()
-
-    def get(self, key):
-        with self._lock:
-            v = self._d.get(key)
-            if v is not None:
-                self._d.move_to_end(key)
-            return v
-
-    def put(self, key, value):
-        with self._lock:
-            self._d[key] = value
-            self._d.move_to_end(key)
-            while len(self._d) > self.size:
-                self._d.popitem(last=False)
-        return value
+__all__ = ["LRU", "MemoRender", "loaded"]
 
 
 class MemoRender:
-    """Mixin for a Renderer: `render(kernel, name)` is a pure function of the kernel's content, the name and the
-    renderer's class, so its ProgramSpec is reused (lowering is the costly part of building a cached kernel)."""
-
-    _render_memo = LRU(2048)
+    """Mixin for a Renderer: `render(kernel, name)` (the seed's `dev.renderer.render(k)` as well as
+    `Device.compile`) answers from the lowered-kernel cache, in memory and on disk: a kernel is lowered once, ever.
+    `memo_salt()` names host facts besides the renderer's attributes and the settings (the lowered cache keys by it)."""
 
     def memo_salt(self) -> str:
-        """Anything besides the kernel and the name that changes the output (an environment knob)."""
+        """Anything besides the kernel, the name, the renderer's attributes and the settings that changes the output
+        (a host fact: the CPU's streaming threshold)."""
         return ""
 
     def render(self, kernel, name: str | None = None):
-        key = getattr(kernel, "key", None)
-        if key is None:
+        if getattr(kernel, "key", None) is None:
             return super().render(kernel, name)
-        from devicekit import settings
-        k = (type(self), key, name, self.memo_salt(), settings.get("DEVICEKIT_OPT"))  # the optimizer changes the source
-        spec = self._render_memo.get(k)
-        if spec is None:
-            spec = self._render_memo.put(k, super().render(kernel, name))
-        return spec
+        from devicekit.compile import lowered
+        return lowered.render(self, kernel, name)
+
+    def render_uncached(self, kernel, name: str | None = None):
+        """The lowering itself (what the lowered cache calls on a miss)."""
+        return super().render(kernel, name)
 
 
-_loaded = LRU(4096)
+_loaded: LRU = LRU(4096)
 
 
 def loaded(lib: bytes, symbol: str, load):
     """(keepalive, address) of `symbol` in `lib`, loading each distinct object once per process."""
     k = (hashlib.sha256(lib).digest(), symbol)
     hit = _loaded.get(k)
-    return hit if hit is not None else _loaded.put(k, load(lib, symbol))
+    return hit if hit is not None else _loaded.setdefault(k, load(lib, symbol))
