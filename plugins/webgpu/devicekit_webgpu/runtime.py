@@ -19,6 +19,7 @@ from collections import OrderedDict
 from typing import Any
 
 import numpy as np
+from devicekit.errors import LaunchError
 from devicekit.ir.narrow import launch_check
 from devicekit.runtime import Program
 
@@ -141,7 +142,7 @@ class WebGPUProgram(Program):
         if len(groups) > 3:
             raise ValueError(f"{self.name}: WebGPU dispatches 3 dimensions of workgroups, got {groups}")
         if any(g > self._max_groups for g in groups):
-            raise ValueError(f"{self.name}: {groups} workgroups; this adapter dispatches at most {self._max_groups} a "
+            raise LaunchError(f"{self.name}: {groups} workgroups; this adapter dispatches at most {self._max_groups} a "
                              "dimension (max-compute-workgroups-per-dimension)")
         if self._source and local_size:
             declared = tuple(self.spec.get_meta("wgsl_workgroup_size"))
@@ -192,7 +193,7 @@ class WebGPUProgram(Program):
         from .loops import iterations
         hi = iterations(self._trips, var_vals, self.ctx.loop_limit)
         if hi > self.ctx.loop_limit:
-            raise ValueError(f"{self.name}: one invocation may run {hi} loop iterations with {var_vals}; "
+            raise LaunchError(f"{self.name}: one invocation may run {hi} loop iterations with {var_vals}; "
                              f"{self.ctx.adapter.info.get('device', '?')} stops an invocation's loops after "
                              f"{self.ctx.loop_limit} in all (Mesa's llvmpipe loop limiter) and would return wrong "
                              "results: launch smaller sizes, or run it on a GPU adapter")
