@@ -75,7 +75,10 @@ def reset_registry(registry: Registry | None = None) -> Registry:
 
 
 def device(spec: DeviceSpec | str | None = None) -> Device:
-    return get_registry().device(spec)
+    d = get_registry().device(spec)
+    if (gone := getattr(d.allocator, "gone", None)) is not None and gone():  # a remote runtime shut down (RAY)
+        d = reset_registry().device(spec)  # probe again rather than hand out the dead device
+    return d
 
 
 def target(spec: DeviceSpec | str) -> Target:

@@ -56,8 +56,10 @@ class RayAllocator(LRUAllocator):
         return RemoteHandle(self.conn.name, buf_id, 0, nbytes)
 
     def _free(self, handle: RemoteHandle, nbytes: int, options: BufferOptions) -> None:
-        if self.conn.lost is not None:
-            return  # the memory went with the actor
+        try:
+            self.conn.check()
+        except RemoteDeviceLost:
+            return  # the memory went with the actor (or with the Ray session)
         self.conn.live_buffers -= 1
         self.conn.live_bytes -= nbytes
         self.conn.post("free", handle.buf_id)
@@ -73,6 +75,16 @@ class RayAllocator(LRUAllocator):
 
     def synchronize(self) -> None:
         self.conn.synchronize()
+
+    def gone(self) -> bool:
+        """The registry's question before it hands out this device again (devicekit.registry.device): True once
+        the Ray session it was found in is over; the plugin then forgets its discovery and connections, so the
+        registry's next probe asks Ray again instead of returning the dead device."""
+        if self.conn.session_over() is None:
+            return False
+        from . import forget_session
+        forget_session()
+        return True
 
 
 class RayViewAllocator(RayAllocator):

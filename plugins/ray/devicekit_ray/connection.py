@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import threading
 from typing import Any
 
-from devicekit.errors import DeviceKitError
+from devicekit.errors import DeviceKitError, RemoteDeviceLost
 
 from . import settings
 from .cluster import RemoteDevice
@@ -19,10 +20,6 @@ from .cluster import RemoteDevice
 __all__ = ["Connection", "RemoteDeviceLost", "RemoteTimeout", "connection", "forget_connections"]
 
 _MAX_PENDING = 256  # calls not waited for before the oldest are collected
-
-
-class RemoteDeviceLost(DeviceKitError, RuntimeError):
-    """A remote device's actor or node died: this device's buffers and programs are gone; other devices work."""
 
 
 class RemoteTimeout(DeviceKitError, TimeoutError):
@@ -45,6 +42,7 @@ class Connection:
         self.live_bytes = 0
         self.loaded: dict[str, int] = {}  # program content hash -> slot on the actor
         self.replay = self._replay  # one bound method: dk.Plan packs launches whose replay `is` the same
+        self.session = _session()  # the Ray session this device was found in: its actors live and die with it
 
     @property
     def where(self) -> str:
@@ -135,16 +133,45 @@ class Connection:
             self._pending = []
 
     def _lost_message(self) -> str:
-        return (f"{self.where} is lost: {self.lost}. Other devices keep working; a restarted node is a device again "
-                "on the next discovery (a new process, or devicekit_ray.rediscover())")
+        return (f"{self.where} is lost: {self.lost}. Other devices keep working; dk.device('{self.name}') probes "
+                "again (a restarted node or a new Ray session is a device again)")
+
+    def session_over(self) -> str | None:
+        """Why the Ray session this device was found in is over (ray.shutdown(), or a new ray.init() since), else
+        None. Checked before every call: Ray, shut down, would quietly start a new local instance for the old actor
+        handle and then fail with its raw "Failed to submit task to actor"."""
+        ray = sys.modules.get("ray")
+        if ray is None or not ray.is_initialized():
+            return "Ray was shut down in this process (ray.shutdown())"
+        if self.session is not None and _session() != self.session:
+            return "Ray was shut down and started again in this process (a new ray.init())"
+        return None
 
     def check(self) -> None:
+        if self.lost is None and (why := self.session_over()) is not None:
+            with self._lock:
+                if self.lost is None:
+                    self.lost = (f"{why}; its {self.live_buffers} buffers ({self.live_bytes} bytes) and loaded "
+                                 "programs went with that session")
+                self._pending = []
         if self.lost is not None:
             raise RemoteDeviceLost(self._lost_message())
 
     # ---- plans
     def _replay(self, records: Any, n: int) -> None:
         self.post("replay", records, n)
+
+
+def _session() -> str | None:
+    """The current Ray session's id in this process (its GCS address and job), or None when Ray is not running."""
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    try:
+        ctx = ray.get_runtime_context()
+        return f"{ctx.gcs_address}/{ctx.get_job_id()}"
+    except Exception:  # noqa: BLE001 - an older Ray without these: only shutdown is detected
+        return None
 
 
 _connections: dict[str, Connection] = {}
