@@ -180,8 +180,8 @@ def test_the_tiles_fuzzer_catches_a_wrong_tile(monkeypatch):
     from devicekit.testing.fuzz import fuzz_seeds
     orig = optimize._vector_statement
 
-    def rotated(st, g, lanes):
-        stores = orig(st, g, lanes)
+    def rotated(st, g, lanes, *memos):
+        stores = orig(st, g, lanes, *memos)
         return [s.replace(src=(s.src[0], stores[(c + 1) % len(stores)].src[1])) for c, s in enumerate(stores)]
     monkeypatch.setattr(optimize, "_vector_statement", rotated)
     # seeds no other test compiles: a device memoizes programs by kernel key, and these must be compiled mutated

@@ -385,7 +385,7 @@ def _no_float_index(idx: Any, what: str) -> None:
     as a store to a read-only param does (it said "float constant 1.5 combined with an integer int64 value")."""
     if isinstance(idx, float) or (isinstance(idx, UOp) and idx.dtype.scalar().is_float):
         shown = repr(idx) if isinstance(idx, float) else f"a {idx.dtype.name} value"
-        site = idx.site if isinstance(idx, UOp) and idx.site else user_site()
+        site = user_site()  # where it is used as an index (a shared node's site is where it was first built)
         raise KernelError(f"{what} is {shown}: an index must be an integer (cast it: .cast(dtypes.int32), or index "
                           f"with a range or var)" + (f" (at {site})" if site else ""))
 

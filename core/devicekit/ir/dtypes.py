@@ -8,6 +8,7 @@ as uint16 bits and converted through float32 (`to_numpy_values` / `from_numpy_va
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,15 @@ class DType:
     itemsize: int  # bytes of one lane
     kind: str  # "b" bool, "i" signed, "u" unsigned, "f" float, "v" void
     count: int = 1  # lanes; 1 for scalars
+
+    def __post_init__(self) -> None:
+        # the hash, once: every hash-consed UOp key hashes its dtype, and the generated __hash__ (a tuple of the
+        # fields, in Python) was a tenth of lowering. Deterministic (no str hash): it survives pickling
+        object.__setattr__(self, "_hash", hash((zlib.crc32(self.name.encode()), self.itemsize, self.kind.encode()[0],
+                                                self.count)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __repr__(self) -> str:
         return f"dtypes.{self.name}" if self.count == 1 else f"dtypes.{self.name}.vec({self.count})"

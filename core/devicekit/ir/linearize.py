@@ -11,6 +11,9 @@ a load from a buffer the kernel writes, nor anything after a barrier, out of the
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +22,12 @@ from .analysis import free_ranges
 from .bounds import ERROR_PARAM, BoundsChecks, guard_accesses
 from .builder import Kernel
 from .dtypes import dtypes, scalar_wire
-from .ops import Ops
+from .ops import ALU, Ops
 from .optimize import optimize
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
 from .rewrite import graph_rewrite, rewrite_once, substitute
 from .schedule import KIND_RANK, Scheduler
-from .uop import KernelError, SymInt, UOp
+from .uop import KernelError, SymInt, UOp, no_sites
 
 
 @dataclass
@@ -46,7 +49,48 @@ class LinearKernel:
 
 
 def lower(kernel: Kernel, caps: Any) -> LinearKernel:
-    sink = graph_rewrite(kernel.sink, _strip_orderings)
+    """The linear form of `kernel` for a renderer's capabilities (see the module docstring)."""
+    with no_sites(), _no_gc():
+        return _lower(kernel, caps)
+
+
+_GC_LOCK = threading.Lock()
+_GC_HOLDERS = [0, False]  # lowerings running (all threads), whether the collector was on before the first
+
+
+@contextlib.contextmanager
+def _no_gc():
+    """No cyclic collection while lowering: it makes thousands of nodes that cannot form cycles (a UOp is immutable
+    and its sources exist before it), and the collections their allocations triggered were a third of lowering a
+    matmul (25 of 80 ms). The collector is back on (if it was) when the last lowering of the process ends."""
+    with _GC_LOCK:
+        if _GC_HOLDERS[0] == 0:
+            _GC_HOLDERS[1] = gc.isenabled()
+            gc.disable()
+        _GC_HOLDERS[0] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_HOLDERS[0] -= 1
+            if _GC_HOLDERS[0] == 0 and _GC_HOLDERS[1]:
+                gc.enable()
+
+
+def _has(sink: UOp, ops: frozenset = frozenset(), dts: frozenset = frozenset(), pred: Any = None) -> bool:
+    """Whether a pass has anything to do: a node of one of `ops`, of a scalar dtype in `dts`, or `pred` true. A pass
+    that cannot apply is skipped (each is a full rewrite of the graph; the sorted nodes of a sink are cached)."""
+    return any(u.op in ops or u.dtype.scalar() in dts or (pred is not None and pred(u)) for u in sink.toposort())
+
+
+_HALVES = frozenset({dtypes.float16, dtypes.bfloat16})
+_INT_EDGES = frozenset({Ops.SHL, Ops.SHR, Ops.IDIV, Ops.MOD})
+
+
+def _lower(kernel: Kernel, caps: Any) -> LinearKernel:
+    sink = kernel.sink
+    if _has(sink, frozenset({Ops.BARRIER, Ops.DEFINE_LOCAL})):
+        sink = graph_rewrite(sink, _strip_orderings)
     sink, err, checks = guard_accesses(kernel, sink)  # before anything else: proofs hold on the user's graph
     opts: tuple[str, ...] = ()
     if kernel.optimize and err is None and settings.get("DEVICEKIT_OPT"):
@@ -57,22 +101,27 @@ def lower(kernel: Kernel, caps: Any) -> LinearKernel:
             if v.op is Ops.SCALAR and scalar_wire(v.dtype) != v.dtype}
     if wire:
         sink = substitute(sink, {v: w.cast(v.dtype) for v, w in wire.items()})
-    sink = promote_half(sink)
-    sink = expand_unroll(sink)
+    if _has(sink, dts=_HALVES):
+        sink = promote_half(sink)
+    if _has(sink, pred=lambda u: u.op is Ops.RANGE and u.arg[1] == "unroll"):
+        sink = expand_unroll(sink)
     sink = simplify(sink)
-    sink = define_int_edges(sink)
+    if _has(sink, _INT_EDGES):
+        sink = define_int_edges(sink)
     sink, gsize, lsize, split, guard = _map_ranges(sink, caps)
-    if dtypes.bfloat16 not in caps.dtypes:
+    if dtypes.bfloat16 not in caps.dtypes and _has(sink, dts=frozenset({dtypes.bfloat16})):
         sink = emulate_bf16(sink)
-    sink = decompose(sink, caps.ops, wide=dtypes.float64 in caps.dtypes)
+    if _has(sink, pred=lambda u: u.op in ALU and (u.op not in caps.ops or u.op is Ops.MULACC)):
+        sink = decompose(sink, caps.ops, wide=dtypes.float64 in caps.dtypes)
     sink = simplify(sink)
-    if caps.vectors:
+    if caps.vectors and (len(sink.src) > 1 or _has(sink, frozenset({Ops.VECTORIZE}))):
         sink = group_vectors(sink, getattr(caps, "unaligned_vectors", False))
     _check_dtypes(sink, caps, kernel.var_uops)
     params = tuple(p.replace(src=()) if p.dtype != dtypes.bfloat16 or dtypes.bfloat16 in caps.dtypes
                    else p.replace(src=(), dtype=dtypes.uint16) for p in param_uops)
     sink = substitute(sink, {p: q for p, q in zip(param_uops, params) if p is not q})
-    sink = graph_rewrite(sink, lambda u: u.replace(src=()) if u.op is Ops.PARAM and u.src else None)
+    if _has(sink, pred=lambda u: u.op is Ops.PARAM and u.src):
+        sink = graph_rewrite(sink, lambda u: u.replace(src=()) if u.op is Ops.PARAM and u.src else None)
     core_vars = ()
     if split is not None:
         core_vars = tuple(u for u in sink.toposort() if u.op is Ops.VAR and u.arg[0] in ("core_start", "core_end"))

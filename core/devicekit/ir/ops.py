@@ -44,6 +44,8 @@ class Ops(Enum):
     def __repr__(self) -> str:
         return f"Ops.{self.name}"
 
+    __hash__ = object.__hash__  # members are singletons; Enum's hash(name) is a Python call per UOp key hashed
+
 
 RANGE_KINDS = ("global", "local", "loop", "reduce", "unroll")
 

@@ -178,9 +178,11 @@ def _upcast(stmts: list[UOp], g: UOp, tn: int, tail_id: int) -> list[UOp]:
     exact = end.op is Ops.CONST and end.arg % tn == 0
     outer = UOp(Ops.RANGE, dtypes.index, (end // tn,), g.arg)
     main: list[UOp] = []
+    lanes = [outer * tn + c for c in range(tn)]
+    dep: dict[UOp, bool] = {}
+    memo: dict[UOp, UOp] = {}  # shared: the rows of an unrolled tile read the same lanes of b (built once)
     for st in stmts:
-        lanes = [outer * tn + c for c in range(tn)]
-        main += _vector_statement(st, g, lanes)
+        main += _vector_statement(st, g, lanes, dep, memo)
     if exact:
         return main
     start = (end // tn) * tn
@@ -188,13 +190,12 @@ def _upcast(stmts: list[UOp], g: UOp, tn: int, tail_id: int) -> list[UOp]:
     return main + [_substitute(st, {g: start + tail}).replace(arg=(st.arg, tn)) for st in stmts]
 
 
-def _vector_statement(st: UOp, g: UOp, lanes: list[UOp]) -> list[UOp]:
-    """The statement's `len(lanes)` stores, their values computed as one vector where the ops allow."""
+def _vector_statement(st: UOp, g: UOp, lanes: list[UOp], dep: dict[UOp, bool], memo: dict[UOp, UOp]) -> list[UOp]:
+    """The statement's `len(lanes)` stores, their values computed as one vector where the ops allow. `dep` (does a
+    node depend on g) and `memo` (a node's lanes) are properties of the nodes, shared by a kernel's statements."""
     tn = len(lanes)
-    dep: dict[UOp, bool] = {}
-    for u in st.toposort():
+    for u in memo_order(st, dep):
         dep[u] = u is g or any(dep[s] for s in u.src)
-    memo: dict[UOp, UOp] = {}
 
     def per_lane(u: UOp) -> UOp:
         return UOp(Ops.VECTORIZE, u.dtype.vec(tn), tuple(_substitute(u, {g: x}) for x in lanes))

@@ -11,6 +11,7 @@ import contextlib
 import math
 import os
 import sys
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -19,8 +20,9 @@ from typing import Any
 from .dtypes import DType, dtypes
 from .ops import ALU, Ops
 
-_CACHE: weakref.WeakValueDictionary[tuple, UOp] = weakref.WeakValueDictionary()
-_SITES: weakref.WeakKeyDictionary[UOp, str] = weakref.WeakKeyDictionary()
+_CACHE: dict[tuple, weakref.ref] = {}  # key -> a weak reference to its one node (WeakValueDictionary's Python-level
+# KeyedRef was a tenth of lowering a matmul); a node's death removes its entry (`_gone`)
+_LOCAL = threading.local()  # .lowering: no user sites for the nodes lowering makes (`no_sites`)
 _TOPO: OrderedDict[UOp, tuple[UOp, ...]] = OrderedDict()  # the last roots' toposorts (UOps are immutable)
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -44,9 +46,28 @@ def _ours(filename: str) -> bool:
     return r
 
 
+@contextlib.contextmanager
+def no_sites():
+    """Nodes made inside (by lowering, on this thread) get no user site: finding one walked the stack for every node
+    (a sixth of lowering a matmul); a lowered node's error names the user's node it came from anyway."""
+    was = getattr(_LOCAL, "lowering", False)
+    _LOCAL.lowering = True
+    try:
+        yield
+    finally:
+        _LOCAL.lowering = was
+
+
 def user_site() -> str:
     """file:line of the innermost frame outside the devicekit package (where the user's code is)."""
     return _user_site()
+
+
+def _gone(key: tuple) -> Callable[[weakref.ref], None]:
+    def drop(ref: weakref.ref) -> None:
+        if _CACHE.get(key) is ref:  # not a newer node's entry
+            del _CACHE[key]
+    return drop
 
 
 def _user_site() -> str:
@@ -60,7 +81,7 @@ ConstLike = int | float | bool
 
 
 class UOp:
-    __slots__ = ("__weakref__", "_key", "arg", "dtype", "op", "src")
+    __slots__ = ("__weakref__", "_key", "_site", "arg", "dtype", "op", "src")
 
     op: Ops
     dtype: DType
@@ -69,7 +90,9 @@ class UOp:
 
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:  # noqa: PYI034
         key = (op, dtype, src, arg if not isinstance(arg, float) or not math.isnan(arg) else "nan")
-        if (ret := _CACHE.get(key)) is not None:
+        if (ref := _CACHE.get(key)) is not None and (ret := ref()) is not None:
+            if not ret._site and not getattr(_LOCAL, "lowering", False):  # first made by lowering, now by a user
+                object.__setattr__(ret, "_site", _user_site())
             return ret
         self = object.__new__(cls)
         object.__setattr__(self, "op", op)
@@ -77,9 +100,8 @@ class UOp:
         object.__setattr__(self, "src", src)
         object.__setattr__(self, "arg", arg)
         object.__setattr__(self, "_key", None)
-        _CACHE[key] = self
-        if (site := _user_site()):
-            _SITES[self] = site
+        object.__setattr__(self, "_site", "" if getattr(_LOCAL, "lowering", False) else _user_site())
+        _CACHE[key] = weakref.ref(self, _gone(key))
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -104,7 +126,7 @@ class UOp:
 
     @property
     def site(self) -> str:
-        return _SITES.get(self, "")
+        return self._site
 
     @property
     def key(self) -> bytes:
