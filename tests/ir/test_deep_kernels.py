@@ -154,3 +154,14 @@ def test_deep_kernels_compile_and_agree(build):
     kern = build()
     _agree(kern, kern.params[0].dtype, pair="llvm")
     _agree(kern, kern.params[0].dtype, pair="c")
+
+
+@pytest.mark.parametrize("dt", [dtypes.float32, dtypes.int32, dtypes.int64])
+def test_minus_a_negative_constant_on_the_c_pair(dt):
+    """Found by the deep fuzz profile (seed 4): `x - -2.0` was rendered `(x--2.0)`, which C reads as a decrement."""
+    k = ir.KernelBuilder("minus_negative")
+    x = k.param("x", dt, 16)
+    y = k.param("y", dt, 16, writable=True)
+    i = k.range(16, "global")
+    y[i] = (x[i] - ir.UOp.const(dt, -2 if dt.is_int else -2.0)) * 3
+    _agree(k.build(), dt, pair="c")

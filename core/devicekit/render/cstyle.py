@@ -68,7 +68,9 @@ class KernelParam:
 
 
 def _b(op: str) -> Callable[..., str]:
-    return lambda a, b, dtype: f"({a}{op}{b})"
+    """`(a op b)`; a right operand that starts with a sign is parenthesized: `x - -2.0` rendered `(x--2.0)`, which C
+    reads as `x-- 2.0` (a decrement; a compile error the deep fuzz profile found on seed 4)."""
+    return lambda a, b, dtype: f"({a}{op}({b}))" if b.startswith(("-", "+")) else f"({a}{op}{b})"
 
 
 class CStyleRenderer(Renderer):
@@ -101,7 +103,7 @@ class CStyleRenderer(Renderer):
         "float16": "half", "bfloat16": "__bf16", "float32": "float", "float64": "double"}
     # ---- ALU: op -> fn(*operand_strings, dtype=result dtype) -> expression. Keys = natively rendered ops.
     code_for_op: ClassVar[dict[Ops, Callable[..., str]]] = {
-        Ops.NEG: lambda x, dtype: f"(!{x})" if dtype.scalar() == dtypes.bool else f"(-{x})",
+        Ops.NEG: lambda x, dtype: f"(!{x})" if dtype.scalar() == dtypes.bool else f"(-({x}))" if x.startswith(("-", "+")) else f"(-{x})",
         Ops.RECIP: lambda x, dtype: f"(1/{x})",
         Ops.ADD: _b("+"), Ops.SUB: _b("-"), Ops.MUL: _b("*"), Ops.FDIV: _b("/"), Ops.IDIV: _b("/"), Ops.MOD: _b("%"),
         Ops.CMPLT: _b("<"), Ops.CMPNE: _b("!="), Ops.CMPEQ: _b("=="),
