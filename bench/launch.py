@@ -6,6 +6,8 @@ brackets). Every figure is a best-of-5 mean over many launches of a*b+c at n=16 
     python bench/launch.py            # prints the table
     python bench/launch.py --quick    # fewer launches
     python bench/launch.py --cpu      # this thread's CPU time instead of wall time (a machine shared with others)
+    python bench/launch.py --cpu --device OPENCL   # another device: execute vs its backend's `_launch` vs its
+                                                   # driver's own calls (OPENCL: set_args + enqueue), un-waited
 
 Rows:
 - execute, a var, alternating two sets of Buffers            [<= 1.0 us]
@@ -44,6 +46,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer launches")
     ap.add_argument("--cpu", action="store_true", help="time with this thread's CPU time (a loaded machine)")
+    ap.add_argument("--device", default="CPU", help="a device other than CPU: the overhead above its driver")
     args = ap.parse_args()
     global CLOCK
     if args.cpu:
@@ -54,6 +57,8 @@ def main() -> int:
     from devicekit import kernels
     from devicekit.ir import dtypes
 
+    if args.device.upper() != "CPU":
+        return other_device(args, n)
     dev = dk.device("CPU")
     k = kernels.elementwise("a * b + c", name="bench_launch_fma")
     prog = dev.compile(k)
@@ -126,7 +131,15 @@ def main() -> int:
     t_same = best(same, n)
     t_seed_alt = best(seed_alternating, n)
     t_seed_same = best(seed_same, n)
+    direct = getattr(prog, "_direct", None), getattr(prog, "_long", None)
+    if direct[0] is not None:  # the same rows through the generic argument list (the CPU's direct call off)
+        prog._direct, prog._long = None, None
+        t_generic = best(alternating, n)
+        prog._direct, prog._long = direct
+        t_alt = min(t_alt, best(alternating, n))
     rows.append(("execute, var n, alternating Buffers", t_alt, "<= 1.0 us"))
+    if direct[0] is not None:
+        rows.append(("  the same without the CPU's direct call", t_generic, f"+{(t_generic - t_alt) * 1e6:.2f} us"))
     rows.append(("execute, same arguments", t_same, "<= 0.5 us"))
     rows.append(("seed-path Program, alternating Buffers", t_seed_alt, f"{t_seed_alt / t_alt:.2f}x (<= 1.3x)"))
     rows.append(("seed-path Program, same arguments", t_seed_same, f"{t_seed_same / t_same:.2f}x (<= 1.3x)"))
@@ -144,6 +157,75 @@ def main() -> int:
     print(f"# devicekit launch overhead, {platform.machine()}, python {sys.version.split()[0]}, "
           f"load {load:.2f}, {os.cpu_count()} cpus, {'thread CPU time' if args.cpu else 'wall time'}")
     print(f"{'case':52} {'us':>9}  note")
+    for name, t, note in rows:
+        print(f"{name:52} {t * 1e6:9.3f}  {note}")
+    return 0
+
+
+def other_device(args, n: int) -> int:
+    """execute (alternating Buffers, same arguments), the backend's `_launch` with its arguments prepared, and for
+    OPENCL the driver's own calls (pyopencl set_args + enqueue_nd_range_kernel): what the core and the plugin add
+    above the driver. Launches are not waited for; the device is synchronized after each timed batch."""
+    import devicekit as dk
+    from devicekit import kernels
+    from devicekit.ir import dtypes
+    dev = dk.device(args.device)
+    prog = dev.compile(kernels.elementwise("a * b + c", name="bench_launch_fma"))
+    m = 16
+    sets = [[dk.Buffer(dev, m, dtypes.float32).copyin(np.ones(m, np.float32)) for _ in range(4)] for _ in range(2)]
+    a, b = sets
+    n = min(n, 20000)
+
+    def synced(fn):
+        def run(k):
+            fn(k)
+            dev.synchronize()
+        return run
+
+    def alternating(k):
+        ex = prog.execute
+        for _ in range(k // 2):
+            ex(a, [m])
+            ex(b, [m])
+
+    def same(k):
+        ex = prog.execute
+        for _ in range(k):
+            ex(a, [m])
+
+    var_vals = prog.check(a, [m])
+    g, loc = prog.spec.launch_dims(var_vals)
+    handles = [x.handle for x in a]
+
+    def backend(k):
+        launch = prog._launch
+        for _ in range(k):
+            launch(handles, [m], var_vals, g, loc, False)
+
+    rows = [("execute, var n, alternating Buffers", best(synced(alternating), n), "<= 2 us above the driver"),
+            ("execute, same arguments", best(synced(same), n), ""),
+            ("backend _launch, prepared arguments", best(synced(backend), n), "")]
+    if args.device.upper().startswith("OPENCL"):
+        import pyopencl as cl
+        kern = prog._kernel()
+        cl_args = [h.mem for h in handles] + [np.int64(m)]
+        if prog._view_args:
+            cl_args = [x for h in handles for x in (h.mem, np.uint64(h.offset))] + [np.int64(m)]
+        groups, local = prog._sizes(g, loc)
+        glob = tuple(x * y for x, y in zip(groups, local))
+        queue = prog.ctx.queue
+
+        def driver(k):
+            for _ in range(k):
+                kern.set_args(*cl_args)
+                cl.enqueue_nd_range_kernel(queue, kern, glob, local)
+        t_drv = best(synced(driver), n)
+        rows.append(("driver: set_args + enqueue_nd_range_kernel", t_drv, ""))
+        rows.append(("execute (alternating) above the driver", rows[0][1] - t_drv, "<= 2 us"))
+        rows.append(("execute (same) above the driver", rows[1][1] - t_drv, "<= 2 us"))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# devicekit launch overhead on {dev.spec}, load {load:.2f}, "
+          f"{'thread CPU time' if args.cpu else 'wall time'}")
     for name, t, note in rows:
         print(f"{name:52} {t * 1e6:9.3f}  {note}")
     return 0

@@ -11,6 +11,7 @@ from functools import partial
 from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
 
+from .direct import compile_direct
 from .hostinfo import num_threads
 from .loader import load
 from .memo import loaded
@@ -74,6 +75,9 @@ class CPUProgram(Program):
         self._work = compile_sym(work, names, fallback=INTERRUPTIBLE_MIN_WORK)
         self._maybe_long = self._from_source or not (isinstance(work, int) and work < INTERRUPTIBLE_MIN_WORK)
         self._quick: QuickTier | None = None  # set by Device.compile on a quick build (tiers)
+        # the one-thread call with its arguments spelled out (direct.py): handles, then vars, then the split
+        self._direct, self._long = compile_direct(spec, len(argtypes) - len(spec.vars), self._serial_below,
+                                                  self._split) if self._order is None else (None, None)
 
     def _set_final(self, build) -> bool:
         if self.compiled.tier != "quick":
@@ -128,6 +132,8 @@ class CPUProgram(Program):
         operations or more: on the main thread they run where Ctrl-C can leave them (devicekit.interrupt)."""
         if not self._maybe_long:
             return False
+        if self._long is not None and not self._from_source:  # work = extent x a constant: one comparison
+            return self._long(vals)
         if self._serial_below and not self._from_source and self._split is not None:  # work = extent x cost
             return self._split(vals) >= self._serial_below
         return self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK
@@ -164,6 +170,8 @@ class CPUProgram(Program):
         if self._quick is not None:
             self._tick(vals)
         t0 = time.perf_counter() if wait else 0.0
+        if self._direct is not None and self._direct(self, handles, vals):  # one thread: one native call
+            return time.perf_counter() - t0 if wait else None
         if self._order is None:
             args = list(map(_PTR, handles))
             args += vals

@@ -123,10 +123,13 @@ class OpenCLProgram(Program):
                     args.append(cl.LocalMemory(max(int(locs[i]), 1)))
                 else:
                     raise ValueError(f"{self.name}: OpenCL kernels have no builtin params")
-        groups, local = self._sizes(global_size, local_size)
+        sized = self.__dict__.get("_sized")  # the last launch's checked sizes (~3 us to check again)
+        if sized is None or sized[0] != global_size or sized[1] != local_size:
+            groups, local = self._sizes(global_size, local_size)
+            sized = self._sized = (global_size, local_size, groups, local, tuple(g * lo for g, lo in zip(groups, local)))
+        _, _, groups, local, glob = sized
         if any(g == 0 for g in groups):
             return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
-        glob = tuple(g * lo for g, lo in zip(groups, local))
         k = self._kernel()
         k.set_args(*args)
         ev = cl.enqueue_nd_range_kernel(self.ctx.queue, k, glob, local)

@@ -1,0 +1,42 @@
+"""The native call of a one-thread CPU launch as straight-line Python generated once per program.
+
+`list(map(ptr, handles)) + vals` and `fn(*args, 0, extent)` cost ~0.3 us a launch above the ctypes call itself (the
+floor: ~0.7 us for 7 arguments on a loaded 2-core host); a call with its arguments spelled out, each handle's
+address read in place, does not. `direct(program, handles, vals)` makes the call and returns True when the launch
+runs on one thread (no split, or an extent below the program's threading threshold); False: nothing was called,
+the caller takes the threaded path. `long(vals)` is `may_run_long` for a split kernel whose cost per outer
+iteration is a constant (work = extent x cost): one comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from devicekit.ir.ops import Ops
+
+
+def compile_direct(spec: Any, n_handles: int, serial_below: int, split_fn: Callable | None
+                   ) -> tuple[Callable, Callable | None]:
+    """(direct, long) for a program whose native arguments are its handles then its vars (then the split's bounds).
+    `long` is None when the launch's work is not extent x a constant."""
+    names = tuple(v.name for v in spec.vars)
+    env: dict[str, Any] = {"SPLIT": split_fn, "SERIAL": serial_below}
+    ptrs = [f"handles[{i}].ptr" for i in range(n_handles)]
+    vals = [f"vals[{j}]" for j in range(len(names))]
+    lines = ["def direct(program, handles, vals):", f"    if len(handles) != {n_handles}:", "        return False"]
+    split = spec.core_split
+    if split is None:
+        lines += [f"    program._fn({', '.join(ptrs + vals)})", "    return True"]
+    else:
+        extent = (f"vals[{names.index(split.arg[0])}]" if getattr(split, "op", None) is Ops.VAR
+                  and split.arg[0] in names else repr(int(split)) if isinstance(split, int) else "SPLIT(vals)")
+        lines += [f"    e = {extent}", "    if e >= SERIAL:", "        return False",
+                  f"    program._fn({', '.join([*ptrs, *vals, '0', 'e'])})", "    return True"]
+    long_src = None
+    if split is not None and serial_below:
+        long_src = f"def long(vals):\n    return {extent} >= SERIAL"
+    exec(compile("\n".join(lines), f"<devicekit-cpu launch of {spec.name}>", "exec"), env)  # noqa: S102
+    if long_src is not None:
+        exec(compile(long_src, f"<devicekit-cpu may_run_long of {spec.name}>", "exec"), env)  # noqa: S102
+    return env["direct"], env.get("long")
