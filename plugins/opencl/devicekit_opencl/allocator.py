@@ -69,4 +69,9 @@ class OpenCLAllocator(LRUAllocator):
         return CLMem(handle.mem, handle.offset + offset, nbytes, handle.index)
 
     def synchronize(self) -> None:
-        self.ctx.queue.finish()
+        """Wait for everything queued so far; Ctrl-C interrupts the wait (a marker's status polled: runtime.wait_event,
+        where clFinish would hold the signal until a kernel that never ends returns)."""
+        import pyopencl as cl
+
+        from .runtime import wait_event
+        wait_event(cl.enqueue_marker(self.ctx.queue), self.ctx.queue)

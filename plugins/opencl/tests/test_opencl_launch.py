@@ -86,6 +86,9 @@ SPIN = textwrap.dedent("""
     try:
         if sys.argv[1] == "wait=True":
             p.execute([b], global_size=(1,), wait=True)
+        elif sys.argv[1] == "synchronize":
+            p.execute([b], global_size=(1,))
+            d.synchronize()
         else:
             p.execute([b], global_size=(1,)).wait()
         print(json.dumps({"finished": True}), flush=True)
@@ -94,7 +97,7 @@ SPIN = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("how", ["wait=True", "wait=False+wait()"])
+@pytest.mark.parametrize("how", ["wait=True", "wait=False+wait()", "synchronize"])
 def test_ctrl_c_interrupts_a_kernel_that_never_ends(cl_device, run_py, how):
     """A real SIGINT to a process waiting for a PoCL kernel that never ends gives KeyboardInterrupt (clWaitForEvents
     held it for good), the kernel is counted as still running, and the process ends. Bounded by a 60 s guard."""
