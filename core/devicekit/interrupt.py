@@ -130,18 +130,22 @@ def wait_until(done: Callable[[], bool], block: Callable[[], Any] | None = None,
 
 
 def _prune_polled() -> int:
-    """Forget the interrupted waits whose kernel has finished; how many are left."""
+    """Forget the interrupted waits whose kernel has finished; how many are left. Each `done()` is asked outside the
+    lock (a runtime's may take its own context lock)."""
     with _abandoned_lock:
-        left = []
-        for done, keep in _polled:
-            try:
-                finished = done()
-            except Exception:  # noqa: BLE001 - a failed kernel has finished too
-                finished = True
-            if not finished:
-                left.append((done, keep))
-        _polled[:] = left
-        return len(left)
+        polled = list(_polled)
+    finished = []
+    for entry in polled:
+        try:
+            if entry[0]():
+                finished.append(entry)
+        except Exception:  # noqa: BLE001 - a failed kernel has finished too
+            finished.append(entry)
+    with _abandoned_lock:
+        for entry in finished:
+            if entry in _polled:
+                _polled.remove(entry)
+        return len(_polled)
 
 
 def pending() -> int:
