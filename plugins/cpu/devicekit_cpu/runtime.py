@@ -19,12 +19,16 @@ from .replay import MAX_ARGS, replayer, run_records
 from .threadpool import pool
 from .upgrade import QuickTier
 
-# below this many estimated operations a launch runs on the calling thread (waking workers costs ~10-30 us)
-PARALLEL_MIN_WORK = 1 << 16
+# below this many estimated operations a launch runs on the calling thread. An estimated operation is one of the IR's
+# scalar ops (cost.py); the compiled code runs 20-60 of them a ns (SIMD, FMA, unrolling: measured 0.016-0.06 ns each
+# on the MLP's matmuls and elementwise kernels), so 2^21 is ~35-120 us of one thread, where waking the pool's
+# workers (~10-30 us on a loaded machine) starts to pay. 2^16 (~1-4 us of work) sent a 64-64-10 MLP's matmuls to
+# the pool: 5 of a step's 12 launches woke a worker (issue 31)
+PARALLEL_MIN_WORK = 1 << 21
 # from this many estimated operations (and for every hand-written source kernel, whose work is unknown) a launch from
-# the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below, it is too short
-# to matter and the handoff (~20 us) is not paid
-INTERRUPTIBLE_MIN_WORK = PARALLEL_MIN_WORK
+# the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below (~0.1-0.3 ms of
+# work), it is too short to matter and the handoff (~20 us) is not paid
+INTERRUPTIBLE_MIN_WORK = 1 << 22
 # a program on its quick build (tiers: LLVM O0, 3-10x slower code) starts building its final one (O3, ~20 ms to
 # compile) on the upgrade thread (upgrade.py) at the launch that brings it to TIER_LAUNCHES launches or TIER_WORK
 # estimated operations, and adopts it at its first launch after the build is done: no launch waits for a build

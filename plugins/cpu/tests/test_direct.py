@@ -73,3 +73,27 @@ def test_a_kernel_without_split_and_a_bounds_checked_one(cpu):
     ib.copyin(np.array([0, 1, 2, 3, 4, 5, 6, 8], np.int32))
     with pytest.raises(IndexError):
         prog.execute([ib, xb, ob], [8], wait=True)
+
+
+def test_a_small_mlp_step_runs_every_launch_on_the_calling_thread(cpu):
+    """A 64-64-10 MLP at batch 100 (examples/mlp_train.py's kernels): each matmul is ~0.1-0.8 MFLOP, ~10 us of one
+    thread; waking the pool (~10-30 us) or the Ctrl-C launcher thread (~20 us) cost more than the kernel. Under
+    PARALLEL_MIN_WORK = 2^16 five of the step's launches went to the pool."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, "examples", "mlp_train.py")
+    spec = importlib.util.spec_from_file_location("dk_mlp_train_direct", path)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    b, d, h, c = 100, 64, 64, 10
+    launches = [(ex.matmul("direct_lin_relu", bias=True, relu=True), [(b, h, d)]),
+                (ex.matmul("direct_lin", bias=True), [(b, c, h)]),
+                (ex.matmul("direct_grad_w", ta=True), [(h, c, b), (d, h, b)]),
+                (ex.matmul("direct_back", tb=True, mask=True), [(b, h, c)]),
+                (ex.column_sum("direct_colsum"), [(b, c), (b, h)])]
+    for kernel, shapes in launches:
+        prog = cpu.compile(kernel)
+        for vals in shapes:
+            extent = prog._split(list(vals)) if prog._split is not None else 1
+            assert prog.chunks(extent, list(vals)) == 1, (prog.name, vals)
+            assert not prog.may_run_long(list(vals)), (prog.name, vals)

@@ -29,7 +29,7 @@ def _heavy(name="heavy"):
 @pytest.mark.parametrize("pair", PAIRS)
 def test_threads_match_single_thread(pair, cpu):
     from devicekit_cpu.runtime import CPUProgram
-    m, n = 513, 300
+    m, n = 513, 3000  # ~6M estimated operations: past PARALLEL_MIN_WORK (2^21)
     a = np.random.default_rng(1).standard_normal(m * n).astype(np.float32)
     r, c = cpu.pair(pair)
     compiled = c.compile(r.render(_heavy()))
