@@ -152,27 +152,33 @@ class CUDACompiler(Compiler):
                  f"cccl=[{cccl.origin if cccl else 'none'}] host-stubs={STUBS_ID}")
         return opts, setup
 
-    def compile_source(self, src: str, name_expr: str, search=None) -> tuple[bytes, str]:
+    def compile_source(self, src: str, name_expr: str, search=None, device_headers=(), own_headers=()
+                       ) -> tuple[bytes, str]:
         """(cubin, lowered name of `name_expr`) of a hand-written kernel; `search` (include dirs, defines: what the
         signature reader was given, source.search_path()) adds those dirs but the first (the working dir, where
-        NVRTC finds the file's quoted includes itself) and the defines, so reader and compiler see one setup."""
+        NVRTC finds the file's quoted includes itself) and the defines, so reader and compiler see one setup.
+        `device_headers` ((include name, text), ...: the file's own headers with their host code blanked,
+        host_code.device_headers) go to NVRTC in memory, before the files on disk; `own_headers` (the names of the
+        file's own headers) get no host-header stand-in."""
         from .host_headers import PRELUDE_NAME, stubs_for
         from .nvrtc import NVRTCError
-        from .source import includes
         opts, _ = self.source_options()
         opts.append(f"--pre-include={PRELUDE_NAME}")
         if search is not None:
             dirs, defines = search
             opts += [*(f"--include-path={d}" for d in dirs[1:]), *(f"--define-macro={d}" for d in defines)]
-        headers = stubs_for(includes(src), cccl=toolchain.cccl_include_dir()[0] is not None)
+        headers = {**stubs_for(tuple(own_headers), cccl=toolchain.cccl_include_dir()[0] is not None),
+                   **dict(device_headers)}
         base = name_expr.split("<")[0].split("::")[-1].strip() or "kernel"
         try:
             ptx, log, lowered = self.nvrtc.compile_named(src, base, opts, headers=headers, name_exprs=(name_expr,))
         except NVRTCError as e:
             hint = ""
             if "cannot open source file" in (e.log or ""):
-                hint = (" (NVRTC compiles device code only and reads no host headers; the CUDA headers and CCCL "
-                        "are on its include path, DEVICEKIT_CUDA_INCLUDE / DEVICEKIT_CUDA_CCCL change where from)")
+                hint = (" (NVRTC compiles device code only and reads no host headers: the C and C++ standard "
+                        "headers, POSIX's and host libraries' (cuBLAS, cuFFT, ...) get stand-ins, and host code is "
+                        "blanked; the CUDA headers and CCCL are on its include path, DEVICEKIT_CUDA_INCLUDE / "
+                        "DEVICEKIT_CUDA_CCCL change where from)")
             raise CompileError(f"NVRTC {self.nvrtc.version[0]}.{self.nvrtc.version[1]} rejected {name_expr} "
                                f"({self.arch}){hint}: {e}", e.log, src) from e
         if log:
@@ -194,6 +200,8 @@ class CUDACompiler(Compiler):
         from devicekit.compile.cache import CacheKey
         search = spec.get_meta("cuda_search")
         ident = self._ctx_ident(spec, self._source_ident(expr)) + (f" search={search!r}" if search else "")
+        if heads := spec.get_meta("cuda_headers"):  # the own headers as NVRTC gets them (host code blanked)
+            ident += f" headers={hashlib.sha256(repr(heads).encode()).hexdigest()[:16]}"
         return CacheKey(spec.device, ident, hashlib.sha256(spec.src.encode()).hexdigest())
 
     def compile(self, spec):
@@ -210,7 +218,8 @@ class CUDACompiler(Compiler):
         search = spec.get_meta("cuda_search")
 
         def build() -> tuple[bytes, None]:
-            lib, sym = self.compile_source(spec.src, expr, search)
+            lib, sym = self.compile_source(spec.src, expr, search, spec.get_meta("cuda_headers") or (),
+                                           spec.get_meta("cuda_own_headers") or ())
             return sym.encode() + b"\0" + lib, None  # files read: the reader's inclusion list (NVRTC has no -MD)
 
         both, cached = self.tracked(spec, self.cache_key(spec), build)

@@ -81,8 +81,32 @@ _EMPTY = ("stdio.h", "cstdio", "assert.h", "cassert", "stdlib.h", "cstdlib", "st
           "chrono", "random", "thread", "mutex", "atomic", "tuple", "exception", "stdexcept",
           "helper_cuda.h", "helper_functions.h", "helper_string.h", "helper_timer.h", "cuda_profiler_api.h",
           "unistd.h", "sys/time.h")
+# headers only host code uses (host libraries, POSIX, the rest of the C++ library): a host function that uses them
+# is blanked (host_code), so they are empty. cublas_v2.h is the host API; curand_kernel.h, cuda/*, cub/* are device
+# headers and are not here
+HOST_ONLY = ("cufftw.h", "curand.h", "cusparse.h", "cusparse_v2.h", "cusolverDn.h", "cusolverSp.h", "cusolverRf.h",
+             "cusolver_common.h", "cudnn.h", "nccl.h", "nvml.h", "nvToolsExt.h", "nvtx3/nvToolsExt.h",
+             "nvtx3/nvtx3.hpp", "npp.h", "nvjpeg.h", "cupti.h", "cudaProfiler.h", "omp.h", "mpi.h", "pthread.h",
+             "sched.h", "signal.h", "csignal", "setjmp.h", "csetjmp", "locale.h", "clocale", "wchar.h", "cwchar",
+             "fcntl.h", "dirent.h", "dlfcn.h", "getopt.h", "libgen.h", "malloc.h", "memory.h", "strings.h",
+             "sys/resource.h", "sys/types.h", "sys/stat.h", "sys/mman.h", "sys/wait.h", "sys/times.h",
+             "sys/sysinfo.h", "sys/ioctl.h", "sys/select.h", "sys/socket.h", "sys/syscall.h", "sys/param.h",
+             "sys/utsname.h", "sys/file.h", "sys/timeb.h", "windows.h", "io.h", "process.h", "direct.h",
+             "iosfwd", "istream", "ostream", "streambuf", "list", "deque", "queue", "stack", "bitset", "iterator",
+             "filesystem", "optional", "variant", "any", "string_view", "condition_variable", "future",
+             "shared_mutex", "regex", "locale", "valarray", "typeinfo", "typeindex", "codecvt", "ios", "cfenv",
+             "fenv.h", "ctgmath", "ccomplex", "complex", "complex.h", "cuchar", "uchar.h", "wctype.h", "cwctype",
+             "execution", "barrier", "latch", "semaphore", "stop_token", "format", "ranges", "numbers", "bit",
+             "source_location", "compare", "concepts")
+# ... but what they bring in from the CUDA headers, which device code uses without including it (cublas_api.h
+# includes cuda_fp16.h and cuda_bf16.h: llm.c's common.h takes __nv_bfloat16 from there)
+_CUBLAS = ("#pragma once\n#include <driver_types.h>\n#include <cuComplex.h>\n#include <cuda_fp16.h>\n"
+           "#include <cuda_bf16.h>\n#include <library_types.h>\n")
+_CUFFT = "#pragma once\n#include <driver_types.h>\n#include <cuComplex.h>\n#include <library_types.h>\n"
+LIBRARIES = {**{h: _CUBLAS for h in ("cublas.h", "cublas_v2.h", "cublas_api.h", "cublasLt.h", "cublasXt.h")},
+             **{h: _CUFFT for h in ("cufft.h", "cufftXt.h")}}
 STUBS: dict[str, str] = {
-    **{h: "#pragma once\n" for h in _EMPTY},
+    **{h: "#pragma once\n" for h in (*_EMPTY, *HOST_ONLY)}, **LIBRARIES,
     "stdint.h": _STDINT, "cstdint": _CSTDINT, "inttypes.h": _STDINT, "cinttypes": _CSTDINT,
     "float.h": _FLOAT, "cfloat": _FLOAT, "limits.h": _LIMITS_H, "climits": _LIMITS_H,
     "stddef.h": _STDDEF, "cstddef": _CSTDDEF, "limits": _LIMITS + _LIMITS_H, "type_traits": _TYPE_TRAITS,
@@ -122,13 +146,14 @@ STUBS_ID = hashlib.sha256(repr((sorted(STUBS.items()), PRELUDE)).encode()).hexdi
 _CCCL = {"float.h": "cfloat", "cfloat": "cfloat", "limits.h": "climits", "climits": "climits"}
 
 
-def stubs_for(includes: list[str], cccl: bool = True) -> dict[str, str]:
-    """The stand-ins for those of `includes` (as written between <> or "") that are host headers, plus the
-    prelude every hand-written kernel gets (`--pre-include`)."""
+def stubs_for(own: tuple[str, ...] = (), cccl: bool = True) -> dict[str, str]:
+    """Every stand-in, whoever includes it (the .cu file, its own headers, a CUDA header: the wheel's cuda.h
+    includes <stdint.h>), but the names in `own` (headers of the file's own, found on its include path, which NVRTC
+    reads as they are); plus the prelude every hand-written kernel gets (`--pre-include`)."""
     out = {PRELUDE_NAME: PRELUDE}
-    for h in includes:
-        if h in _CCCL and cccl:
-            out[h] = f"#pragma once\n#include <cuda/std/{_CCCL[h]}>\n"
-        elif h in STUBS:
-            out[h] = STUBS[h]
+    skip = set(own)
+    for h, text in STUBS.items():
+        if h in skip:
+            continue
+        out[h] = f"#pragma once\n#include <cuda/std/{_CCCL[h]}>\n" if h in _CCCL and cccl else text
     return out

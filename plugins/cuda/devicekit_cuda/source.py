@@ -29,6 +29,8 @@ from devicekit.ir.dtypes import dtypes
 from devicekit.render import signature as sg
 from devicekit.render.parse_worker import bounded
 
+from . import host_code
+
 _SHIM_DIR = "/devicekit-cuda-shim"
 _FILE = f"{_SHIM_DIR}/kernel.cu"
 _ENTRY_VAR = "__dk_entry_ptr"
@@ -54,9 +56,9 @@ def _preamble() -> str:
 #define __launch_bounds__(...)
 #define __grid_constant__
 #define __align__(n) __attribute__((aligned(n)))
-#define __shared__
-#define __constant__
-#define __managed__
+#define __shared__ __attribute__((annotate("dk_shared")))
+#define __constant__ __attribute__((annotate("dk_constant")))
+#define __managed__ __attribute__((annotate("dk_managed")))
 #define __restrict__ __restrict
 #define __CUDACC__ 1
 #define __NVCC__ 1
@@ -148,37 +150,7 @@ def flag_search(flags) -> tuple[list[str], list[str]]:
 
 
 def _annotations(c) -> set[str]:
-    import clang.cindex as ci
-    return {a.spelling for a in c.get_children() if a.kind == ci.CursorKind.ANNOTATE_ATTR}
-
-
-def _host_ranges(tu, bodies: sg.Bodies) -> list[tuple[int, int]]:
-    """Line ranges (user numbering) of function definitions with neither __global__ nor __device__ (host code)."""
-    import clang.cindex as ci
-    out = []
-
-    scopes = (ci.CursorKind.NAMESPACE, ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.UNEXPOSED_DECL)
-    functions = (ci.CursorKind.FUNCTION_DECL, ci.CursorKind.FUNCTION_TEMPLATE)
-
-    def walk(cursor):
-        for c in cursor.get_children():
-            if c.kind not in scopes and c.kind not in functions:
-                continue  # the kind is cheap to ask, the location is not: filter on it first
-            if c.location.file is None or c.location.file.name != _FILE or c.location.line <= _OFFSET:
-                continue
-            if c.kind in scopes:
-                walk(c)
-            else:
-                span = bodies.span(c)
-                if span is None or _annotations(c) & {"dk_global", "dk_device"}:
-                    continue
-                if any(t.spelling == "constexpr" for t in c.get_tokens()):
-                    continue  # usable from device code with --expt-relaxed-constexpr: keep
-                start, end = span[0] - _OFFSET, span[1] - _OFFSET
-                if start >= 1:
-                    out.append((start, end))
-    walk(tu.cursor)
-    return out
+    return host_code.annotations(c)
 
 
 def read_cuda(src: str, entry: str, dirs: tuple[str, ...] = (), defines: tuple[str, ...] = ()) -> sg.Signature:
@@ -237,7 +209,10 @@ def read_cuda(src: str, entry: str, dirs: tuple[str, ...] = (), defines: tuple[s
             raise CompileError(f"{entry}:{p.line}: param {p.name!r}: CUDA has no local-memory params (use "
                                "extern __shared__ and shared_bytes=)", "", src)
     extern_c = not is_template and fn.mangled_name in (fn.spelling, f"_{fn.spelling}")
-    facts = (("extern_c", extern_c), ("host_ranges", tuple(_host_ranges(tu, bodies))),
+    hosts = host_code.host_ranges(tu, _FILE, text, _OFFSET, _SHIM_DIR, skip_names=(_ENTRY_VAR,))
+    own = host_code.include_names(tu, _FILE, text, _SHIM_DIR)
+    facts = (("extern_c", extern_c), ("host_ranges", tuple(hosts.get(_FILE, ()))),
+             ("device_headers", host_code.device_headers(hosts, own)), ("own_headers", tuple(sorted(own))),
              ("includes", sg.included_files(tu, skip_prefix=_SHIM_DIR)))
     return sg.Signature(entry, tuple(params), line, facts)
 
@@ -258,14 +233,8 @@ def search_path() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def device_source(src: str, host_ranges) -> str:
-    """`src` with host-only function definitions blanked (their lines kept, so NVRTC's line numbers are the user's)."""
-    if not host_ranges:
-        return src
-    lines = src.split("\n")
-    for start, end in host_ranges:
-        for i in range(start - 1, min(end, len(lines))):
-            lines[i] = ""
-    return "\n".join(lines)
+    """`src` with its host code blanked (host_code.host_ranges; lines kept, so NVRTC's line numbers are the user's)."""
+    return host_code.blank(src, host_ranges)
 
 
 _ARG_FORMAT = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
@@ -290,4 +259,5 @@ def parse_cuda_source(src: str, entry: str, sizes: dict | None = None, global_si
     return sg.build_spec(sig, spec_src, device=device, lang="cuda", sizes=sizes, global_size=global_size,
                          local_size=local_size, shared_bytes=shared_bytes,
                          meta=(("arg_format", fmt), ("name_expr", entry), ("extern_c", sig.fact("extern_c")),
-                               ("cuda_search", search)))
+                               ("cuda_search", search), ("cuda_headers", sig.fact("device_headers")),
+                               ("cuda_own_headers", sig.fact("own_headers"))))
