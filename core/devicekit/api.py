@@ -46,6 +46,24 @@ def _run_names(program: Any) -> tuple | None:
     return out
 
 
+_LAUNCH_KEYWORDS: dict[type, frozenset[str]] = {}
+
+
+def _launch_keywords(program: Any) -> frozenset[str]:
+    """The keyword-only launch options a Program's `execute` takes beyond the core's (OpenCL's
+    `global_work_size=` / `local_work_size=`, in work-items): dk.run passes them through as `__call__` does."""
+    cls = type(program)
+    kw = _LAUNCH_KEYWORDS.get(cls)
+    if kw is None:
+        import inspect
+        try:
+            params = inspect.signature(cls.execute).parameters.values()
+        except (TypeError, ValueError):
+            params = ()
+        kw = _LAUNCH_KEYWORDS[cls] = frozenset(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return kw
+
+
 def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     """Compile `kernel` for `device` (a Device, a spec string, or None for the default), run it once and return
     every writable param as a numpy array, by name.
@@ -55,7 +73,9 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
     size is known: they are allocated zeroed, sized from the vars), or a Buffer on the device (used as it is, no
     copy; a writable one comes back as that Buffer, still on the device), and one value per var (an int; a float
     var takes a number) and per scalar (k.scalar: a value of its dtype's kind, `alpha=1.5`). `global_size`/
-    `local_size` are the launch dims when the program does not compute them itself (a hand-written GPU kernel);
+    `local_size` are the launch dims when the program does not compute them itself (a hand-written GPU kernel),
+    and a device's own launch options go through as its `execute` takes them (OpenCL's `global_work_size=` /
+    `local_work_size=`, in work-items);
     `pair` picks the device's compiler pair (a name or an index), as `Device.compile` does. Arrays passed in are
     never modified. A returned array has the shape of the array passed for it when the sizes agree, else it is flat.
 
@@ -107,6 +127,9 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
             program = dev.compile(kernel, pair=opts.get("pair"))
     spec = program.spec
     pnames, vnames = [p.name for p in spec.user_params], [v.name for v in spec.vars]
+    launch = {}
+    if (extra := set(named) - set(pnames) - set(vnames)) and (kw := _launch_keywords(program) & extra):
+        launch = {k: named.pop(k) for k in kw}  # a device's own spelling of the launch sizes
     if extra := sorted(set(named) - set(pnames) - set(vnames)):
         from .runtime import did_you_mean
         hint = "".join(did_you_mean(x, [*pnames, *vnames]) for x in extra)
@@ -168,7 +191,7 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         else:
             raise TypeError(f"{spec.name}: missing input array for param {p.name!r} ({p.dtype}, {n} elements)")
         buffers.append(buf)
-    program.execute(buffers, vals, global_size=global_size, local_size=local_size, wait=True)
+    program.execute(buffers, vals, global_size=global_size, local_size=local_size, wait=True, **launch)
     out = {}
     for p, buf in zip(spec.user_params, buffers):
         if p.writable and p.name in kept:
