@@ -147,7 +147,7 @@ class Program(ABC):
         m = self._memo
         try:  # an element with its own == (a numpy array given by mistake) raises: then the full check names it
             again = (m is not None and buffers == m[0] and vals == m[1] and m[2] == _FREES[0] and global_size is None
-                     and local_size is None and tuple(map(type, vals)) == m[3])
+                     and local_size is None and m[3](vals))
         except (TypeError, ValueError):
             again = False
         if again:
@@ -188,7 +188,7 @@ class Program(ABC):
         t = self._launch(handles, vals, var_vals, g, loc, wait)
         # the repeat memo: a next launch with these very Buffers and values skips every check (the Buffers are
         # held here, so their ids cannot be reused; a free() anywhere bumps _FREES and ends the memo)
-        self._memo = (buffers[:], vals, _FREES[0], sig.vtypes, None, handles, var_vals, g, loc)
+        self._memo = (buffers[:], vals, _FREES[0], sig.same_types, None, handles, var_vals, g, loc)
         if wait or (t is not None and hasattr(t, "wait")):
             return t
         return Launch(self.device, t0)
