@@ -11,8 +11,9 @@ eager / jax.jit when they are installed, in one process. Sizes: 64-64-10 at batc
 
 Per size: the step time (mean of the best of 3 runs of S steps), the first step (compiling the step's kernels in this
 process, building the Plan and running it once: the compile cache may be warm from an earlier run), the kernels
-compiled, and where a step's time goes: the kernels (each launch alone, repeated through `execute`'s launch memo:
-its native call and ~1 us), and the rest (the plan's replay, and Python around it).
+compiled, and where a step's time goes: the kernels (the step's launches replayed natively by a fixed Plan, ~7 ns a
+launch above the kernels), the rest (the rebound plan's lookup per run, and Python around it), and the same step
+launched through `execute` per launch (no Plan: what a framework without one pays, ~1-3 us a launch above the kernel).
 """
 
 from __future__ import annotations
@@ -139,10 +140,23 @@ def bench_size(ex, d: int, h: int, c: int, b: int, steps: int, nb: int = 4) -> d
         bufs, vals, _ = prog.bind(named)
         bound.append((prog, bufs, vals))
 
-    def kernels_only(n):
+    def through_execute(n):  # the step as a framework without a Plan launches it: execute per launch
         for _ in range(n):
             for prog, bufs, vals in bound:
-                prog.execute(bufs, vals, wait=True)
+                prog.execute(bufs, vals)
+        dev.synchronize()
+    out["execute"] = _best(through_execute, steps)
+
+    fixed = dk.Plan(dev)  # the step's kernels alone: one native replay of the 12 launches (~7 ns a launch)
+    for prog, named in launches:
+        fixed.add(prog, **{k: (batches[0][0] if v == "x" else batches[0][1] if v == "y" else v)
+                           for k, v in named.items()})
+    fixed.run()
+
+    def kernels_only(n):
+        for _ in range(n):
+            fixed.run()
+        dev.synchronize()
     out["kernel"] = _best(kernels_only, steps)
 
     params = [a.copy() for a in init]
@@ -230,7 +244,7 @@ def main() -> int:
     print(f"# a framework's MLP step on the CPU device, {platform.machine()}, python {sys.version.split()[0]}, "
           f"load {load:.2f}, {os.cpu_count()} cpus, {'thread CPU time' if args.cpu else 'wall time'}")
     print(f"{'size':24} {'devicekit':>10} {'numpy':>10} {'vs numpy':>9} {'torch':>9} {'jax.jit':>9} "
-          f"{'first step':>11} {'kernels':>8} {'kernel time':>12} {'rest':>9}")
+          f"{'first step':>11} {'kernels':>8} {'kernel time':>12} {'rest':>9} {'via execute':>12}")
     for d, h, c, b, steps in ((64, 64, 10, 100, 400), (784, 512, 10, 256, 40)):
         r = bench_size(ex, d, h, c, b, steps // 4 if args.quick else steps)
 
@@ -239,8 +253,10 @@ def main() -> int:
         print(f"{f'{d}-{h}-{c}, batch {b}':24} {us(r['dk']):>10} {us(r['numpy']):>10} "
               f"{r['dk'] / r['numpy']:>8.2f}x {us(r['torch']):>9} {us(r['jax']):>9} "
               f"{r['first'] * 1e3:>9.1f}ms {r['kernels']:>4}/{r['launches']:<3} {us(r['kernel']):>12} "
-              f"{us(max(0.0, r['dk'] - r['kernel'])):>9}")
-    print("(us a step; kernels: distinct programs / launches a step; rest: the plan's replay and Python)")
+              f"{us(max(0.0, r['dk'] - r['kernel'])):>9} {us(r['execute']):>12}")
+    print("(us a step; kernels: distinct programs / launches a step; kernel time: the step's launches replayed by a "
+          "fixed Plan, natively; rest: the rebound plan's lookup and Python; via execute: the step launched by "
+          "execute per launch, no Plan)")
     return 0
 
 
