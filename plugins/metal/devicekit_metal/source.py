@@ -9,6 +9,8 @@ This is `MetalRenderer.parse_source`, behind `dev.program_from_source(src, entry
 - `threadgroup T *name [[threadgroup(i)]]` params are threadgroup memory the launch allocates:
   `shared_bytes={"name": bytes}` (an int, or an expression over the int params; an int alone for a single one);
 - any other param must carry a Metal builtin attribute (`[[thread_position_in_grid]]`, ...), which Metal fills in;
+- a buffer or var param without [[buffer(i)]] gets the first index no other param names, in declaration order,
+  as Apple's compiler assigns it (explicit and implicit indices may be mixed, as ggml's kernels do);
 - buffers and vars may come in any order and at any indices: `execute(buffers, vals)` takes each list in
   declaration order, `dk.run` takes them by name;
 - a buffer's size (elements, what a launch checks) comes from `sizes={"x": 1024, "y": "n*4"}`, else it is unchecked;
@@ -125,7 +127,7 @@ def read_msl(src: str, entry: str, search: tuple[str, ...] = ()) -> sg.Signature
         if attr[:1] == ["dk_threadgroup"]:
             attr[0] = "threadgroup"
         if not attr and ({"device", "constant"} & set(ptoks)):
-            attr = ["buffer", "(", "implicit", ")"]  # Apple's samples leave the index out: assigned in order
+            attr = ["buffer", "(", "implicit", ")"]  # the index left out: the first free one (_implicit_slots)
         if attr[:2] not in (["buffer", "("], ["threadgroup", "("]) or len(attr) < 3 or \
                 not (attr[2].isdigit() or attr[2] == "implicit"):
             raise CompileError(f"{where}: needs [[buffer(i)]], [[threadgroup(i)]] or a Metal builtin attribute",
@@ -138,13 +140,8 @@ def read_msl(src: str, entry: str, search: tuple[str, ...] = ()) -> sg.Signature
                 "`threadgroup T *`" if attr[0] == "threadgroup" else
                 "`device T *` / `constant T *` (a buffer) or `constant T &` (a scalar)"), "", src)
         params.append(dataclasses.replace(p, attr=tuple(attr), slot=int(attr[2]) if attr[2].isdigit() else None))
-    implicit = [p for p in params if p.attr[2:3] == ("implicit",)]
-    if implicit:
-        if any(p.attr[:1] == ("buffer",) and p.slot is not None for p in params):
-            raise CompileError(f"{entry}: param {implicit[0].name!r} has no [[buffer(i)]] while others do: give every "
-                               "buffer param its index", "", src)
-        k = iter(range(len(implicit)))
-        params = [dataclasses.replace(p, slot=next(k)) if p.attr[2:3] == ("implicit",) else p for p in params]
+    if any(p.attr[2:3] == ("implicit",) for p in params):
+        params = _implicit_slots(params)
     for kind in ("buffer", "threadgroup"):
         slots = [p for p in params if p.slot is not None and (p.attr[0] == kind)]
         seen: dict[int, str] = {}
@@ -153,6 +150,15 @@ def read_msl(src: str, entry: str, search: tuple[str, ...] = ()) -> sg.Signature
                 raise CompileError(f"{entry}: {p.name!r} and {seen[p.slot]!r} are both [[{kind}({p.slot})]]", "", src)
             seen[p.slot] = p.name
     return sg.Signature(entry, tuple(params), fn.location.line, (("includes", sg.included_files(tu)),))
+
+
+def _implicit_slots(params: list) -> list:
+    """Buffer params without [[buffer(i)]] get the first indices no other param names, in declaration order, as
+    Apple's compiler assigns them (the MSL specification: an index not given is the first available one). ggml's
+    kernel_add_row leaves src0, src1, dst without one beside `nb [[buffer(28)]]`, and ggml-metal.m binds 0, 1, 2."""
+    used = {p.slot for p in params if p.attr[:1] == ("buffer",) and p.slot is not None}
+    free = (i for i in range(1 << 16) if i not in used)
+    return [dataclasses.replace(p, slot=next(free)) if p.attr[2:3] == ("implicit",) else p for p in params]
 
 
 def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
