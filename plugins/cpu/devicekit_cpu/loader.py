@@ -17,7 +17,13 @@ import os
 import sys
 import weakref
 
+from devicekit.errors import CompileError
 from devicekit.forksafe import private_tmpdir
+
+
+class LoadError(CompileError, RuntimeError):
+    """Compiled bytes the dynamic loader refused (an undefined symbol, no memory mappings left) or without the
+    kernel's symbol: a devicekit error naming the program and why (a RuntimeError too, as it was)."""
 
 
 def is_shared_object(lib: bytes) -> bool:
@@ -78,13 +84,14 @@ def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
             maps = _map_count()
             hint = (f"; this process holds {maps} memory mappings (Linux's vm.max_map_count limits them): drop "
                     "Programs that are no longer used") if maps is not None and maps > 60000 else ""
-            raise RuntimeError(f"dlopen of a compiled kernel failed: {e}{hint}") from None
+            why = str(e).replace(f"{path}: ", "")  # the file is gone: its temp path says nothing
+            raise LoadError(f"program {symbol!r}: dlopen of the compiled kernel failed: {why}{hint}") from None
         finally:
             os.unlink(path)
     try:
         fn = getattr(dll, symbol)
     except AttributeError:
-        raise RuntimeError(f"symbol {symbol!r} not found in the shared object") from None
+        raise LoadError(f"symbol {symbol!r} not found in the shared object") from None
     return SharedObject(dll), ctypes.cast(fn, ctypes.c_void_p).value
 
 
