@@ -15,9 +15,10 @@ Conventions (docs/handwritten.md; docs/architecture.md, "CUDA plugin"):
 - `global_size` (blocks) and `local_size` (threads a block), ints or expressions over the int params, give the launch
   dims here; otherwise each launch passes them (`execute(..., global_size=, local_size=)`, `dk.run(...)`);
 - `shared_bytes` (an int or expression, bytes) sizes `extern __shared__` memory for each launch.
-The source is read with stand-ins for the CUDA headers (any `#include` reads as empty: only the signature is judged
-here, the body is NVRTC's); a file's own host code (`main`, functions with neither __global__ nor __device__) is
-blanked out (line numbers kept) before NVRTC sees it, since NVRTC compiles device code only.
+The source is read with the file's own headers (found on NVRTC's include path) and empty stand-ins for every other
+`#include` (the CUDA headers, the C++ library: only the signature is judged here, the body is NVRTC's); the host code
+of the file and of its own headers (host_code.py) is blanked out (line numbers kept) before NVRTC sees it, since
+NVRTC compiles device code only: the blanked headers go to NVRTC in memory (meta "cuda_headers").
 """
 
 from __future__ import annotations
