@@ -26,7 +26,7 @@ MUTMUT = [sys.executable, "-m", "mutmut"]
 # module (under core/devicekit) -> the tests that guard it
 TARGETS = {
     "testing/random_kernels.py": ["tests/test_comparator.py"],
-    "ir/accept.py": ["tests/test_entry_point_errors.py", "tests/ir/test_verifier.py", "tests/ir/test_builder.py",
+    "ir/accept.py": ["tests/test_accept.py", "tests/test_entry_point_errors.py", "tests/ir/test_builder.py",
                      "tests/test_short_messages.py"],
     "ir/verify.py": ["tests/ir/test_verifier.py", "tests/ir/test_builder.py", "tests/reliability/test_memory_order.py"],
     "signature.py": ["tests/test_runtime.py", "tests/test_memory.py"],

@@ -68,6 +68,8 @@ def _private_cache(config: pytest.Config) -> None:
 
     from devicekit.compile.cache import reset_default_cache
 
+    if getattr(config, "_devicekit_cache", None) is not None:
+        return  # already set up (test_conformance_source builds the target while collecting)
     tmp = tempfile.mkdtemp(prefix="devicekit-kit-cache-")
     env = pytest.MonkeyPatch()  # undone at unconfigure: the caller's setting comes back
     env.setenv("DEVICEKIT_CACHE_DIR", tmp)

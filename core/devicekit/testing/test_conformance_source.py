@@ -39,6 +39,10 @@ def _applicable(config) -> list[str]:
     spec = config.getoption("devicekit_device", None)
     if not spec:
         return list(CASE_NAMES)
+    from .pytest_plugin import _known_device, _private_cache
+    if _known_device(spec) is not None:
+        return list(CASE_NAMES)  # the usage error comes from the kit's collection hook
+    _private_cache(config)  # before anything compiles or builds a compiler: never the user's cache
     try:
         import devicekit as dk
         target = dk.target(spec)
