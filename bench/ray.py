@@ -139,7 +139,7 @@ class Bench:
                 d.synchronize()
         t_local = min(_times(lambda: run([local], [self.local]), reps))
         t_ray = min(_times(lambda: run(remote, self.remote), reps))
-        for p, ins, outs in remote:  # the remote results are the local ones
+        for _p, ins, outs in remote:  # the remote results are the local ones
             a, b, c = (x.numpy() for x in ins)
             np.testing.assert_allclose(outs[0].numpy(), a * b + c, rtol=1e-6)
         k_local, k_ray = N_SPREAD / t_local, N_SPREAD / t_ray

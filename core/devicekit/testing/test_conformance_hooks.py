@@ -45,7 +45,7 @@ def test_declared_pairs_resolve(dk_spec, dk_target):
     assert dk_target.pair_names[0] == declared[0] or dk_target.fallback_reason, \
         "a target that skipped the best declared pair must say why (fallback_reason)"
     assert dk_target.base_device_key == dk_spec.kind
-    for renderer, compiler in dk_target.compilers:
+    for renderer, _compiler in dk_target.compilers:
         assert renderer.device == dk_spec.kind, f"{type(renderer).__name__}.device is {renderer.device!r}"
 
 
