@@ -204,6 +204,8 @@ class Program(ABC):
         if rec is not None and getattr(rec[0], "bind", None) is not None:
             import numpy as np
             fn = rec[0].bind(np.array(rec[1], dtype=np.int64), 1)
+            if fn is None:  # the backend's replay is not built yet (it builds elsewhere): launch, ask again later
+                return _LAUNCH
         if self._memo is m:
             self._memo = (*m[:4], fn, *m[5:])
         return fn

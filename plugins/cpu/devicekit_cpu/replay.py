@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
+import threading
+
+from devicekit import forksafe
 
 from . import llvm_jit
 
@@ -50,9 +54,37 @@ done:
 """
 
 
-@functools.cache
+_FN: list = []  # the process's dk_replay, once built
+_LOCK = forksafe.lock()  # one build at a time; a child forked during a build starts with it released
+
+
 def replayer():
-    """The process's `dk_replay(records, n)` as a ctypes function (compiled and linked on first use)."""
+    """The process's `dk_replay(records, n)` as a ctypes function (compiled and linked on first use, ~20 ms)."""
+    if not _FN:
+        with _LOCK:
+            if not _FN:
+                _FN.append(_build())
+    return _FN[0]
+
+
+def ready() -> bool:
+    """Whether `replayer()` answers at once."""
+    return bool(_FN)
+
+
+def warm() -> None:
+    """Build the replayer on a thread of its own, once: the caller goes on (its launch does not wait ~20 ms)."""
+    global _WARMING
+    if _FN or _WARMING == os.getpid():
+        return
+    _WARMING = os.getpid()
+    threading.Thread(target=replayer, name="devicekit-cpu-replay-build", daemon=True).start()
+
+
+_WARMING = 0  # the process whose warm() started a build (a forked child starts its own)
+
+
+def _build():
     import llvmlite.binding as llvm
     _, cpu, features = llvm_jit.host()
     tm = llvm_jit.target_machine(cpu, features, 2)
@@ -75,8 +107,13 @@ def run_records(records, n: int) -> None:
 
 def _bind(records, n: int):
     """`run_records(records, n)` as a call of no arguments with the address taken once (the core's repeat memo:
-    a repeated launch is this one ctypes call of two ints). The caller keeps `records` alive."""
-    return functools.partial(replayer(), records.ctypes.data, n)
+    a repeated launch is this one ctypes call of two ints). The caller keeps `records` alive. None while the
+    replayer is not built yet: its build starts on another thread (`warm`) and the memo asks again later, so the
+    first repeated launch of a process does not wait ~20 ms for it."""
+    if not _FN:
+        warm()
+        return None
+    return functools.partial(_FN[0], records.ctypes.data, n)
 
 
 run_records.bind = _bind

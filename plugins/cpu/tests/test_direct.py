@@ -97,3 +97,36 @@ def test_a_small_mlp_step_runs_every_launch_on_the_calling_thread(cpu):
             extent = prog._split(list(vals)) if prog._split is not None else 1
             assert prog.chunks(extent, list(vals)) == 1, (prog.name, vals)
             assert not prog.may_run_long(list(vals)), (prog.name, vals)
+
+
+def test_the_first_repeat_of_a_process_does_not_wait_for_the_replay_build(cpu, monkeypatch):
+    """dk_replay (the native record a repeated launch becomes) is compiled once per process, ~20 ms: the repeat that
+    needs it first launches through `_launch` while it builds on another thread, and binds it once it is built."""
+    import threading
+
+    from devicekit.runtime import _LAUNCH
+    from devicekit_cpu import replay
+    gate, caller, seen = threading.Event(), threading.get_ident(), []
+    real = replay._build
+
+    def gated():
+        seen.append("building on the launching thread" if threading.get_ident() == caller else "building")
+        assert gate.wait(20), "the replay build waited 20 s at its gate"
+        return real()
+    prog = cpu.compile(kernels.elementwise("a * b + c * 2.0", name="direct_first_repeat"))
+    prog.upgrade()  # (a final build compiles the replay too, on the upgrade thread)
+    monkeypatch.setattr(replay, "_FN", [])  # a process that has not built it yet
+    monkeypatch.setattr(replay, "_WARMING", 0)
+    monkeypatch.setattr(replay, "_build", gated)
+    n = 64
+    bufs = _bufs(cpu, [np.full(n, x, np.float32) for x in (1.0, 2.0, 3.0)], n)
+    for _ in range(5):  # the repeats run while the build is held at its gate
+        prog.execute(bufs, [n], wait=True)
+    assert seen == ["building"] and prog._memo[4] is None and not replay.ready()
+    np.testing.assert_array_equal(bufs[3].numpy(), np.full(n, 8.0, np.float32))
+    gate.set()
+    replay.replayer()  # waits for the build
+    bufs[3].copyin(np.zeros(n, np.float32))
+    prog.execute(bufs, [n], wait=True)
+    assert prog._memo[4] not in (None, _LAUNCH)  # bound to the native record now
+    np.testing.assert_array_equal(bufs[3].numpy(), np.full(n, 8.0, np.float32))
