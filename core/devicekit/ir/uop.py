@@ -24,6 +24,7 @@ _CACHE: dict[tuple, weakref.ref] = {}  # key -> a weak reference to its one node
 # KeyedRef was a tenth of lowering a matmul); a node's death removes its entry (`_gone`)
 _LOCAL = threading.local()  # .lowering: no user sites for the nodes lowering makes (`no_sites`)
 _TOPO: OrderedDict[UOp, tuple[UOp, ...]] = OrderedDict()  # the last roots' toposorts (UOps are immutable)
+_TOPO_NODES = 400_000  # at most this many nodes in _TOPO (it keeps its roots' graphs alive)
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -167,9 +168,9 @@ class UOp:
             else:
                 pop()
                 order.append(u)
-        if stop is None and len(order) > 64:
+        if stop is None and 64 < len(order) <= _TOPO_NODES // 8:
             _TOPO[self] = tuple(order)
-            if len(_TOPO) > 32:
+            while len(_TOPO) > 32 or sum(map(len, _TOPO.values())) > _TOPO_NODES:  # a bound on what it keeps alive
                 _TOPO.popitem(last=False)
         return order
 
