@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, list[str]]] = [
               "devicekit.settings", "devicekit.lru"]),
     ("contracts", ["devicekit.ir", "devicekit.kernels", "devicekit.render", "devicekit.compile", "devicekit.plugin",
                    "devicekit.hookspecs", "devicekit.memory", "devicekit.runtime", "devicekit.targets",
-                   "devicekit.alloc", "devicekit.signature",
+                   "devicekit.alloc", "devicekit.signature", "devicekit.launch_sizes",
                    "devicekit.reference"]),
     ("registry", ["devicekit.registry"]),
     ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
