@@ -6,18 +6,17 @@ The 100,000-step sizes run with DEVICEKIT_SLOW=1 (docs/reliability.md has their 
 
 from __future__ import annotations
 
-import os
 import pickle
 import sys
 
 import devicekit as dk
 import numpy as np
 import pytest
-from devicekit import ir
+from devicekit import ir, settings
 from devicekit.ir import dtypes
 from devicekit.ir.uop import KernelError
 
-SLOW = os.environ.get("DEVICEKIT_SLOW") == "1"
+SLOW = settings.get("DEVICEKIT_SLOW")
 
 
 def chain(n: int, dt=dtypes.float32) -> ir.Kernel:

@@ -299,10 +299,9 @@ def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
     thousands of steps, loads nested hundreds deep: not in `mixed`, they cost 100x a kernel; DEVICEKIT_SLOW=1
     makes them 10x longer)."""
     if profile == "deep":
-        import os
-
+        from .. import settings
         from .fuzz_deep import deep_kernel
-        return deep_kernel(seed, 10.0 if os.environ.get("DEVICEKIT_SLOW") == "1" else 1.0)
+        return deep_kernel(seed, 10.0 if settings.get("DEVICEKIT_SLOW") else 1.0)
     if profile == "memory" or (profile == "mixed" and seed % 6 == 3):
         from .fuzz_memory import memory_kernel
         return memory_kernel(seed)
