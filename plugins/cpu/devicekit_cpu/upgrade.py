@@ -16,9 +16,11 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any
 
+from devicekit import forksafe
+
 _QUEUE: SimpleQueue = SimpleQueue()
 _THREAD: list[threading.Thread] = []
-_START = threading.Lock()
+_START = forksafe.lock()
 
 
 class QuickTier:
@@ -28,8 +30,9 @@ class QuickTier:
     __slots__ = ("build", "building", "done", "launches", "lock", "outcome", "pid", "work")
 
     def __init__(self, build: Callable[[], Any]):
-        self.build, self.launches, self.work, self.lock = build, 0, 0, threading.Lock()
-        self.done, self.building = threading.Event(), threading.Lock()  # `lock` is never held across a build
+        # forksafe: a child forked while the upgrade thread held them (a build takes ~20 ms) starts with them free
+        self.build, self.launches, self.work, self.lock = build, 0, 0, forksafe.lock()
+        self.done, self.building = threading.Event(), forksafe.lock()  # `lock` is never held across a build
         self.outcome: Any = None
         self.pid = 0  # the process whose upgrade thread has this build queued (0: none)
 
@@ -89,8 +92,8 @@ def _thread() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _QUEUE, _START
-    _QUEUE, _START = SimpleQueue(), threading.Lock()
+    global _QUEUE
+    _QUEUE = SimpleQueue()
     _THREAD.clear()
 
 
