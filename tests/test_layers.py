@@ -14,7 +14,7 @@ ROOT = Path(devicekit.__file__).parent
 # lowest first: a module may import its own layer and those below it, never one above
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["devicekit.errors", "devicekit.debug", "devicekit.spec", "devicekit.forksafe", "devicekit.interrupt",
-              "devicekit.settings", "devicekit.lru"]),
+              "devicekit.settings", "devicekit.lru", "devicekit.version"]),
     ("contracts", ["devicekit.ir", "devicekit.kernels", "devicekit.render", "devicekit.compile", "devicekit.plugin",
                    "devicekit.hookspecs", "devicekit.memory", "devicekit.runtime", "devicekit.targets",
                    "devicekit.alloc", "devicekit.signature", "devicekit.launch_sizes",
@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, list[str]]] = [
 ALLOWED_UPWARD = {("devicekit.memory", "devicekit.api")}  # Buffer("CPU", ...) resolves the name through dk.device
 
 # inside the registry package: each module imports only those before it (pluggy's _manager/_hooks/_callers shape)
-REGISTRY_ORDER = ["tracing", "records", "probing", "calls", "loading", "resolution", "building", "manager"]
+REGISTRY_ORDER = ["tracing", "suggest", "records", "probing", "probe_memo", "calls", "loading", "resolution", "building", "manager"]
 
 
 def module_name(path: Path, root: Path) -> str:

@@ -62,11 +62,8 @@ __all__ = [  # noqa: RUF022 - grouped as in the design
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        try:
-            from importlib_metadata import version
-            return version("devicekit")
-        except Exception:  # noqa: BLE001 - running from a source tree
-            return "0+unknown"
+        from .version import installed_version
+        return installed_version()
     try:
         module, attr = _LAZY[name]
     except KeyError:

@@ -39,8 +39,8 @@ class PythonCompiler(Compiler):
 
     def identity(self) -> str:
         """The listing's format and the core's version: the interpreter that runs it ships with the core."""
-        from .. import __version__
-        return f"python-reference listing-1 devicekit-{__version__}"
+        from ..version import installed_version
+        return f"python-reference listing-1 devicekit-{installed_version()}"
 
     def compile_src(self, src: str) -> bytes:
         return src.encode()
