@@ -236,12 +236,13 @@ FSIZE_SCRIPT = textwrap.dedent("""
     import devicekit as dk
     cache = CompileCache({root!r})
     cache.state()
-    resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
     r, c = dk.device("CPU").pair("llvm")
     c = type(c)(); c.cache = cache
+    specs = [r.render(kernel(j)) for j in range(3)]  # before the limit: rendering stores lowered specs (default cache)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        libs = [len(c.compile(r.render(kernel(j))).lib) for j in range(3)]
+        libs = [len(c.compile(s).lib) for s in specs]
     print(json.dumps({{"libs": libs, "stats": cache.stats, "warnings": [str(x.message) for x in w
                       if issubclass(x.category, CacheWarning)], "files": sorted(p.name for p in cache.directory.iterdir())}}))
 """)
@@ -249,7 +250,8 @@ FSIZE_SCRIPT = textwrap.dedent("""
 
 def test_write_failures_from_a_file_size_limit(tmp_path, isolated):
     """No root needed: RLIMIT_FSIZE makes every entry write fail for real (EFBIG)."""
-    rc, out = isolated.run(KERNEL_SRC + FSIZE_SCRIPT.format(root=str(tmp_path / "c")))
+    rc, out = isolated.run(KERNEL_SRC + FSIZE_SCRIPT.format(root=str(tmp_path / "c")),
+                           DEVICEKIT_CACHE_DIR=str(tmp_path / "default"))
     assert rc == 0, f"{isolated.describe(rc)}\n{out[-1500:]}"
     rep = json.loads(out.strip().splitlines()[-1])
     assert all(n > 512 for n in rep["libs"]) and rep["stats"]["write_errors"] == 3
