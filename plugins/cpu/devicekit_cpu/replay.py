@@ -107,13 +107,15 @@ def run_records(records, n: int) -> None:
 
 def _bind(records, n: int):
     """`run_records(records, n)` as a call of no arguments with the address taken once (the core's repeat memo:
-    a repeated launch is this one ctypes call of two ints). The caller keeps `records` alive. None while the
+    a repeated launch is this one ctypes call of two ints), holding `records` alive. None while the
     replayer is not built yet: its build starts on another thread (`warm`) and the memo asks again later, so the
     first repeated launch of a process does not wait ~20 ms for it."""
     if not _FN:
         warm()
         return None
-    return functools.partial(_FN[0], records.ctypes.data, n)
+    call = functools.partial(_FN[0], records.ctypes.data, n)
+    call.records = records  # the call holds its records: dk_replay reads them at every call (the core's repeat memo
+    return call             # passes a temporary array; freed, its memory was reused and dk_replay called garbage)
 
 
 run_records.bind = _bind

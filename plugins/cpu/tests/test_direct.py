@@ -130,3 +130,20 @@ def test_the_first_repeat_of_a_process_does_not_wait_for_the_replay_build(cpu, m
     prog.execute(bufs, [n], wait=True)
     assert prog._memo[4] not in (None, _LAUNCH)  # bound to the native record now
     np.testing.assert_array_equal(bufs[3].numpy(), np.full(n, 8.0, np.float32))
+
+
+def test_a_bound_replay_holds_its_records():
+    """The core's repeat memo binds a temporary int64 array; the bound call must keep it alive (freed, its memory is
+    reused and dk_replay reads a garbage function pointer: a crash seen once in a test run)."""
+    import gc
+    import weakref
+
+    from devicekit_cpu.replay import replayer, run_records
+    replayer()
+    rec = np.array([0, 0], dtype=np.int64)
+    alive = weakref.ref(rec)
+    call = run_records.bind(rec, 0)
+    del rec
+    gc.collect()
+    assert alive() is not None and call is not None
+    call()  # n=0: nothing called, the records read in place
