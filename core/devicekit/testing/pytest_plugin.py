@@ -25,6 +25,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: a test of the devicekit conformance kit (needs --devicekit-device)")
+    if config.getoption("devicekit_device", None):
+        _private_cache(config)  # first: checking the device probes plugins, and probes may store in the cache
 
 
 def _known_device(spec_text: str) -> str | None:
@@ -56,9 +58,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in kit:
             item.add_marker(skip)
         return
+    _private_cache(config)  # set at configure already; kept for a caller that skipped it
     if (err := _known_device(spec_text)) is not None:
         raise pytest.UsageError(err)
-    _private_cache(config)
 
 
 def _private_cache(config: pytest.Config) -> None:
