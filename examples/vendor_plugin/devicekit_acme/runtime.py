@@ -9,10 +9,14 @@ import tempfile
 import threading
 import time
 
+from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
 
 _loaded: dict[tuple[bytes, str], tuple[ctypes.CDLL, int]] = {}
 _lock = threading.Lock()
+# estimated operations from which a launch from the main thread runs where Ctrl-C can leave it (devicekit.interrupt):
+# a native call holds KeyboardInterrupt back until it returns
+LONG_WORK = 1 << 22
 
 
 def _load(lib: bytes, symbol: str) -> tuple[ctypes.CDLL, int]:
@@ -63,6 +67,16 @@ class AcmeProgram(Program):
                  for kind, j in self._order]
         splits = [ctypes.c_int64] * (2 if spec.core_split is not None else 0)
         self._fn = ctypes.CFUNCTYPE(None, *types, *splits)(addr)
+        # the launch's estimated operations from the var values; a hand-written kernel's loops are unknown (None)
+        cost = spec.get_meta("split_cost", 1)
+        work = cost if spec.core_split is None else spec.core_split * cost
+        self._work = None if spec.get_meta("from_source", False) else \
+            compile_sym(work, tuple(v.name for v in spec.vars), fallback=LONG_WORK)
+
+    def may_run_long(self, vals) -> bool:
+        """Hand-written kernels and launches of LONG_WORK estimated operations or more: `execute` runs them on a
+        launcher thread when called from the main thread, so Ctrl-C interrupts the wait at once."""
+        return self._work is None or self._work(tuple(vals)) >= LONG_WORK
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
         t0 = time.perf_counter()
