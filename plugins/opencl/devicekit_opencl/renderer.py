@@ -208,7 +208,9 @@ class OpenCLRenderer(CStyleRenderer):
         return f"(({self.render_dtype(dst)})({x}))"
 
     def render_bitcast(self, x: str, src: DType, dst: DType) -> str:
-        return f"as_{self.render_dtype(dst)}({x})"
+        """as_T needs an operand of T's size: x is cast back to its own type first, since C's promotions widen a
+        narrow expression (`c ? (short)0 : (short)0` is an int, and PoCL refuses as_ushort of it)."""
+        return f"as_{self.render_dtype(dst)}(({self.render_dtype(src)})({x}))"
 
     def render_math(self, fn: str, x: str, dt: DType) -> str:
         return f"{fn}({x})"  # OpenCL's built-ins are overloaded for half, float and double
