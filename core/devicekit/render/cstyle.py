@@ -73,6 +73,9 @@ def _b(op: str) -> Callable[..., str]:
     return lambda a, b, dtype: f"({a}{op}({b}))" if b.startswith(("-", "+")) else f"({a}{op}{b})"
 
 
+infix = _b  # the same for plugins' renderers (Metal, WGSL), whose `--` is a decrement too
+
+
 class CStyleRenderer(Renderer):
     """Linear form -> C-like source. Override the hooks; keep `render_linear` as is."""
 

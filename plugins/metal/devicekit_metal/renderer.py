@@ -33,7 +33,7 @@ from typing import ClassVar
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import ALU, COMPARE, Ops
 from devicekit.ir.uop import KernelError, UOp
-from devicekit.render.cstyle import CStyleRenderer, KernelParam
+from devicekit.render.cstyle import CStyleRenderer, KernelParam, infix
 
 MAX_BUFFERS = 31  # Metal's buffer argument table (params + vars)
 SHARED_MAX = 32768  # threadgroup memory every Apple GPU has (bytes)
@@ -46,8 +46,7 @@ def _is_vec(dt: DType) -> bool:
     return dt.count > 1
 
 
-def _bin(op: str) -> Callable[..., str]:
-    return lambda a, b, dtype: f"({a}{op}{b})"
+_bin = infix  # `x - -2.0` is (x-(-2.0)): (x--2.0) reads as a decrement
 
 
 def _shift(op: str) -> Callable[..., str]:

@@ -35,7 +35,7 @@ from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.narrow import SENTINEL, has_sentinel, narrow_plan
 from devicekit.ir.ops import Ops
 from devicekit.ir.uop import KernelError
-from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads
+from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads, infix
 from devicekit.render.renderer import Capabilities
 
 from . import nan_exact
@@ -54,8 +54,7 @@ def _t(dt: DType) -> str:
     return TYPE_MAP[dt.scalar().name]
 
 
-def _b(op: str):
-    return lambda a, b, dtype: f"({a}{op}{b})"
+_b = infix  # `x - -2.0` is (x-(-2.0)): (x--2.0) reads as a decrement
 
 
 def _neg(x: str, dtype: DType) -> str:
