@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import time
 import types
 
 import numpy as np
@@ -143,14 +144,19 @@ class _NativeGate:
 GATE = _NativeGate()
 
 
+LAST_GPU_S = [0.0]  # the GPU seconds the last committed command buffer reports (its host run's time)
+
+
 class FakeCommandBuffer:
     def __init__(self, log):
         self.work, self.log, self.done, self.hangs = [], log, False, False
+        self.t0 = self.t1 = 0.0
 
     def computeCommandEncoder(self):
         return FakeEncoder(self)
 
     def commit(self):
+        self.t0 = time.perf_counter()  # the "GPU" times are the host run's: within the launch's wall time
         for pso, bufs, byts, grid, group in self.work:
             spec = SPECS.get(pso.name) or _parsed(pso.src, pso.name)
             # where each param was bound: generated kernels at 0.. in order, hand-written ones at their attributes
@@ -172,6 +178,8 @@ class FakeCommandBuffer:
             if hk is None:
                 hk = _HOST_KERNELS[pso.src] = HostKernel(spec, MetalRenderer())
             hk.run(arrays, vals, grid=grid, group=group)
+        self.t1 = time.perf_counter()
+        LAST_GPU_S[0] = self.t1 - self.t0
         self.done, self.hangs = True, GATE.closed
 
     def status(self):
@@ -186,10 +194,10 @@ class FakeCommandBuffer:
         return None
 
     def GPUStartTime(self):
-        return 1.0
+        return self.t0
 
     def GPUEndTime(self):
-        return 1.25
+        return self.t1
 
 
 class FakeQueue:
@@ -240,7 +248,7 @@ class _Options:
 def install(monkeypatch=None, hide_xcode: bool = True) -> FakeDevice:
     """Put the fake `Metal` module in sys.modules and make devicekit-metal believe it runs on macOS (without Xcode's
     toolchain unless `hide_xcode` is False)."""
-    from devicekit_metal import env, mtl
+    from devicekit_metal import compiler, env, mtl
     dev = FakeDevice()
     mod = types.ModuleType("Metal")
     mod.MTLCreateSystemDefaultDevice = lambda: dev
@@ -249,7 +257,8 @@ def install(monkeypatch=None, hide_xcode: bool = True) -> FakeDevice:
     mod.MTLSizeMake = lambda *d: tuple(d)
     mod.MTLCompileOptions = types.SimpleNamespace(alloc=lambda: _Options())
     patches = [(sys.modules, "Metal", mod)]
-    attrs = [(env, "unavailable_reason", lambda: None), (env, "compile_unavailable_reason", lambda: None)]
+    attrs = [(env, "unavailable_reason", lambda: None), (env, "compile_unavailable_reason", lambda: None),
+             (compiler, "macos_version", lambda: "14.5")]  # a Mac names its version (the compiler's identity)
     if hide_xcode:
         attrs.append((env, "xcrun_metal", lambda: None))
     if monkeypatch is not None:
