@@ -115,7 +115,8 @@ def run(kernel: Any, device: Any = None, /, **named: Any) -> dict[str, Any]:
         if opts.get("pair") is not None:
             raise TypeError(f"{kernel.name}: pair= is for compiling an ir.Kernel; this Program is already compiled")
         program = kernel  # it runs where it was loaded: its buffers go to its device
-        dev = program.device or resolve_device(device if device is not None else program._kind() or None)
+        home = getattr(program, "home", None)  # the DeviceSpec a runtime loaded it on (RAY:1, ACME), when it says
+        dev = program.device or resolve_device(device if device is not None else home or program._kind() or None)
     else:
         kernel = as_kernel(kernel, "dk.run")  # before the device: a forgotten .build() is the error to show
         dev = resolve_device(device)

@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 from devicekit.runtime import Program
+from devicekit.spec import DeviceSpec
 
 from .connection import Connection
 
@@ -46,6 +47,9 @@ class RayProgram(Program):
     def __init__(self, compiled: Any, conn: Connection):
         super().__init__(compiled)
         self.conn = conn
+        # the id it was loaded on (RAY:1): a Program made without a Device (the seed's dev.runtime(...)) runs there,
+        # not on the kind's first id, whose Buffers are another actor's (dk.run read zeros back)
+        self.home = DeviceSpec.parse(conn.name)
         self.digest = content_hash(compiled)
         with conn._lock:
             slot = conn.loaded.get(self.digest)
