@@ -227,7 +227,8 @@ def test_sin_of_large_arguments(dt, pair):
     k < 2**12: sin(1e6) was off by 0.03, sin(1e9) returned 3.8e6. float32 now reduces in float64 where the target
     has it (ir/transcendental.sin(wide=True))."""
     xs = np.array([0.5, -3, 1e3, -1e4, 1e5, 1e6, -1e7, 1e8, 65504, np.inf, -np.inf, np.nan], np.float64)
-    xs = np.append(xs, [1e9, -3e11] if dt == dtypes.float32 else []).astype(dt.np)
+    with np.errstate(over="ignore"):  # float16: past 65504 is inf, a value the check wants
+        xs = np.append(xs, [1e9, -3e11] if dt == dtypes.float32 else []).astype(dt.np)
     _check_on(device_for(f"CPU/{pair}"), _sin_kernel(dt), {"x": xs, "n": xs.size})
 
 

@@ -95,7 +95,9 @@ def test_half_through_float_gives_the_reference_values(cpu, python_ref):
     x = np.array([1 + 2.0**-11 + 2.0**-30, 1 + 2.0**-11, -(1 + 3 * 2.0**-11 - 2.0**-40), 65519.99, 65520.0, 1e-9,
                   2.0**-25 + 2.0**-60, 3.0e-8, -0.0, np.inf, np.nan])
     got = dk.run(k.build(), device=dev, a=x, n=x.size)["out"]
-    np.testing.assert_array_equal(got, x.astype(np.float16))  # numpy rounds double -> half directly
+    with np.errstate(over="ignore"):  # 65520 and inf round to inf: the expected value
+        want = x.astype(np.float16)
+    np.testing.assert_array_equal(got, want)  # numpy rounds double -> half directly
 
 
 def test_the_default_compiler_builds_half_when_any_compiler_here_does(cpu):

@@ -195,7 +195,8 @@ class WGSLRenderer(CStyleRenderer):
                 return x if t == "f32" else f"f16({x})"
             if t == "f16":  # the value as float16 holds it: 1048576.0 is inf there, and naga refuses the literal
                 import numpy as np
-                h = float(np.float16(value))
+                with np.errstate(over="ignore"):  # past 65504 the value is inf in f16: that is the defined result
+                    h = float(np.float16(value))
                 if math.isinf(h):
                     return self.render_const(h, dtypes.float32).join(("f16(", ")"))
                 value = h
