@@ -187,3 +187,76 @@ def test_the_tiles_fuzzer_catches_a_wrong_tile(monkeypatch):
     # seeds no other test compiles: a device memoizes programs by kernel key, and these must be compiled mutated
     rep = fuzz_seeds(range(70_000, 70_012), kind="CPU", pairs=["llvm"], profile="tiles")
     assert any(f.kind == "mismatch" for f in rep.findings), (rep.optimized, rep.findings)
+
+
+# ---- small extents: tiles no wider than the axis, a vector tail, scalar rows kept short (issue 31) ----------------
+
+def _lower(kernel, vector_register_bytes=2048):
+    """The kernel lowered for the CPU's capabilities with an AVX-512-sized register file (16-row tiles), whatever
+    this machine has: the choices below are rules of the shapes and the register file, not of one CPU."""
+    import dataclasses
+
+    from devicekit.ir import linearize
+    caps = dataclasses.replace(dk.device("CPU").renderer.capabilities, vector_register_bytes=vector_register_bytes)
+    return linearize.lower(kernel, caps)
+
+
+def _bt_gemm(name="bt_gemm"):
+    """out = a @ b.T with a mask (the MLP's backward dz @ w2.T): b[j, r] has a var stride in j, so no vector axis."""
+    k = ir.KernelBuilder(name)
+    m, n, kk = k.var("m", 1, 4096), k.var("n", 1, 4096), k.var("k", 1, 4096)
+    a, b = k.param("a", dtypes.float32, shape=(m, kk)), k.param("b", dtypes.float32, shape=(n, kk))
+    mk = k.param("mask", dtypes.float32, shape=(m, n))
+    out = k.param("out", dtypes.float32, shape=(m, n), writable=True)
+    i, j, r = k.range(m, "global"), k.range(n, "global"), k.range(kk, "reduce")
+    out[i, j] = ir.where(mk[i, j] > 0.0, (a[i, r] * b[j, r]).sum(r), 0.0)
+    return k.build()
+
+
+def test_a_var_vector_axis_gets_a_half_width_vector_tail_in_one_reduce_loop_per_level():
+    """n = 10 (a 10-class layer) on a x16 upcast: the lanes past the last 16 run as one x8 vector, then scalars,
+    not as 10 scalar lanes; each level's 16 rows share one reduce loop (the scheduler groups the tail's reductions
+    as it groups the main tile's): 3 reduce loops, not 1 + 16 + 16."""
+    lk = _lower(naive_gemm(0, 0, 0, var=True))
+    assert lk.opts == ("unroll global range 0 x16", "upcast global range 1 x16", "vector tails x8"), lk.opts
+    reduce_loops = [u for u in lk.uops if u.op is ir.Ops.RANGE and u.arg[1] == "reduce"]
+    assert len(reduce_loops) == 3, [u.arg for u in reduce_loops]
+    assert "vector tails x4" in opts(naive_gemm(0, 0, 0, dtypes.float64, var=True))[-1]  # x8 float64: tail x4
+
+
+@pytest.mark.parametrize("N, lanes, tails", [(10, 8, ()), (13, 8, ("vector tails x4",)), (5, 4, ()), (3, 2, ()),
+                                             (64, 16, ()), (24, 16, ("vector tails x8",))])
+def test_a_known_short_axis_caps_the_vector_at_its_width(N, lanes, tails):
+    """A constant axis narrower than the x16 vector gets its largest power of two (10 -> x8, 3 -> x2), and a
+    half-width vector tail when its remainder holds one; the result is numpy's."""
+    kern = naive_gemm(12, N, 10)
+    got = _lower(kern).opts
+    assert got == ("unroll global range 0 x12", f"upcast global range 1 x{lanes}", *tails), got
+    out, want = run_gemm(kern, 12, N, 10)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_scalar_rows_stay_at_unroll_when_there_is_no_vector_axis():
+    """Without a vector axis each row is one scalar accumulator: 16 rows (the vector tile's rule) only add row
+    address arithmetic, so the rows stay at UNROLL (4) even on a 2 KiB register file."""
+    from devicekit.ir import optimize
+    assert optimize.heuristic_rows(type("C", (), {"vector_register_bytes": 2048})()) == 16
+    assert _lower(_bt_gemm()).opts == (f"unroll global range 0 x{optimize.UNROLL}",)
+
+
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_small_extent_kernels_agree_with_numpy(pair):
+    """The MLP step's shapes (bench/framework_step.py) and sizes around each vector and tail width, on both CPU
+    pairs: var-sized kernels tiled once, every size through the x16 loop, the x8 tail and the scalar tail."""
+    dev = dk.device("CPU")
+    gemm, bt = dev.compile(naive_gemm(0, 0, 0, var=True), pair=pair), dev.compile(_bt_gemm(f"bt_{pair}"), pair=pair)
+    rng = np.random.default_rng(31)
+    for M, N, K in [(100, 10, 64), (64, 10, 100), (100, 64, 10), (3, 7, 2), (17, 8, 5), (5, 9, 3), (19, 23, 4),
+                    (16, 24, 1), (1, 31, 6)]:
+        a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+        out = dk.run(gemm, dev, a=a.ravel(), b=b.ravel(), c=np.zeros(M * N, np.float32), m=M, n=N, kd=K)["c"]
+        np.testing.assert_allclose(out.reshape(M, N), a @ b, rtol=1e-4, atol=1e-4)
+        mask = rng.standard_normal((M, N)).astype(np.float32)
+        bt_out = dk.run(bt, dev, a=a.ravel(), b=np.ascontiguousarray(b.T).ravel(), mask=mask.ravel(),
+                        out=np.zeros(M * N, np.float32), m=M, n=N, k=K)["out"]
+        np.testing.assert_allclose(bt_out.reshape(M, N), np.where(mask > 0, a @ b, 0), rtol=1e-4, atol=1e-4)

@@ -6,11 +6,14 @@ loads, with a stride of a row between them. Two rewrites of the lanes make it a 
 
 - **upcast** the global range `j` that every store and every load that uses it indexes with a stride of 1: `tn`
   consecutive lanes become one vector (a vector load of b's row, a vector accumulator, a vector store). Lanes past
-  the last multiple of `tn` run in a tail statement: the original statement over a range that starts there. On the
-  CPU, `j` is never the range split across threads (the tail would run in every chunk).
+  the last multiple of `tn` run in a tail statement: the original statement over a range that starts there, after
+  one half-width vector tail (`small_extent_lanes`: a 10-wide axis runs as 8 + 2 lanes, not 10 scalars). A known
+  extent caps `tn` at its largest power of two. On the CPU, `j` is never the range split across threads (the tail
+  would run in every chunk).
 - **unroll** a global range `i` that some load inside a reduction does not depend on (b's row is shared by the `tm`
   rows of the tile): `tm` copies of each statement, lane x at row `min(i' * tm + x, end - 1)` (a valid row, so
   every load stays where the original's was proven or checked) with its stores gated by `i' * tm + x < end`.
+  `tm` fills half the register file with vector accumulators; without an upcast axis (scalar rows) it is UNROLL.
 
 Global lanes are independent (docs/ir.md: a lane reads only what it writes), so any assignment of lanes to
 threads, vector lanes and copies keeps the result; each lane's statements stay in order. The optimizer runs in
@@ -37,6 +40,7 @@ _LIFT = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX, Ops.NEG, Ops.RE
 _FLOATS = (dtypes.float32, dtypes.float64)
 UNROLL = 4  # rows of a register tile
 TILE_BYTES = 64  # a tile row: a cache line; two AVX2 vectors, one AVX-512 (4 x 16 float32 beat 4 x 8 by 2.5x at 1024)
+MIN_TAIL = 4  # the narrowest vector tail of an upcast (16 bytes of float32: the narrowest SIMD register)
 applied = 0  # kernels rewritten in this process: the fuzzer counts the kernels it checked the optimizer on
 
 
@@ -83,7 +87,8 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
         return sink, ()
     next_id = 1 + max(u.arg[0] for u in nodes if u.op is Ops.RANGE)
     stmts = list(sink.src)
-    rows = heuristic_rows(caps) if tiles is None else tiles[0]
+    # rows: a vector row's accumulators fill half the register file; scalar rows (no vector axis) stay at UNROLL
+    rows = (heuristic_rows(caps) if vec is not None else UNROLL) if tiles is None else tiles[0]
     if unr is not None and tiles is None and unr.src[0].op is Ops.CONST:
         rows = min(rows, unr.src[0].arg)  # no copies past a known end
     if unr is not None and rows > 1:
@@ -92,9 +97,14 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     if vec is not None:
         dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32)
         width = max(1, min(16, TILE_BYTES // dt.itemsize)) if tiles is None else tiles[1]
+        tails: tuple[int, ...] = ()
+        if tiles is None:
+            width, tails = small_extent_lanes(width, vec.src[0].arg if vec.src[0].op is Ops.CONST else None)
         if width > 1:
-            stmts = _upcast(stmts, vec, width, next_id)
+            stmts = _upcast(stmts, vec, width, next_id, tails)
             opts.append(f"upcast global range {vec.arg[0]} x{width}")
+            if tails:
+                opts.append("vector tails " + " ".join(f"x{t}" for t in tails))
     if not opts:
         return sink, ()
     global applied
@@ -113,6 +123,21 @@ def tile_rows(vector_register_bytes: int, row_bytes: int) -> int:
     16 on AVX-512 for a 64-byte row; UNROLL (4) at least, and when the file's size is unknown (0); 16 at most. The
     one rule for the optimizer's tiles and kernels.matmul's."""
     return max(UNROLL, min(16, vector_register_bytes // 2 // max(1, row_bytes)))
+
+
+def small_extent_lanes(width: int, end: int | None) -> tuple[int, tuple[int, ...]]:
+    """Lanes of the upcast and of its vector tail for a vector axis of `end` lanes (None: a var). A known end caps
+    the lanes at its largest power of two (no vector wider than the axis: 10 lanes run as 8, not as a tail of 16
+    scalars), and its remainder gets a half-width vector tail when it holds one; an unknown end always gets that
+    half-width tail (run at most once per row), so a short axis (a 10-class layer) runs as 8 + 2 lanes instead of
+    10 scalar lanes after an empty x16 loop. One halving only: each tail level is another copy of the whole tile,
+    and a second (x4) level made LLVM's code for a 16-row tile 3x slower at 100x10x64 (docs/architecture.md)."""
+    half = width // 2
+    if end is not None:
+        width = min(width, 1 << max(0, end.bit_length() - 1))
+        half = width // 2
+        return width, (half,) if half >= MIN_TAIL and end % width >= half else ()
+    return width, (half,) if half >= MIN_TAIL else ()
 
 
 def _stride(idx: UOp, r: UOp, memo: dict, free: dict[UOp, frozenset]) -> int | None:
@@ -171,21 +196,30 @@ def _unroll(stmts: list[UOp], h: UOp, tm: int) -> list[UOp]:
     return out
 
 
-def _upcast(stmts: list[UOp], g: UOp, tn: int, tail_id: int) -> list[UOp]:
-    """Lanes g' * tn + c (c < tn) of each statement as one vector; the lanes past the last multiple of tn in tail
-    statements over a range that starts there."""
+def _upcast(stmts: list[UOp], g: UOp, tn: int, tail_id: int, tails: tuple[int, ...] = (),
+            lo: UOp | None = None) -> list[UOp]:
+    """Lanes lo + g' * tn + c (c < tn) of each statement as one vector (lo: 0, or where the previous, wider,
+    vectors stopped); the lanes past the last multiple of tn in tail statements over a range that starts there,
+    upcast again to each width of `tails` in turn before the last, scalar, tail. Each lane is `first + c`, a
+    constant offset from the vector's first lane, so the lowering groups its loads into one vector load."""
     end = g.src[0]
-    exact = end.op is Ops.CONST and end.arg % tn == 0
-    outer = UOp(Ops.RANGE, dtypes.index, (end // tn,), g.arg)
+    count = end if lo is None else end - lo
+    exact = count.op is Ops.CONST and count.arg % tn == 0
+    outer = UOp(Ops.RANGE, dtypes.index, (count // tn,), g.arg if lo is None else (tail_id, "global"))
+    if lo is not None:
+        tail_id += 1
+    first = outer * tn if lo is None else lo + outer * tn
+    lanes = [first + c for c in range(tn)]
     main: list[UOp] = []
-    lanes = [outer * tn + c for c in range(tn)]
     dep: dict[UOp, bool] = {}
     memo: dict[UOp, UOp] = {}  # shared: the rows of an unrolled tile read the same lanes of b (built once)
     for st in stmts:
-        main += _vector_statement(st, g, lanes, dep, memo)
+        main += _vector_statement(st.replace(arg=(st.arg, tn)) if lo is not None else st, g, lanes, dep, memo)
     if exact:
         return main
-    start = (end // tn) * tn
+    start = (count // tn) * tn if lo is None else lo + (count // tn) * tn
+    if tails:
+        return main + _upcast(stmts, g, tails[0], tail_id, tails[1:], start)
     tail = UOp(Ops.RANGE, dtypes.index, (end - start,), (tail_id, "global"))
     return main + [_substitute(st, {g: start + tail}).replace(arg=(st.arg, tn)) for st in stmts]
 

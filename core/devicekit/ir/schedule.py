@@ -342,7 +342,7 @@ class Scheduler:
         group, deps = [red], [set(red.toposort())]
         for u in self.nodes:
             if (u.op is not Ops.REDUCE or u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
-                    or len(self._nest(u)) != depth
+                    or min(len(self._nest(u)), len(stack) - 1) != depth  # red's own depth rule
                     or any(r != _GUARD and self._visible(r, stack) is None for r in self._free(u))):
                 continue
             ud = set(u.toposort())
