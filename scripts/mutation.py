@@ -29,7 +29,7 @@ TARGETS = {
     "ir/accept.py": ["tests/test_accept.py", "tests/test_entry_point_errors.py", "tests/ir/test_builder.py",
                      "tests/test_short_messages.py"],
     "ir/verify.py": ["tests/ir/test_verifier.py", "tests/ir/test_builder.py", "tests/reliability/test_memory_order.py"],
-    "signature.py": ["tests/test_runtime.py", "tests/test_memory.py"],
+    "signature.py": ["tests/test_signature_checks.py", "tests/test_runtime.py", "tests/test_memory.py"],
     "compile/cache.py": ["tests/test_cache.py"],
 }
 # the CI sample: the comparator's mutants (a fixed set: every mutant of assert_matches and tolerance)
