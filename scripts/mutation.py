@@ -30,7 +30,7 @@ TARGETS = {
                      "tests/test_short_messages.py"],
     "ir/verify.py": ["tests/ir/test_verifier.py", "tests/ir/test_builder.py", "tests/reliability/test_memory_order.py"],
     "signature.py": ["tests/test_signature_checks.py", "tests/test_runtime.py", "tests/test_memory.py"],
-    "compile/cache.py": ["tests/test_cache.py"],
+    "compile/cache.py": ["tests/test_cache.py", "tests/test_cache_entry.py"],
 }
 # the CI sample: the comparator's mutants (a fixed set: every mutant of assert_matches and tolerance)
 SAMPLE = ("testing/random_kernels.py", ["devicekit.testing.random_kernels.x_assert_matches__mutmut_*",
