@@ -24,17 +24,9 @@ CHILD = textwrap.dedent("""
     import json, sys, time
     import numpy as np
     import devicekit as dk
-    from devicekit import ir
-    from devicekit.ir import dtypes
+    from devicekit.testing.spin import long_kernel
     dev = dk.device(sys.argv[1])
-    k = ir.KernelBuilder("bench_long")
-    n, m = k.var("n", 1, 1 << 20), k.var("m", 1, 1 << 30)
-    x = k.param("x", dtypes.float32, n)
-    o = k.param("out", dtypes.float32, n, writable=True)
-    i = k.range(n, "global")
-    r = k.range(m, "reduce")
-    o[i] = (x[i] * r.cast(dtypes.float32)).sum(r)
-    prog = dev.compile(k.build())
+    prog = dev.compile(long_kernel("bench_long"))
     bufs = [dk.Buffer(dev, 256, "float32").copyin(np.ones(256, np.float32)), dk.Buffer(dev, 256, "float32")]
     prog.execute(bufs, [256, 1], wait=True)
     print("running", flush=True)

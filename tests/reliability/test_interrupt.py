@@ -21,8 +21,8 @@ LONG_KERNELS = textwrap.dedent("""
     import json, sys, time
     import numpy as np
     import devicekit as dk
-    from devicekit import interrupt, ir
-    from devicekit.ir import dtypes
+    from devicekit import interrupt
+    from devicekit.testing.spin import long_kernel
     cpu = dk.device("CPU")
     what = sys.argv[1]
     if what == "infinite loop in C":
@@ -30,14 +30,7 @@ LONG_KERNELS = textwrap.dedent("""
                                        "spin")
         bufs, vals = [dk.Buffer(cpu, 1, "int32")], []
     else:  # an IR kernel of 2**38 multiply-adds: minutes
-        k = ir.KernelBuilder("long_ir")
-        n, m = k.var("n", 1, 1 << 20), k.var("m", 1, 1 << 30)
-        x = k.param("x", dtypes.float32, n)
-        o = k.param("out", dtypes.float32, n, writable=True)
-        i = k.range(n, "global")
-        r = k.range(m, "reduce")
-        o[i] = (x[i] * r.cast(dtypes.float32)).sum(r)
-        prog = cpu.compile(k.build())
+        prog = cpu.compile(long_kernel("long_ir"))
         bufs, vals = [dk.Buffer(cpu, 256, "float32").copyin(np.ones(256, np.float32)),
                       dk.Buffer(cpu, 256, "float32")], [256, 1 << 30]
     print("running", flush=True)
