@@ -22,36 +22,34 @@ done
 what=$(printf '%s, ' "${names[@]}")
 dk_install dev-setup "${what%, }" "${args[@]}"
 
+# apt_for_tests WHAT PACKAGE...: as root with apt (and DEVICEKIT_NO_APT unset), install the distribution's PACKAGEs
+# for the tests of WHAT; otherwise, or when apt fails, say that those tests will skip with the reason.
+apt_for_tests() {
+    local what=$1; shift
+    if [ "${DEVICEKIT_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "dev-setup: installing for the $what tests: apt-get install $*"
+        if ! (apt-get install -y -q "$@" >/dev/null 2>&1 ||
+              { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$@" >/dev/null 2>&1; }); then
+            echo "dev-setup: apt-get could not install $*; the $what tests will skip with the reason"
+        fi
+    else
+        echo "dev-setup: $* not installed; the $what tests will skip with the reason" \
+             "(as root with apt this script installs them)"
+    fi
+}
+
 # OpenCL for the tests: pyopencl's PoCL wheel (the opencl [test] extra) cannot build on a CPU its LLVM does not know
 # ("unknown target CPU 'generic'", e.g. AMD Zen 5). Then, as root with apt, install the distribution's PoCL; else say
 # that the OpenCL tests will skip. DEVICEKIT_NO_APT=1 leaves the system alone.
 if ! .venv/bin/python -c 'from devicekit_opencl import platform as p; p.select()' 2>/dev/null; then
-    if [ "${DEVICEKIT_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "dev-setup: no OpenCL platform here builds a kernel (pyopencl's PoCL does not know this CPU):" \
-             "installing the distribution's PoCL (apt-get install pocl-opencl-icd)"
-        if ! (apt-get install -y -q pocl-opencl-icd >/dev/null 2>&1 ||
-              { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q pocl-opencl-icd >/dev/null 2>&1; }); then
-            echo "dev-setup: apt-get could not install pocl-opencl-icd; the OpenCL tests will skip with the reason"
-        fi
-    else
-        echo "dev-setup: no OpenCL platform here builds a kernel; the OpenCL tests will skip with the reason" \
-             "(as root with apt this script installs pocl-opencl-icd)"
-    fi
+    apt_for_tests "OpenCL (no OpenCL platform here builds a kernel: pyopencl's PoCL does not know this CPU)" \
+        pocl-opencl-icd
 fi
 
 # WebGPU for the tests (plugins/webgpu, installed above with wgpu): without a GPU driver, Mesa's Vulkan software
 # adapter (lavapipe), as root with apt; else say that the WebGPU tests will skip. DEVICEKIT_NO_APT=1 as above.
 if ! .venv/bin/python -c 'from devicekit_webgpu import adapters as a; a.adapters()' >/dev/null 2>&1; then
-    if [ "${DEVICEKIT_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "dev-setup: no WebGPU adapter here: installing Mesa's Vulkan drivers (apt-get install mesa-vulkan-drivers)"
-        if ! (apt-get install -y -q mesa-vulkan-drivers >/dev/null 2>&1 ||
-              { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mesa-vulkan-drivers >/dev/null 2>&1; }); then
-            echo "dev-setup: apt-get could not install mesa-vulkan-drivers; the WebGPU tests will skip with the reason"
-        fi
-    else
-        echo "dev-setup: no WebGPU adapter here; the WebGPU tests will skip with the reason" \
-             "(as root with apt this script installs mesa-vulkan-drivers)"
-    fi
+    apt_for_tests "WebGPU (no WebGPU adapter here)" mesa-vulkan-drivers
 fi
 
 # The C compilers the distribution offers, for the c pair's per-compiler tests (plugins/cpu/tests/test_cc_compilers.py:
@@ -61,17 +59,8 @@ missing_cc=""
 command -v clang >/dev/null || missing_cc="clang"
 command -v clang-19 >/dev/null || missing_cc="$missing_cc clang-19"
 if [ -n "$missing_cc" ]; then
-    if [ "${DEVICEKIT_NO_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "dev-setup: installing the distribution's C compilers for the c pair's tests (apt-get install$missing_cc)"
-        # shellcheck disable=SC2086 # one word per package
-        if ! (apt-get install -y -q $missing_cc >/dev/null 2>&1 ||
-              { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q $missing_cc >/dev/null 2>&1; }); then
-            echo "dev-setup: apt-get could not install$missing_cc; their c pair tests will skip with the reason"
-        fi
-    else
-        echo "dev-setup:$missing_cc not installed; their c pair tests will skip with the reason" \
-             "(as root with apt this script installs them)"
-    fi
+    # shellcheck disable=SC2086 # one word per package
+    apt_for_tests "c pair's per-compiler" $missing_cc
 fi
 
 # The oldest NVRTC devicekit-cuda supports (13.2: 13.0 and 13.1 miscompile, see devicekit_cuda.compiler.MIN_NVRTC)
