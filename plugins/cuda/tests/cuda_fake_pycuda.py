@@ -15,6 +15,7 @@ import time
 import types
 
 import numpy as np
+from devicekit.testing.native_gate import NativeGate
 
 KERNELS: dict = {}  # kernel name -> cuda_host_emu.HostKernel (found by name or by entry symbol)
 calls: list[tuple] = []
@@ -101,32 +102,7 @@ class Stream:
             GATE.block()
 
 
-class _NativeGate:
-    """A wait in native code that no signal interrupts, as cuEventSynchronize's: a pthread mutex locked twice by one
-    thread blocks until another thread unlocks it (`release`, the test's hang guard). While `closed`, the kernel
-    "never ends": events recorded then stay incomplete."""
-
-    def __init__(self):
-        self.libc = ctypes.CDLL(None)
-        self.mutex = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER on glibc
-        self.closed = False
-
-    def close(self):
-        self.mutex = ctypes.create_string_buffer(64)  # a fresh one: an interrupted block() may have left one locked
-        self.closed = True
-        self.libc.pthread_mutex_lock(self.mutex)
-
-    def release(self):
-        self.closed = False
-        self.libc.pthread_mutex_unlock(self.mutex)
-
-    def block(self):
-        mutex = self.mutex
-        self.libc.pthread_mutex_lock(mutex)  # releases the GIL; returns only once released
-        self.libc.pthread_mutex_unlock(mutex)
-
-
-GATE = _NativeGate()
+GATE = NativeGate()  # the wait that no signal interrupts (devicekit.testing.native_gate)
 
 
 class Event:

@@ -248,33 +248,12 @@ def test_ctrl_c_interrupts_a_kernel_that_never_ends(cuda, wait):
     """The fake's events stay incomplete while its gate is closed, and its cuEventSynchronize/cuStreamSynchronize
     block in native code that no signal interrupts (as the driver's do): a SIGINT must raise KeyboardInterrupt while
     the kernel still runs (the runtime polls the event), not when the hang guard lets the wait return 10 s later."""
-    import signal
-    import threading
-
     from devicekit import interrupt
+    from devicekit.testing.native_gate import check_ctrl_c_interrupts
     dev = cuda()
     prog, bufs = _copy_program(dev)
-    fake.GATE.close()
-    guard = threading.Timer(10, fake.GATE.release)
-    sigint = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        guard.start()
-        sigint.start()
-        with pytest.raises(KeyboardInterrupt):
-            if wait:
-                prog.execute(bufs, [], wait=True)
-            else:
-                prog.execute(bufs, []).wait()
-            sigint.join()  # (the old code) the signal arrives here, after the guard released the wait
-        assert fake.GATE.closed, "KeyboardInterrupt came only after the kernel ended (the hang guard released it)"
-        assert interrupt.pending() == 1  # the launch goes on in the background
-    finally:
-        sigint.cancel()
-        guard.cancel()
-        if fake.GATE.closed:
-            fake.GATE.release()
-        signal.signal(signal.SIGINT, old)
+    check_ctrl_c_interrupts(fake.GATE, (lambda: prog.execute(bufs, [], wait=True)) if wait
+                            else (lambda: prog.execute(bufs, []).wait()))
     assert interrupt.wait_pending(5)
     prog.execute(bufs, [], wait=True)
     assert bufs[1].numpy()[0] == 15  # o = 3 * x

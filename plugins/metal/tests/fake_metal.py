@@ -14,6 +14,7 @@ import time
 import types
 
 import numpy as np
+from devicekit.testing.native_gate import NativeGate
 from devicekit_metal.hostcheck import HostKernel
 from devicekit_metal.renderer import MetalRenderer
 
@@ -116,32 +117,7 @@ def _unpack(raw: bytes, dt):
     return struct.unpack("<" + fmt, raw)[0]
 
 
-class _NativeGate:
-    """A wait in native code that no signal interrupts, as waitUntilCompleted's: a pthread mutex locked twice by one
-    thread blocks until another thread unlocks it (`release`, a test's hang guard). While `closed`, command buffers
-    committed then "never end": their status stays scheduled."""
-
-    def __init__(self):
-        import ctypes
-        self.ctypes, self.libc = ctypes, ctypes.CDLL(None)
-        self.mutex, self.closed = ctypes.create_string_buffer(64), False
-
-    def close(self):
-        self.mutex = self.ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER on glibc
-        self.closed = True
-        self.libc.pthread_mutex_lock(self.mutex)
-
-    def release(self):
-        self.closed = False
-        self.libc.pthread_mutex_unlock(self.mutex)
-
-    def block(self):
-        mutex = self.mutex
-        self.libc.pthread_mutex_lock(mutex)  # releases the GIL; returns only once released
-        self.libc.pthread_mutex_unlock(mutex)
-
-
-GATE = _NativeGate()
+GATE = NativeGate()  # the wait that no signal interrupts (devicekit.testing.native_gate)
 
 
 LAST_GPU_S = [0.0]  # the GPU seconds the last committed command buffer reports (its host run's time)

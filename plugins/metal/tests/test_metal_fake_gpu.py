@@ -174,39 +174,17 @@ def test_ctrl_c_interrupts_a_kernel_that_never_ends(fake_metal, wait):
     """While the fake's gate is closed a committed command buffer stays scheduled and waitUntilCompleted blocks in
     native code that no signal interrupts (as Metal's does): SIGINT must raise KeyboardInterrupt while the kernel
     still runs (the runtime polls the status), not when the 10 s hang guard lets the wait return."""
-    import os
-    import signal
-    import threading
-
     import devicekit as dk
     from devicekit import interrupt
+    from devicekit.testing.native_gate import check_ctrl_c_interrupts
     kern = _kernel()
     SPECS["dku_fake_axpy"] = MetalRenderer().render(kern)
     dev = _device()
     prog = dev.compile(kern)
     bufs = [dk.Buffer(dev, 8, d) for d in (dtypes.float32, dtypes.int32, dtypes.float32)]
     prog.execute(bufs, [8, 1], wait=True)  # the fake builds its host kernel at the first commit: not in the wait
-    fake.GATE.close()
-    guard = threading.Timer(10, fake.GATE.release)
-    sigint = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        guard.start()
-        sigint.start()
-        with pytest.raises(KeyboardInterrupt):
-            if wait:
-                prog.execute(bufs, [8, 1], wait=True)
-            else:
-                prog.execute(bufs, [8, 1]).wait()
-            sigint.join()  # (the old code) the signal arrives here, after the guard released the wait
-        assert fake.GATE.closed, "KeyboardInterrupt came only after the kernel ended (the hang guard released it)"
-        assert interrupt.pending() == 1  # the command buffer goes on in the background
-    finally:
-        sigint.cancel()
-        guard.cancel()
-        if fake.GATE.closed:
-            fake.GATE.release()
-        signal.signal(signal.SIGINT, old)
+    check_ctrl_c_interrupts(fake.GATE, (lambda: prog.execute(bufs, [8, 1], wait=True)) if wait
+                            else (lambda: prog.execute(bufs, [8, 1]).wait()))
     assert interrupt.wait_pending(5)
     dev.synchronize()  # the command buffer interrupted in wait() is still tracked, and completes
     assert prog.ctx._in_flight == []
