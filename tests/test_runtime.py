@@ -235,3 +235,25 @@ def test_argument_name_typos_get_a_did_you_mean():
         dk.run(k, cpu, x=np.zeros(4, np.float32), ouy=np.zeros(4, np.float32), n=4)
     with pytest.raises(TypeError, match=r"unexpected argument\(s\) zzz;"):  # nothing close: no guess
         prog(x=x, out=out, n=4, zzz=1)
+
+
+def test_a_program_without_a_device_refuses_buffers_of_another_id_of_its_kind():
+    """A seed-path Program (`dev.runtime(...)`, no Device) whose runtime names the id it was loaded on (`home`: RAY:1,
+    ACME:1) refuses Buffers of another id of its kind: on RAY it copied nothing to the right actor and read zeros."""
+    from devicekit import ir
+    from devicekit.ir import dtypes as dt
+    k = ir.KernelBuilder("home_copy")
+    n = k.var("n", 1, 64)
+    x, o = k.param("x", dt.float32, n), k.param("o", dt.float32, n, writable=True)
+    i = k.range(n, "global")
+    o[i] = x[i] * 3.0
+    acme1 = dk.device("ACME:1")
+    prog = acme1.runtime(acme1.compiler.compile(acme1.renderer.render(k.build())))
+    assert prog.device is None and str(prog.home) == "ACME:1"
+    other = dk.device("ACME")
+    with pytest.raises(ValueError, match="runs on ACME:1"):
+        prog.execute([dk.Buffer(other, 4, "float32"), dk.Buffer(other, 4, "float32")], [4], wait=True)
+    xs = dk.Buffer(acme1, 4, "float32").copyin(np.arange(4, dtype=np.float32))
+    out = dk.Buffer(acme1, 4, "float32")
+    prog.execute([xs, out], [4], wait=True)
+    assert out.numpy().tolist() == [0.0, 3.0, 6.0, 9.0]

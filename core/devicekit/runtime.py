@@ -103,7 +103,7 @@ class Program(ABC):
         var_vals = spec.check_vars(tuple(vals))
         needed = spec.buffer_sizes(var_vals)
         kind = self._kind()
-        home = self.device.spec if self.device is not None else None
+        home = self.device.spec if self.device is not None else getattr(self, "home", None)  # a runtime's own (RAY:1)
         for p, buf, n in zip(params, buffers, needed):
             if not isinstance(buf, Buffer):
                 raise TypeError(f"{spec.name}: param {p.name!r} must be a devicekit Buffer, got {type(buf).__name__}"
