@@ -374,7 +374,7 @@ register("DEVICEKIT_SEARCH", flag, False, "dk.run searches the optimizer's regis
          "timed on the device, the choice cached per kernel, device and var values)", _CORE)
 register("DEVICEKIT_CACHE", flag, True, "the disk compile cache (0: memory only)", _CORE)
 register("DEVICEKIT_CACHE_DIR", path, None, "where the disk compile cache lives", _CORE,
-         shown_default="$XDG_CACHE_HOME/devicekit or ~/.cache/devicekit")
+         shown_default="the user cache directory: ~/.cache/devicekit, ~/Library/Caches/devicekit on macOS")
 register("DEVICEKIT_CACHE_MAX_BYTES", size, 1 << 30, "the disk compile cache's size cap", _CORE,
          shown_default="1G")
 register("DEVICEKIT_COMPILER_MEMORY", size, 8 << 30, "address space one compiler process may map (RLIMIT_AS of "

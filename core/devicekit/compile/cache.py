@@ -2,7 +2,8 @@
 the source). The disk holds code this process will execute, so it is guarded against other local users and against
 broken or planted files (threat model: docs/reliability.md).
 
-Directory: DEVICEKIT_CACHE_DIR, else $XDG_CACHE_HOME/devicekit, else ~/.cache/devicekit; entries in `<dir>/compile/`.
+Directory: DEVICEKIT_CACHE_DIR, else the platform's user cache directory (platformdirs: $XDG_CACHE_HOME/devicekit or
+~/.cache/devicekit on Linux, ~/Library/Caches/devicekit on macOS); entries in `<dir>/compile/`.
 The directory is pinned on first use (safedir.py: opened once without following symlinks, every ancestor checked
 like OpenSSH's StrictModes, missing directories created 0700 whatever the umask); every entry is then opened
 relative to that descriptor. A directory that fails the checks is refused with one CacheWarning and the cache runs in
@@ -32,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
+import os  # noqa: F401 - `devicekit.compile.cache.os` is how a test stalls a writer's rename
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,10 +128,13 @@ def decode_entry(data: bytes, key: CacheKey, secret: bytes) -> bytes:
 
 
 def default_cache_dir() -> Path:
+    """DEVICEKIT_CACHE_DIR, else the platform's per-user cache directory (platformdirs): $XDG_CACHE_HOME/devicekit or
+    ~/.cache/devicekit on Linux, ~/Library/Caches/devicekit on macOS (where Metal lives), %LOCALAPPDATA% on Windows."""
     if d := settings.get("DEVICEKIT_CACHE_DIR"):
         return Path(d).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "devicekit"
+    import platformdirs  # imported here: only a cache with no directory given needs it
+
+    return Path(platformdirs.user_cache_dir("devicekit", appauthor=False))
 
 
 _STORE_NAMES = frozenset({"CompileCache", "default_cache", "reset_default_cache", "cache_info", "cache_clear"})
