@@ -160,6 +160,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         print(bench_machine.describe())  # after the run: numba's OpenMP pool is loaded by then
         print(format_table(results, numba_note))
+        if not args.device:  # what each accelerator column ran on (OPENCL, WEBGPU), or why it is absent
+            from ..bench_devices import notes
+            print("\n".join(notes(infos)))
         if (busy := bench_machine.busy_warning()) is not None:
             print(busy)
     if args.plot:
