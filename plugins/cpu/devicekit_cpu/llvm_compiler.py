@@ -7,7 +7,7 @@ import re
 from devicekit.compile import Compiler
 from devicekit.errors import CompileError
 
-from . import llvm_jit, settings
+from . import compile_worker, llvm_jit, settings, upgrade
 
 _SEXT = re.compile(r"(%[\w.]+) = sext ")
 _UITOFP = re.compile(r"uitofp [^%]*(%[\w.]+)")
@@ -38,6 +38,23 @@ def _parsed(src: str, tm):
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     return mod
+
+
+def optimized_object(tm, opt: int, src: str) -> bytes:
+    """The object code of `src` after the new pass manager's O`opt` pipeline for target machine `tm`: the one
+    definition of a final build, in this process and in the compile worker (the caller holds llvm_jit.LOCK)."""
+    import llvmlite.binding as llvm
+
+    mod = _parsed(src, tm)
+    if opt > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=min(opt, 3))
+        pto.loop_vectorization = True
+        pto.slp_vectorization = slp_safe(src)
+        pto.loop_unrolling = True
+        pto.loop_interleaving = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    return bytes(tm.emit_object(mod))
 
 
 class LLVMCompiler(Compiler):
@@ -79,19 +96,15 @@ class LLVMCompiler(Compiler):
             return bytes(self._tm_quick.emit_object(_parsed(src, self._tm_quick)))
 
     def compile_src(self, src: str) -> bytes:
-        import llvmlite.binding as llvm
-
+        """The final object of `src`. On the upgrade thread (tiers) it is built in the compile worker process
+        (compile_worker.py: the same function, so the same bytes), which holds neither this process's GIL nor its
+        LLVM lock; where there is no worker (it died, it is off, another OS), here."""
+        if self.opt > 0 and upgrade.on_upgrade_thread():
+            lib = compile_worker.build(self.opt, self.cpu, self.features, src)
+            if lib is not None:
+                return lib
         with llvm_jit.LOCK:
-            mod = _parsed(src, self._tm)
-            if self.opt > 0:
-                pto = llvm.create_pipeline_tuning_options(speed_level=min(self.opt, 3))
-                pto.loop_vectorization = True
-                pto.slp_vectorization = slp_safe(src)
-                pto.loop_unrolling = True
-                pto.loop_interleaving = True
-                pb = llvm.create_pass_builder(self._tm, pto)
-                pb.getModulePassManager().run(mod, pb)
-            return bytes(self._tm.emit_object(mod))
+            return optimized_object(self._tm, self.opt, src)
 
     def disassemble(self, src: str) -> str:
         """The optimized IR and the host assembly of `src` (for DEVICEKIT_DEBUG and the curious)."""

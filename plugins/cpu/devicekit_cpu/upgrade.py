@@ -2,10 +2,12 @@
 
 One daemon thread builds, one program at a time, in the order their programs reached the tier limits. A launch
 never waits for it: the program keeps running its quick build (the same bits) and adopts the final one at its first
-launch after the build is done (CPUProgram._tick). Threads, not a worker process: llvmlite's calls are ctypes calls,
-so an O3 compile releases the GIL and the caller's launches run beside it (bench/upgrade_stall.py measures it); what
-a thread shares with the caller is llvm_jit.LOCK, which only compiles and loads take, never a launch. A forked child
-has no upgrade thread: a build its parent had started is started again in the child when asked for.
+launch after the build is done (CPUProgram._tick). The O3 compile itself runs in the compile worker process
+(compile_worker.py, asked by LLVMCompiler.compile_src when `on_upgrade_thread()`): a thread of this process held the
+GIL long enough in llvmlite's pipeline and the Python around it that 25-55 of ~100,000 launches waited over 5 ms
+(bench/upgrade_stall.py); this thread now waits on a pipe, then loads the object (a link, ~1 ms). Where the worker is
+off or dead the build runs on this thread as before. A forked child has no upgrade thread: a build its parent had
+started is started again in the child when asked for.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from devicekit import forksafe
 _QUEUE: SimpleQueue = SimpleQueue()
 _THREAD: list[threading.Thread] = []
 _START = forksafe.lock()
+_HERE = threading.local()  # .upgrading: True on the upgrade thread
+
+
+def on_upgrade_thread() -> bool:
+    """Whether the caller is this process's upgrade thread (its compiles go to the compile worker)."""
+    return getattr(_HERE, "upgrading", False)
 
 
 class QuickTier:
@@ -74,6 +82,7 @@ class QuickTier:
 
 
 def _worker() -> None:
+    _HERE.upgrading = True
     while True:
         tier = _QUEUE.get()
         if tier.pid == os.getpid():
