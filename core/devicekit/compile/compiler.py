@@ -82,6 +82,10 @@ class Compiler(ABC):
     name: str = "compiler"
     use_cache: bool = True
     cache: CompileCache | None = None
+    #: True where the compiler downstream of the source may reassociate float arithmetic and assume finite values
+    #: (WGSL permits both): results are then checked against the exact reference or, failing that, the widened one
+    #: (`devicekit.reference.wide`), never bit for bit. False (IEEE as written) for every compiler devicekit drives.
+    reassociates: bool = False
 
     def identity(self) -> str:
         """Compiler name + version + flags + arch: the part of the cache key that belongs to this compiler."""

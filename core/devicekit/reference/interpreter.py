@@ -209,9 +209,9 @@ class Interpreter:
             return self._reduce(u, ctx)
         srcs = [self._eval(s, ctx) for s in u.src]
         if op in ALU:
-            return semantics.alu(op, d, *srcs)
+            return semantics.alu(op, self._compute(d), *srcs)
         if op is Ops.CAST:
-            return semantics.cast(srcs[0], u.src[0].dtype, d)
+            return self._cast(srcs[0], u.src[0].dtype, d)
         if op is Ops.BITCAST:
             return semantics.bitcast(srcs[0], u.src[0].dtype, d)
         if op is Ops.VECTORIZE:
@@ -301,7 +301,8 @@ class Interpreter:
     # ---- reductions
     def _reduce(self, u: UOp, ctx: dict) -> np.ndarray:
         x, ranges = u.src[0], u.src[1:]
-        acc_dtype = dtypes.float32 if u.dtype.scalar() in (dtypes.float16, dtypes.bfloat16) else u.dtype.scalar()
+        acc_dtype = self._compute(dtypes.float32 if u.dtype.scalar() in (dtypes.float16, dtypes.bfloat16)
+                                  else u.dtype.scalar())
         outer = [r for r in self.free[x] if r not in ranges]
         outer_elems = int(np.prod([self._live_extent(r, ctx) for r in outer], dtype=np.int64)) if outer else 1
         inner = int(np.prod([self.extent[r] for r in ranges], dtype=np.int64))
@@ -323,8 +324,16 @@ class Interpreter:
             acc = part if acc is None else semantics.alu(u.arg, acc_dtype, acc, part)
         assert acc is not None
         if acc_dtype != u.dtype.scalar():
-            acc = semantics.cast(acc, acc_dtype, u.dtype)
+            acc = self._cast(acc, acc_dtype, u.dtype)
         return acc
+
+    # ---- arithmetic (reference/wide.py widens it)
+    def _compute(self, dtype: DType) -> DType:
+        """The dtype an ALU result of `dtype` is computed and kept in: its own."""
+        return dtype
+
+    def _cast(self, x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
+        return semantics.cast(x, src, dst)
 
     def _live_extent(self, r: UOp, ctx: dict) -> int:
         lo, hi = ctx.get("chunk", {}).get(r, (0, self.extent[r]))
@@ -354,10 +363,11 @@ def _operands(u: UOp) -> tuple[UOp, ...]:
     return u.src
 
 
-def run_kernel(kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int]) -> None:
+def run_kernel(kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int],
+               interpreter: type[Interpreter] = Interpreter) -> None:
     """Execute `kernel` in place on `storage` (one uint8/typed host array per param, in param order)."""
     from .triangles import rectangular
-    Interpreter(rectangular(kernel, var_vals), storage, var_vals).run()
+    interpreter(rectangular(kernel, var_vals), storage, var_vals).run()
 
 
 def evaluate(kernel: Kernel, arrays: dict[str, Any], **vars_: int) -> dict[str, np.ndarray]:

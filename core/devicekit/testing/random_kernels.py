@@ -31,20 +31,39 @@ def tolerance(dt: DType) -> float:
     return {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4, "float64": 1e-9}.get(dt.scalar().name, 0.0)
 
 
-def assert_matches(got: np.ndarray, want: np.ndarray, dt: DType, what: str = "") -> None:
-    """Integers and bools exactly; floats within `tolerance(dt)`, NaN where NaN, infinities with their sign."""
+def assert_matches(got: np.ndarray, want: np.ndarray, dt: DType, what: str = "",
+                   also: np.ndarray | None = None) -> None:
+    """Integers and bools exactly; floats within `tolerance(dt)`, NaN where NaN, infinities with their sign.
+    With `also`, an element matches when it matches `want` or `also` there (a reassociating compiler's results
+    against the exact and the widened reference)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         raise AssertionError(f"{what}: shape {got.shape} != {want.shape}")
+    bad = _mismatches(got, want, dt)
+    if also is not None:
+        bad &= _mismatches(got, np.asarray(also), dt)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        if not dt.is_float:
+            raise AssertionError(f"{what}: {bad.sum()} mismatches, first at [{i}]: got {got.flat[i]}, "
+                                 f"want {want.flat[i]}")
+        g, w = _as_f64(got, dt), _as_f64(want, dt)
+        extra = "" if also is None else f" (widened: {_as_f64(np.asarray(also), dt).flat[i]!r})"
+        raise AssertionError(f"{what}: {bad.sum()} of {bad.size} differ beyond {tolerance(dt)}, first at [{i}]: "
+                             f"got {g.flat[i]!r}, want {w.flat[i]!r}{extra}")
+
+
+def _as_f64(x: np.ndarray, dt: DType) -> np.ndarray:
+    if dt.scalar() == dtypes.bfloat16 and x.dtype == np.uint16:
+        x = bf16_to_f32(x)
+    return x.astype(np.float64)
+
+
+def _mismatches(got: np.ndarray, want: np.ndarray, dt: DType) -> np.ndarray:
+    """Where got and want differ beyond what dt allows (a bool mask of got's shape)."""
     if not dt.is_float:
-        bad = got != want
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise AssertionError(f"{what}: {bad.sum()} mismatches, first at [{i}]: got {got.flat[i]}, want {want.flat[i]}")
-        return
-    if dt.scalar() == dtypes.bfloat16 and got.dtype == np.uint16:
-        got, want = bf16_to_f32(got), bf16_to_f32(want)
-    g, w = got.astype(np.float64), want.astype(np.float64)
+        return np.asarray(got != want)
+    g, w = _as_f64(got, dt), _as_f64(want, dt)
     tol = tolerance(dt)
     nan_g, nan_w = np.isnan(g), np.isnan(w)
     finite = np.isfinite(g) & np.isfinite(w)
@@ -53,11 +72,7 @@ def assert_matches(got: np.ndarray, want: np.ndarray, dt: DType, what: str = "")
     exact = (g == w) | (nan_g & nan_w)
     with np.errstate(invalid="ignore", over="ignore"):
         close = finite & (np.abs(g - w) <= tol * (1 + np.abs(w)))
-    bad = ~(exact | close)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise AssertionError(f"{what}: {bad.sum()} of {bad.size} differ beyond {tol}, first at [{i}]: "
-                             f"got {g.flat[i]!r}, want {w.flat[i]!r}")
+    return ~(exact | close)
 
 
 @dataclass

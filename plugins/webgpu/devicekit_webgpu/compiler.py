@@ -31,6 +31,7 @@ def shader_module(ctx: adapters.Ctx, src: str, what: str):
 
 class WGSLCompiler(Compiler):
     name = "wgsl"
+    reassociates = True  # WGSL lets the driver fold and reassociate float math and assume finite values (lavapipe does)
 
     def __init__(self, index: int = 0):
         import wgpu
