@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""devicekit CPU (llvm pair) vs numpy vs numba vs tinygrad (and OPENCL where it runs), in one run. See bench/README.md.
+"""devicekit CPU (llvm pair) vs its peers (numpy, numba, torch eager, torch.compile, jax.jit, tinygrad), and the same
+kernels on OPENCL and WEBGPU where they run, in one run. See bench/README.md (scripts/bench-setup.sh installs the peers).
 
     python bench/run.py                  # full run, prints the table
     python bench/run.py --quick          # fewer repetitions
+    python bench/run.py --peers numba,torch,jax.jit   # a subset of the peers (default: all; a missing one's column
+                                                       # says "not installed")
     python bench/run.py --update-readme  # also writes the table into bench/README.md
     python bench/run.py --only fused,sum # a subset: fused sum matmul softmax compile interop wavefront launch import
                                          # bandwidth (with fused: the copy bandwidth and the fused row's fraction)
@@ -30,21 +33,25 @@ import tempfile
 import time
 
 import numpy as np
-from devicekit import bench_machine
-from devicekit.bench_numba import unavailable as numba_unavailable
-from devicekit.benchmarking import best, cases, final, prepare, time_numba
+from devicekit import bench_devices, bench_machine, bench_peers
+from devicekit.benchmarking import best, cases, final, prepare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "README.md")
-BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+BEGIN, END = "<!-- bench:begin {} -->", "<!-- bench:end {} -->"  # one block per CPU model
 
-# the issue's bars: (row, "vs", minimum ratio other_time / devicekit_time) or (row, "max_ms", limit)
-BARS = {  # issue 17's targets
-    "fused a*b+c 16M f32": [("tinygrad", 1.0), ("numpy", 2.0), ("numba", 1.1)],
-    "sum 16M f32": [("numpy", 1.0)],
-    "matmul 1024 f32": [("tinygrad", 5.0), ("numpy", 0.3)],
-    "matmul 1024 f32, packed B (pack_b + panels, pack timed)": [("numpy", 0.7)],
-    "softmax 4096x1024 f32": [("numpy", 3.0)],
+PEERS = ("numpy", *bench_peers.PEERS, "tinygrad")  # the peer columns; OPENCL and WEBGPU are devicekit's own devices
+ACCELS = tuple(bench_devices.ACCELERATORS)
+# issue 36's bars: row -> (the peers it is held against, minimum ratio best such peer's time / devicekit's time);
+# "every" is every peer column that has a time. Numpy's matmul is OpenBLAS: "vs BLAS" is against numpy.
+BARS = {
+    "fused a*b+c 16M f32": ("every", 1.2),
+    "sum 16M f32": ("every", 1.2),
+    "softmax 4096x1024 f32": (("torch", "torch.compile", "jax.jit"), 1.2),
+    "matmul 1024 f32": (("numpy",), 1.0),
+    "matmul 1024 f32, packed B (pack_b + panels, pack timed)": (("numpy",), 1.0),
+    "matmul 1024 f32, naive kernel (core optimizer)": (("numpy",), 0.9),
+    "gather x[idx[i]] 16M f32": ("every", 1.1),
 }
 LIMITS_MS = {"new kernel: render+compile+load": 10.0, "cached kernel: render+compile(hit)+load": 0.5,
              "launch of a tiny kernel (execute)": 0.010, "launch of a*b+c, n=4 (execute)": 0.002,
@@ -60,10 +67,11 @@ class DK:
         self.dk, self.dtypes = dk, dtypes
         self.cpu = dk.device("CPU")
         self.pair = self.cpu.pair_names[0]
-        row = next((d for d in dk.devices() if d.kind == "OPENCL"), None)  # the OPENCL column, when it runs here
-        self.opencl = dk.device("OPENCL") if row is not None and row.available else None
-        self.opencl_note = "OPENCL: " + (self.opencl.compiler.ctx.device.name.strip() if self.opencl else
-                                         (row.reason if row else "devicekit-opencl not installed"))
+        infos = dk.devices()
+        self.accel, self.accel_notes = {}, bench_devices.notes(infos)  # the OPENCL and WEBGPU columns, where they run
+        for kind, note in zip(ACCELS, self.accel_notes):
+            if ": unavailable" not in note and ": not installed" not in note:
+                self.accel[kind] = dk.device(kind)
 
     def buf(self, a: np.ndarray):
         return self.dk.Buffer(self.cpu, a.size, self.dtypes.from_numpy(a.dtype)).copyin(a)
@@ -105,30 +113,56 @@ ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "naive": "matmul-naive
         "gather": "gather", "gather-unchecked": "gather-unchecked"}  # --only name -> case name
 
 
-def bench_case(dk, tg, case, reps, compare: bool = True):
-    """(devicekit, numpy, numba or None, tinygrad or None, OPENCL or None) best times of one case of devicekit.benchmarking (the
-    definition `devicekit bench` uses, here at its "large" sizes); the devicekit result is checked against numpy."""
+def bench_case(dk, tg, case, reps, peers, compare: bool = True) -> dict:
+    """{column: best time (seconds) or the reason there is none} of one case of devicekit.benchmarking (the
+    definition `devicekit bench` uses, here at its "large" sizes): devicekit, then (when `compare`) each peer and the
+    OPENCL and WEBGPU devices. Every result is checked against numpy: devicekit's must match (else an error), a
+    peer's or another device's that does not is reported as "wrong", not timed."""
     inputs = case.inputs()
     prepared = prepare(case, dk.cpu, inputs)
     t_dk = best(prepared.launch, reps)
     want = case.reference(inputs)
     err = case.check(prepared.output(), want)
     assert not err, f"{case.title}: {err}"
+    row = {"devicekit": t_dk}
+    row.update(accel_times(dk, case, inputs, want, max(2, reps // 3)))
     if not compare:
-        return t_dk, None, None, None, None
-    t_np = best(lambda: case.reference(inputs), reps)
-    t_nb = time_numba(case, inputs, want, reps, budget=None)
-    t_tg = None
-    if not isinstance(tg, str) and case.tinygrad is not None:
+        return row
+    row["numpy"] = best(lambda: case.reference(inputs), reps)
+    for peer in bench_peers.PEERS:
+        if peer not in peers:
+            row[peer] = "not run (--peers)"
+            continue
+        pt = bench_peers.time_peer(peer, case, inputs, want, reps)
+        row[peer] = pt.seconds if pt.seconds is not None else pt.note
+    if isinstance(tg, str):
+        row["tinygrad"] = "not installed" if tg.startswith("not installed") else "unavailable"
+    elif case.tinygrad is None:
+        row["tinygrad"] = "no version"
+    else:
         fn, arrays = case.tinygrad(inputs)
-        t_tg = tg_time(tg, fn, tuple(tg[0](a).realize() for a in arrays), reps)
-    t_cl = None
-    if dk.opencl is not None:  # the same case on OPENCL (PoCL here: the host CPU through OpenCL), checked too
-        cl_prep = prepare(case, dk.opencl, inputs)
-        t_cl = best(cl_prep.launch, reps)
-        err = case.check(cl_prep.output(), case.reference(inputs))
-        assert not err, f"{case.title} on OPENCL: {err}"
-    return t_dk, t_np, t_nb, t_tg, t_cl
+        row["tinygrad"] = tg_time(tg, fn, tuple(tg[0](a).realize() for a in arrays), reps)
+    return row
+
+
+def accel_times(dk, case, inputs, want, reps) -> dict:
+    """The same case on OPENCL and WEBGPU (PoCL and lavapipe here: the host CPU through OpenCL and through Mesa's
+    Vulkan), each checked against numpy; a device that cannot run the case (WGSL has no int64 for the gather's
+    indices) gets its error in words."""
+    out = {}
+    for kind in ACCELS:
+        dev = dk.accel.get(kind)
+        if dev is None:
+            out[kind] = "unavailable"
+            continue
+        try:
+            prep = prepare(case, dev, inputs)
+            t = best(prep.launch, reps)
+            err = case.check(prep.output(), want)
+            out[kind] = t if not err else f"wrong: {err}"
+        except Exception as e:  # noqa: BLE001 - one device failing one case leaves the rest of the table
+            out[kind] = f"error: {type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}"
+    return out
 
 
 @contextlib.contextmanager
@@ -358,6 +392,13 @@ def import_time(code: str, reps: int = 3) -> float | None:
 
 
 # ------------------------------------------------------------------ report
+def short(note: str | None) -> str:
+    """A table cell for a column without a time: the reason's first words ("not installed", "wrong", ...)."""
+    if not note:
+        return "n/a"
+    return note.split(":")[0].split(" (")[0]
+
+
 def fmt_t(t: float | None) -> str:
     if t is None:
         return "n/a"
@@ -366,18 +407,44 @@ def fmt_t(t: float | None) -> str:
     return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
 
 
+def update_readme(cpu_model: str, table: str) -> None:
+    """Write `table` into bench/README.md's block for this CPU model (a new "### <model>" section before "## Notes"
+    the first time): one table per model, so that a regression on one host stays visible next to the others."""
+    with open(README) as f:
+        text = f.read()
+    begin, end = BEGIN.format(cpu_model), END.format(cpu_model)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    body = f"\n_Last run: {stamp}, `python bench/run.py {' '.join(sys.argv[1:])}`._\n\n{table}\n"
+    if begin in text:
+        a, b = text.index(begin) + len(begin), text.index(end)
+        text = text[:a] + body + text[b:]
+    else:
+        at = text.index("\n## Notes") if "\n## Notes" in text else len(text)
+        text = text[:at] + f"\n### {cpu_model}\n\n{begin}{body}{end}\n" + text[at:]
+    with open(README, "w") as f:
+        f.write(text)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--update-readme", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--json", help="also write the results as JSON to this path")
+    ap.add_argument("--peers", default=",".join(bench_peers.PEERS),
+                    help=f"the peers to run besides numpy and tinygrad (default: {','.join(bench_peers.PEERS)})")
     args = ap.parse_args()
+    peers = set(filter(None, args.peers.split(",")))
+    if peers - set(bench_peers.PEERS):
+        ap.error(f"--peers: unknown {', '.join(sorted(peers - set(bench_peers.PEERS)))}; the peers are "
+                 f"{', '.join(bench_peers.PEERS)}")
     only = set(filter(None, args.only.split(",")))
     want = (lambda name: not only or name in only)
     reps = 3 if args.quick else 15  # best-of: many short runs find the quiet moments of a shared machine
 
     load0 = f"{os.getloadavg()[0]:.2f}"
+    cpu_model = bench_machine.cpu_model()
+    print(f"CPU: {cpu_model}; load at start {load0} on {bench_machine.cpus()} CPUs", flush=True)
     if (busy := bench_machine.busy_warning()) is not None:
         print(busy, file=sys.stderr)
     dk = DK()
@@ -387,38 +454,39 @@ def main() -> int:
     else:
         from importlib.metadata import version
         tg_note = f"tinygrad {version('tinygrad')} (CPU device, CC={os.environ.get('CC', 'clang')}, default settings)"
-    nb_why = numba_unavailable()
-    if nb_why is None:
-        from importlib.metadata import version as _v
-        nb_note = f"numba {_v('numba')} (@njit(parallel=True), prange over the outer loop, compiled before timing)"
-    else:
-        nb_note = f"unavailable ({nb_why})"
+    peer_notes = {}  # each peer's configuration, or why it does not run here
+    for peer in bench_peers.PEERS:
+        why = "not run (--peers)" if peer not in peers else bench_peers.missing(peer)
+        peer_notes[peer] = why or bench_peers.configuration(peer)
+    nb_note = peer_notes["numba"]
     by_name = {c.name: c for c in cases(profile="large", proposals=True)}
     rows = []
     for row, name in ROWS.items():
         if want(row):
             case, r = by_name[name], max(2, reps // 2) if name.startswith("matmul") else reps
+            mm_row = next((x[1] for x in rows if x[0] == by_name["matmul"].title), None)
             if name == "matmul-naive-searched":  # the search itself, timed once in a fresh cache; the case reuses
                 search_s, search_opts = bench_search(dk)  # its choice (remembered in memory)
-                mm_row = next((x for x in rows if x[0] == by_name["matmul"].title), None)
-                t_s, *_, t_s_cl = bench_case(dk, tg, case, r, compare=mm_row is None)
-                rows.append((case.title, t_s, *(mm_row[2:5] if mm_row else (None,) * 3), t_s_cl))
+            if name in ("matmul-naive", "matmul-naive-searched") and mm_row is not None:
+                # the same product: the peers' times of the matmul row (run once); its own OPENCL/WEBGPU time
+                got = bench_case(dk, tg, case, r, peers, compare=False)
+                rows.append((case.title, {**{k: mm_row[k] for k in PEERS}, **got}))
                 continue
-            rows.append((case.title, *bench_case(dk, tg, case, r)))
-            if name == "matmul":  # the same product, so the same numpy/numba/tinygrad times; its own OPENCL time
+            rows.append((case.title, bench_case(dk, tg, case, r, peers)))
+            if name == "matmul":  # the same product, so the same peers' times; its own OPENCL/WEBGPU time
                 for pname in ("matmul-packed", "matmul-packed-once"):
                     packed = by_name[pname]
-                    t_pk, *_, t_pk_cl = bench_case(dk, tg, packed, r, compare=False)
-                    rows.append((packed.title, t_pk, *rows[-1][2:5], t_pk_cl))
+                    got = bench_case(dk, tg, packed, r, peers, compare=False)
+                    rows.append((packed.title, {**{k: rows[-1][1][k] for k in PEERS}, **got}))
     singles = []
-    mm, naive, searched = (next((r for r in rows if r[0] == by_name[n].title), None)
+    mm, naive, searched = (next((r[1]["devicekit"] for r in rows if r[0] == by_name[n].title), None)
                            for n in ("matmul", "matmul-naive", "matmul-naive-searched"))
     if mm is not None and naive is not None:
-        singles.append(("naive matmul (core optimizer) / kernels.matmul", naive[1],
-                        f"{naive[1] / mm[1]:.2f}x kernels.matmul's {fmt_t(mm[1])} (issue 17: within 1.5x)"))
+        singles.append(("naive matmul (core optimizer) / kernels.matmul", naive,
+                        f"{naive / mm:.2f}x kernels.matmul's {fmt_t(mm)} (issue 17: within 1.5x)"))
     if mm is not None and searched is not None:
-        singles.append(("naive matmul (dk.search) / kernels.matmul", searched[1],
-                        (f"{searched[1] / mm[1]:.2f}x kernels.matmul's; the search took {search_s:.1f} s and chose "
+        singles.append(("naive matmul (dk.search) / kernels.matmul", searched,
+                        (f"{searched / mm:.2f}x kernels.matmul's; the search took {search_s:.1f} s and chose "
                         f"{', '.join(search_opts or ('as written',))}")))
     if want("fused") or want("bandwidth"):
         t_copy, t_copy_np = bench_bandwidth(dk)
@@ -426,10 +494,10 @@ def main() -> int:
         singles.append(("copy 64 MB (devicekit copy kernel, all threads)", t_copy,
                         f"{bw / 1e9:.1f} GB/s (read + written, STREAM's count)"))
         singles.append(("copy 64 MB (numpy copyto, one thread)", t_copy_np, f"{2 * 4 * COPY_N / t_copy_np / 1e9:.1f} GB/s"))
-        fused = next((r for r in rows if r[0].startswith("fused")), None)
+        fused = next((r[1]["devicekit"] for r in rows if r[0].startswith("fused")), None)
         if fused is not None:
-            rate = 4 * 4 * COPY_N / fused[1]
-            singles.append(("fused a*b+c 16M: fraction of the copy bandwidth", fused[1],
+            rate = 4 * 4 * COPY_N / fused
+            singles.append(("fused a*b+c 16M: fraction of the copy bandwidth", fused,
                             f"{rate / 1e9:.1f} GB/s (4 x 64 MB) = {rate / bw:.2f} of devicekit's copy"))
     if want("compile"):
         new, upgraded, hit, memo, parts = bench_compile(dk, reps)
@@ -481,29 +549,45 @@ def main() -> int:
         imports.append(("import tinygrad", import_time("import tinygrad")))
 
     threads = __import__("devicekit_cpu.hostinfo", fromlist=["num_threads"]).num_threads()
-    cpu_name = __import__("devicekit_cpu.hostinfo", fromlist=["cpu_fingerprint"]).cpu_fingerprint()
-    head = (f"Machine: {cpu_name.split(' flags=')[0]}, {os.cpu_count()} CPUs, devicekit CPU threads {threads}; "
-            f"python {platform.python_version()}, numpy {np.__version__}; {tg_note}. "
+    load1 = f"{os.getloadavg()[0]:.2f}"
+    print(f"load at end {load1}", flush=True)
+    head = (f"Machine: {cpu_model}; {os.cpu_count()} CPUs, devicekit CPU threads {threads}; "
+            f"python {platform.python_version()}, numpy {np.__version__}. "
             f"devicekit pair: {dk.pair} ({dk.cpu.compiler.identity().split(' features=')[0]}). "
-            f"Load average before/after the run: {load0} / {os.getloadavg()[0]:.2f} (other processes share the CPUs). "
-            f"{bench_machine.describe()}. numba: {nb_note}. {dk.opencl_note}.")
-    lines = [head, "",
-             ("| benchmark | devicekit | numpy | numba | tinygrad | OPENCL | numpy / devicekit | numba / devicekit | "
-             "tinygrad / devicekit | bar |"),
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    results = {}
-    for name, t_dk, t_np, t_nb, t_tg, t_cl in rows:
-        r_np = t_np / t_dk
-        r_nb = t_nb / t_dk if t_nb else None
-        r_tg = t_tg / t_dk if t_tg else None
-        bars = []
-        for who, need in BARS.get(name, []):
-            r = {"numpy": r_np, "numba": r_nb}.get(who, r_tg)
-            bars.append(f"{who} ≥{need}x: " + ("n/a" if r is None else ("ok" if r >= need else "MISSED")))
-        lines.append(f"| {name} | {fmt_t(t_dk)} | {fmt_t(t_np)} | {fmt_t(t_nb)} | {fmt_t(t_tg)} | {fmt_t(t_cl)} | "
-                     f"{r_np:.2f}x | {'n/a' if r_nb is None else f'{r_nb:.2f}x'} | "
-                     f"{'n/a' if r_tg is None else f'{r_tg:.2f}x'} | {'; '.join(bars)} |")
-        results[name] = {"devicekit": t_dk, "numpy": t_np, "numba": t_nb, "tinygrad": t_tg, "opencl": t_cl}
+            f"Load average at start / end: {load0} / {load1} (other processes share the CPUs). "
+            f"{bench_machine.describe()}.")
+    config = [f"- numpy: {np.__version__}, `a * b + c`, `x.sum()`, max/exp/sum/divide, `a @ b` (its BLAS), `x[idx]`",
+              *(f"- {peer}: {peer_notes[peer]}" for peer in bench_peers.PEERS), f"- tinygrad: {tg_note}",
+              *(f"- {note}" for note in dk.accel_notes)]
+    cols = (*PEERS, *ACCELS)
+    lines = [head, "", "Peers and devices:", *config, "",
+             f"| benchmark | devicekit | {' | '.join(cols)} | best peer / devicekit | bar |",
+             "|---" * (len(cols) + 4) + "|"]
+    results, footnotes = {}, []
+    for name, row in rows:
+        t_dk = row["devicekit"]
+        cells = []
+        for col in cols:
+            v = row.get(col)
+            if isinstance(v, float):
+                cells.append(fmt_t(v))
+            else:
+                cells.append(short(v))
+                if v and (v.startswith(("wrong", "error", "failed"))):
+                    footnotes.append(f"- {name}, {col}: {v}")
+        top = bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in PEERS})
+        ratio = "n/a" if top is None else f"{top[1] / t_dk:.2f}x ({top[0]})"
+        bar = ""
+        if name in BARS:
+            against, need = BARS[name]
+            against = PEERS if against == "every" else against
+            vs = bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in against})
+            bar = f"≥{need}x vs {'every peer' if against is PEERS else '/'.join(against)}: " + (
+                "n/a" if vs is None else ("ok" if vs[1] / t_dk >= need else "MISSED") + f" ({vs[1] / t_dk:.2f}x)")
+        lines.append(f"| {name} | {fmt_t(t_dk)} | {' | '.join(cells)} | {ratio} | {bar} |")
+        results[name] = row
+    if footnotes:
+        lines += ["", *footnotes]
     if singles:
         lines += ["", "| devicekit overhead | time | bar | detail |", "|---|---|---|---|"]
         for name, t, detail in singles:
@@ -522,12 +606,7 @@ def main() -> int:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     if args.update_readme:
-        with open(README) as f:
-            text = f.read()
-        a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
-        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        with open(README, "w") as f:
-            f.write(text[:a] + f"\n_Last run: {stamp}, `python bench/run.py`._\n\n" + table + "\n" + text[b:])
+        update_readme(cpu_model, table)
     return 0
 
 

@@ -60,3 +60,46 @@ def busy_warning(load_now: float | None = None, n: int | None = None) -> str | N
         return None
     return (f"warning: the machine is busy (load {ld:.2f} on {n} CPUs): other processes share the CPUs, so times "
             "and ratios (above all vs numpy, whose BLAS uses every thread) can be far off; rerun when it is idle")
+
+
+def _proc_cpuinfo() -> dict[str, str]:
+    """The first CPU's fields of /proc/cpuinfo ({} where there is none)."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, sep, val = line.partition(":")
+                if not sep:
+                    if fields:
+                        break  # the first CPU's block ends at the first blank line
+                    continue
+                fields.setdefault(key.strip(), val.strip())
+    except OSError:
+        pass
+    return fields
+
+
+def cpu_model() -> str:
+    """The CPU in one line, as lscpu names it ("Model name", vendor, family/model, L3) and as LLVM does (its host cpu
+    name, what the CPU device compiles for): the key of bench/README.md's per-model tables. The machines this runs on
+    differ (AMD Zen 4, Zen 5, an AVX-512 Xeon that reports only "Intel(R) Xeon(R) Processor"), so the model name
+    alone does not tell them apart: family/model and LLVM's name do."""
+    import platform
+    info = _proc_cpuinfo()
+    name = info.get("model name") or platform.processor() or platform.machine()
+    parts = [name]
+    if "vendor_id" in info:
+        parts.append(info["vendor_id"])
+    if "cpu family" in info and "model" in info:
+        parts.append(f"family {info['cpu family']} model {info['model']}")
+    try:
+        from llvmlite import binding
+        parts.append(f"LLVM host cpu {binding.get_host_cpu_name()}")
+    except Exception:  # noqa: BLE001 - without llvmlite the line is shorter, not an error
+        pass
+    try:  # the L3 size, as Linux reports it ("491520K"); the Xeon's 480 MB L3 is its signature
+        with open("/sys/devices/system/cpu/cpu0/cache/index3/size") as f:
+            parts.append(f"L3 {f.read().strip()}")
+    except OSError:
+        pass
+    return ", ".join(parts)

@@ -1,0 +1,236 @@
+"""The peer columns of bench/run.py besides numpy: numba, torch eager, torch.compile and jax.jit, each case written
+the fastest way a user of that library would (one pass into a preallocated output where the library has `out=`,
+fastmath where numba's reductions need it to vectorize), run on the same inputs in the same process. Every peer's
+result is checked against numpy before it is timed: a time for a wrong answer is no comparison.
+
+All optional: a peer that does not import is "not installed" (scripts/bench-setup.sh installs them), one that imports
+but cannot run here (torch.compile without a working C++ toolchain) is "unavailable: <reason>"; neither is an error.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PEERS", "Peer", "PeerTime", "best_peer", "configuration", "missing", "time_peer"]
+
+PEERS = ("numba", "torch", "torch.compile", "jax.jit")
+MATMULS = ("matmul", "matmul-packed", "matmul-packed-once", "matmul-naive", "matmul-naive-searched")
+
+
+@dataclass(frozen=True)
+class PeerTime:
+    """One peer on one case: `seconds` (best of the reps), or `note` saying why there is none ("not installed",
+    "unavailable: ...", "no version", "wrong: ...")."""
+
+    seconds: float | None
+    note: str = ""
+
+    def cell(self) -> str:
+        return self.note if self.seconds is None else ""
+
+
+Peer = str
+
+
+def missing(peer: Peer) -> str | None:
+    """None when `peer` can run here, else "not installed (...)" or "unavailable: <reason>"."""
+    mod = {"numba": "numba", "torch": "torch", "torch.compile": "torch", "jax.jit": "jax"}[peer]
+    try:
+        __import__(mod)
+    except ImportError:
+        return f"not installed (bash scripts/bench-setup.sh installs {mod})"
+    except Exception as e:  # noqa: BLE001 - a broken install is "unavailable", not a crash of the bench
+        return f"unavailable: {mod} does not import ({type(e).__name__}: {str(e).splitlines()[0][:100]})"
+    if peer == "torch.compile":
+        return _torch_compile_problem()
+    return None
+
+
+@functools.cache
+def _torch_compile_problem() -> str | None:
+    """torch.compile needs inductor's C++ toolchain on CPU: one tiny compile says whether it works here."""
+    import torch
+    try:
+        f = torch.compile(lambda x: x * 2.0 + 1.0)
+        if float(f(torch.ones(8))[0]) != 3.0:
+            return "unavailable: torch.compile gave a wrong answer on a smoke test"
+    except Exception as e:  # noqa: BLE001 - any failure to compile means the column is unavailable here
+        return f"unavailable: torch.compile fails here ({type(e).__name__}: {str(e).strip().splitlines()[0][:120]})"
+    return None
+
+
+def configuration(peer: Peer) -> str:
+    """How the peer's column runs, in words (the bench's header prints it)."""
+    if peer == "numba":
+        return ("@njit(parallel=True) with prange over the outer loop; fastmath=True for sum, softmax and matmul "
+                "(reductions vectorize only with it); compiled before timing")
+    if peer == "torch":
+        import torch
+        return (f"torch {torch.__version__} eager, {torch.get_num_threads()} intra-op threads: torch.addcmul(out=), "
+                "x.sum(), torch.softmax, torch.mm(out=), torch.index_select(out=)")
+    if peer == "torch.compile":
+        import torch
+        return f"torch {torch.__version__} torch.compile (inductor, default mode) of the eager expressions"
+    if peer == "jax.jit":
+        import jax
+        return (f"jax {jax.__version__} jax.jit on {jax.default_backend()} ({len(jax.devices())} device), inputs "
+                "on the device before timing, block_until_ready: a*b+c, jnp.sum, jax.nn.softmax, a @ b, "
+                "x.at[idx].get(mode='promise_in_bounds')")
+    raise ValueError(f"unknown peer {peer!r}; the peers are {', '.join(PEERS)}")
+
+
+# ------------------------------------------------------------------ each peer's version of a case
+def _base(case_name: str) -> str:
+    return "matmul" if case_name in MATMULS else "gather" if case_name.startswith("gather") else case_name
+
+
+def _side(d: dict[str, Any]) -> int:
+    return int(d["a"].size ** 0.5 + 0.5)
+
+
+def _torch_version(case_name: str, compiled: bool) -> Callable[[dict[str, Any]], Any] | None:
+    import torch
+    base = _base(case_name)
+    held: dict = {}
+
+    def tensors(d: dict[str, Any], *names: str) -> list:  # zero-copy views of the case's arrays, made once per dict
+        key = (id(d), names)
+        if key not in held:
+            held.clear()
+            held[key] = [torch.from_numpy(np.ascontiguousarray(d[x])) for x in names]
+        return held[key]
+
+    if compiled:
+        fns = {"fma": lambda a, b, c: a * b + c, "sum": lambda x: x.sum(),
+               "softmax": lambda x: torch.softmax(x, dim=1), "matmul": lambda a, b: a @ b,
+               "gather": lambda x, idx: x[idx]}
+        if base not in fns:
+            return None
+        f = torch.compile(fns[base])
+    if base == "fma":
+        out: list = []
+
+        def fma(d):
+            a, b, c = tensors(d, "a", "b", "c")
+            if compiled:
+                return f(a, b, c)
+            if not out or out[0].shape != a.shape:
+                out[:] = [torch.empty_like(a)]
+            return torch.addcmul(c, a, b, out=out[0])
+        return fma
+    if base == "sum":
+        return lambda d: (f if compiled else torch.sum)(tensors(d, "x")[0])
+    if base == "softmax":
+        def softmax(d):
+            x = tensors(d, "x")[0].view(d["m"], d["n"])
+            return f(x) if compiled else torch.softmax(x, dim=1)
+        return softmax
+    if base == "matmul":
+        outm: list = []
+
+        def mm(d):
+            s = _side(d)
+            a, b = (t.view(s, s) for t in tensors(d, "a", "b"))
+            if compiled:
+                return f(a, b)
+            if not outm or outm[0].shape != (s, s):
+                outm[:] = [torch.empty(s, s)]
+            return torch.mm(a, b, out=outm[0])
+        return mm
+    if base == "gather":
+        outg: list = []
+
+        def gather(d):
+            x, idx = tensors(d, "x", "idx")
+            if compiled:
+                return f(x, idx)
+            if not outg or outg[0].shape != idx.shape:
+                outg[:] = [torch.empty(idx.shape, dtype=x.dtype)]
+            return torch.index_select(x, 0, idx, out=outg[0])
+        return gather
+    return None
+
+
+def _jax_version(case_name: str) -> Callable[[dict[str, Any]], Any] | None:
+    import jax
+    import jax.numpy as jnp
+    base = _base(case_name)
+    held: dict = {}
+
+    def arrays(d: dict[str, Any], *names: str) -> list:  # on the device once, outside the timed calls
+        key = (id(d), names)
+        if key not in held:
+            held.clear()
+            held[key] = [jax.device_put(d[x] if x != "idx" else d[x].astype(np.int32)) for x in names]
+        return held[key]
+
+    if base == "fma":
+        f = jax.jit(lambda a, b, c: a * b + c)
+        return lambda d: f(*arrays(d, "a", "b", "c")).block_until_ready()
+    if base == "sum":
+        f = jax.jit(jnp.sum)
+        return lambda d: f(arrays(d, "x")[0]).block_until_ready()
+    if base == "softmax":
+        f = jax.jit(lambda x, m, n: jax.nn.softmax(x.reshape(m, n), axis=1), static_argnums=(1, 2))
+        return lambda d: f(arrays(d, "x")[0], int(d["m"]), int(d["n"])).block_until_ready()
+    if base == "matmul":
+        f = jax.jit(lambda a, b, s: a.reshape(s, s) @ b.reshape(s, s), static_argnums=2)
+        return lambda d: f(*arrays(d, "a", "b"), _side(d)).block_until_ready()
+    if base == "gather":
+        f = jax.jit(lambda x, idx: x.at[idx].get(mode="promise_in_bounds"))
+        return lambda d: f(*arrays(d, "x", "idx")).block_until_ready()
+    return None
+
+
+def version_for(peer: Peer, case_name: str) -> Callable[[dict[str, Any]], Any] | None:
+    """A function of the case's inputs running the peer's version (its result: an array-like), None when the peer
+    has none for this case."""
+    if peer == "numba":
+        from .bench_numba import version_for as numba_version
+        return numba_version(case_name)
+    if peer in ("torch", "torch.compile"):
+        return _torch_version(case_name, compiled=peer == "torch.compile")
+    if peer == "jax.jit":
+        return _jax_version(case_name)
+    raise ValueError(f"unknown peer {peer!r}; the peers are {', '.join(PEERS)}")
+
+
+def _numpy(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):  # a torch tensor
+        return x.detach().numpy()
+    return np.asarray(x)
+
+
+def time_peer(peer: Peer, case: Any, inputs: dict[str, Any], want: np.ndarray, reps: int = 5,
+              budget: float | None = None) -> PeerTime:
+    """The peer's best time on `case` (a benchmarking.BenchCase) after a warm-up call whose result must match
+    numpy's (`want`) within the case's tolerance; otherwise a PeerTime with the reason and no time."""
+    from .benchmarking import best
+    why = missing(peer)
+    if why is not None:
+        return PeerTime(None, why)
+    try:
+        fn = version_for(peer, case.name)
+        if fn is None:
+            return PeerTime(None, "no version")
+        got = fn(inputs)  # the warm-up: numba and the jits compile here
+        err = case.check(_numpy(got), want)
+        if err:
+            return PeerTime(None, f"wrong: {err}")
+        return PeerTime(best(lambda: (fn(inputs), None)[1], reps, warmup=1, budget=budget))
+    except Exception as e:  # noqa: BLE001 - one peer failing on one case leaves the rest of the table
+        return PeerTime(None, f"failed: {type(e).__name__}: {str(e).strip().splitlines()[0][:80] if str(e) else ''}")
+
+
+def best_peer(times: dict[str, float | None]) -> tuple[str, float] | None:
+    """(name, seconds) of the fastest peer that has a time, None when none has."""
+    timed = [(t, name) for name, t in times.items() if t]
+    if not timed:
+        return None
+    t, name = min(timed)
+    return name, t

@@ -1,0 +1,85 @@
+"""The peer columns of bench/run.py (devicekit.bench_peers): a missing peer is "not installed", never an error; a
+peer's answer is checked against numpy before it is timed; numba runs at its fastest configuration; the fastest peer
+is the ratio's reference; the header names the CPU model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from devicekit import bench_machine, bench_peers
+from devicekit.benchmarking import cases
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _case(name: str):
+    return next(c for c in cases(profile="quick") if c.name == name)
+
+
+@pytest.mark.parametrize("peer, module", [("torch", "torch"), ("torch.compile", "torch"), ("jax.jit", "jax"),
+                                          ("numba", "numba")])
+def test_a_missing_peer_is_not_installed(monkeypatch, peer, module):
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as without the package
+    assert bench_peers.missing(peer).startswith("not installed (bash scripts/bench-setup.sh installs")
+    case = _case("sum")
+    inputs = case.inputs()
+    got = bench_peers.time_peer(peer, case, inputs, case.reference(inputs))
+    assert got.seconds is None and got.note.startswith("not installed"), got
+
+
+@pytest.mark.parametrize("peer, module", [("torch", "torch"), ("jax.jit", "jax"), ("numba", "numba")])
+def test_a_peer_is_checked_against_numpy_before_it_is_timed(peer, module):
+    pytest.importorskip(module)
+    for name in ("fma", "sum", "softmax", "matmul", "gather"):
+        case = _case(name)
+        inputs = case.inputs()
+        want = case.reference(inputs)
+        ok = bench_peers.time_peer(peer, case, inputs, want, reps=2)
+        assert ok.seconds is not None and ok.seconds > 0, (name, ok)
+        wrong = bench_peers.time_peer(peer, case, inputs, want + 1.0, reps=2)
+        assert wrong.seconds is None and wrong.note.startswith("wrong: max abs error"), (name, wrong)
+
+
+def test_numba_runs_its_fastest_configuration():
+    pytest.importorskip("numba")
+    from devicekit.bench_numba import _kernels
+    k = _kernels()
+    for name in ("sum", "softmax", "matmul"):  # reductions vectorize only with fastmath
+        assert k[name].targetoptions.get("fastmath") is True, name
+    assert all(f.targetoptions.get("parallel") is True for f in k.values())
+
+
+def test_the_fastest_peer_is_the_reference():
+    assert bench_peers.best_peer({"numpy": 3e-3, "numba": 1e-3, "torch": None, "jax.jit": 2e-3}) == ("numba", 1e-3)
+    assert bench_peers.best_peer({"torch": None}) is None
+
+
+def test_the_cpu_model_names_the_host_as_llvm_does():
+    llvm = pytest.importorskip("llvmlite.binding")
+    model = bench_machine.cpu_model()
+    assert f"LLVM host cpu {llvm.get_host_cpu_name()}" in model, model
+
+
+def test_run_py_says_not_installed_in_a_missing_peers_column(tmp_path):
+    """bench/run.py with torch absent: its column says "not installed", the run succeeds."""
+    code = ("import runpy, sys; sys.modules['torch'] = None; "
+            "sys.argv = ['run.py', '--quick', '--only', 'sum', '--peers', 'torch']; "
+            "runpy.run_path('bench/run.py', run_name='__main__')")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
+    env["DEVICEKIT_CACHE_DIR"] = str(tmp_path / "dk-cache")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                       check=False)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "- torch: not installed (bash scripts/bench-setup.sh installs torch)" in p.stdout
+    row = next(ln for ln in p.stdout.splitlines() if ln.startswith("| sum 16M f32 |"))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    head = next(ln for ln in p.stdout.splitlines() if ln.startswith("| benchmark |"))
+    cols = [c.strip() for c in head.split("|")[1:-1]]
+    assert cells[cols.index("torch")] == "not installed", row
+    assert cells[cols.index("numba")] == "not run", row
+    assert "CPU: " in p.stdout and "load at start" in p.stdout and "load at end" in p.stdout
+    assert np.isfinite(float(cells[cols.index("numpy")].split()[0]))
