@@ -50,7 +50,7 @@ def refused(prog, buffers, vals, exc, match, out):
     """The fast check declines, the full check raises `exc`, and the kernel did not run (`out` kept its bytes)."""
     before = None if out is None or not out.is_allocated else out.numpy().copy()
     assert fast(prog, buffers, vals) is None
-    prog._memo = None
+    prog._forget_launches()
     with pytest.raises(exc, match=match):
         prog.execute(buffers, vals)
     if out is not None:
@@ -182,7 +182,7 @@ def test_views_with_offsets(dev):
     before = base.numpy().copy()
     with pytest.raises(ValueError, match="params 'x' and 'out' are overlapping memory"):
         fast(prog, [lo, y, mid], [8])  # the fast check runs the byte-range check itself
-    prog._memo = None
+    prog._forget_launches()
     with pytest.raises(ValueError, match="overlapping memory"):
         prog.execute([lo, y, mid], [8])
     np.testing.assert_array_equal(base.numpy(), before)
@@ -345,7 +345,7 @@ def test_the_fast_path_keeps_the_bounds_check_record():
     prog = dev.compile(k.build())
     # a Program memoized by an earlier test (or by a forked mutation run's parent) keeps the signature it built then
     prog.__dict__.pop("_sig", None)
-    prog._memo = None
+    prog._forget_launches()
     assert prog.spec.checks is not None and prog._signature().checked is True
     xb = Buffer(dev, 4, dtypes.float32).copyin(np.arange(4, dtype=np.float32))
     ib = Buffer(dev, 4, dtypes.int64).copyin(np.array([3, 2, 1, 0], np.int64))

@@ -3,6 +3,7 @@ contract it stands on lives in devicekit.alloc (re-exported here)."""
 
 from __future__ import annotations
 
+import itertools
 import operator
 import threading
 import weakref
@@ -71,6 +72,7 @@ def _host_array_fn() -> Any:
     return _ACCEPT[0]
 
 
+_KEYS = itertools.count(1)  # Buffer._key: a launch token per Buffer, never reused in a process
 _FREES = [0]  # bumped by every Buffer.free(): launch memos and prepared plans holding handles re-check after one
 
 
@@ -114,6 +116,9 @@ class Buffer:
         self._handle: Any = None
         self._foreign = False  # the handle wraps memory this Buffer does not own (from_numpy/from_dlpack): never freed
         self._freed = False
+        # this Buffer's launch token (never reused, 0 once freed): a Program's launch cache keys on it, so a changed
+        # Buffer costs one attribute read and a freed one can never match an entry made for it (devicekit.signature)
+        self._key = next(_KEYS)
         self._readonly = _base is not None and _base._readonly
         self._views: weakref.WeakSet | None = None  # a base's live views: freeing the base makes them unusable
         self._lock = threading.Lock()
@@ -195,12 +200,12 @@ class Buffer:
         with self._lock:
             if self._freed:
                 return
-            self._freed = True
+            self._freed, self._key = True, 0
             h, self._handle = self._handle, None
             views, self._views = self._views, None
         _FREES[0] += 1
         for v in list(views or ()):
-            v._freed, v._handle = True, None
+            v._freed, v._handle, v._key = True, None, 0
         if h is not None and self._base is None and not self._foreign:
             self.allocator.free(h, self._nbytes, self.options)
 

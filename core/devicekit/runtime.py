@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from . import interrupt, launch_sizes
 from .debug import debug_level, dprint
 from .errors import FreedBufferError, ReadOnlyBufferError
-from .memory import _FREES
 from .signature import Signature, debugging
 
 if TYPE_CHECKING:
@@ -68,7 +67,7 @@ class Program(ABC):
     # False: this backend's `_launch` ignores `var_vals`, `global_size` and `local_size` (the CPU device: its vals
     # and its own split say everything), so the fast path passes None for them instead of computing them
     launch_takes_dims: ClassVar[bool] = True
-    _memo: tuple | None = None  # the repeat memo of the last launch (execute)
+    _sig: Signature | None = None  # the compiled signature and launch cache, made on the first launch
 
     def __init__(self, compiled: CompiledSpec, device: Device | None = None):
         self.compiled = compiled
@@ -129,11 +128,20 @@ class Program(ABC):
         return var_vals
 
     def _signature(self) -> Signature:
-        sig = self.__dict__.get("_sig")
+        sig = self._sig
         if sig is None or sig.spec is not self.spec:  # a swapped build keeps its spec; a new spec gets a new one
             sig = self._sig = Signature(self.spec)
-            self._memo = None
         return sig
+
+    def _forget_launches(self) -> None:
+        """Drop the launch cache (a backend that swaps its code or its spec: the tiers' final build)."""
+        if self._sig is not None:
+            self._sig.hits.clear()
+
+    def _entry(self, buffers: Sequence[Any], vals: Sequence[int] = ()) -> list | None:
+        """The launch cache's entry of these Buffers and values, or None (tests: what a repeat will run)."""
+        sig = self._sig
+        return None if sig is None or sig.lookup is None else sig.lookup(buffers, vals)
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
                 local_size: tuple[int, ...] | None = None, wait: bool = False) -> Any:
@@ -141,25 +149,26 @@ class Program(ABC):
         its dtype's kind per k.scalar (checked and rounded to its dtype first). Seconds when `wait`, else a Launch
         handle (`.wait()` returns the seconds).
 
-        The one launch path of every backend: the same Buffers and values as the launch before (kept by the repeat
-        memo) launch again at once; else the compiled signature (devicekit.signature) checks them in a few
-        comparisons; anything it cannot prove right takes `check`, which raises the error naming the argument."""
-        m = self._memo
-        try:  # an element with its own == (a numpy array given by mistake) raises: then the full check names it
-            again = (m is not None and buffers == m[0] and vals == m[1] and m[2] == _FREES[0] and global_size is None
-                     and local_size is None and m[3](vals))
-        except (TypeError, ValueError):
-            again = False
-        if again:
-            t0 = perf_counter()
-            fn = m[4]
-            if fn is None:
-                fn = self._repeat(m)
-            if fn is _LAUNCH:
-                return launched(self, self._launch(m[5], m[1], m[6], m[7], m[8], wait), t0, wait)
-            fn()
-            return perf_counter() - t0 if wait else Launch(self.device, t0)
-        sig = self.__dict__.get("_sig") or self._signature()
+        The one launch path of every backend: a launch with Buffers and values already accepted together (the launch
+        cache, keyed by each Buffer's token: devicekit.signature) launches at once; else the compiled signature checks
+        them in a few comparisons; anything it cannot prove right takes `check`, which raises the error naming the
+        argument."""
+        sig = self._sig
+        if sig is not None and global_size is None and local_size is None and sig.lookup is not None:
+            e = sig.lookup(buffers, vals)
+            if e is not None:
+                t0 = perf_counter()
+                fn = e[0]
+                if fn is not None:  # a native call of no arguments, run now (the CPU device's bound record)
+                    fn()
+                    if wait:
+                        return perf_counter() - t0
+                    h = _NEW_LAUNCH(Launch)  # Launch(device, t0) without a Python __init__ (~35 ns of ~115)
+                    h._device, h._t0, h.seconds = self.device, t0, None
+                    return h
+                return self._again(e, t0, wait)
+        if sig is None or sig.spec is not self.spec:
+            sig = self._signature()
         if global_size is not None or local_size is not None or debugging():
             return self._execute_checked(buffers, vals, global_size, local_size, wait)
         handles = sig.fast(buffers, vals, self.device or sig.home)
@@ -182,33 +191,53 @@ class Program(ABC):
                 t = self._launch(*args)
             self._read_record(rec, dict(zip(sig.names, vals)))
             return launched(self, t, t0, wait)
-        if self.may_run_long(vals) and interrupt.on_main_thread():
-            t = interrupt.call(self._launch, (handles, vals, var_vals, g, loc, wait), keep=buffers)
-            return launched(self, t, t0, wait)
+        if self.may_run_long(vals):
+            if interrupt.on_main_thread():
+                t = interrupt.call(self._launch, (handles, vals, var_vals, g, loc, wait), keep=buffers)
+            else:
+                t = self._launch(handles, vals, var_vals, g, loc, wait)
+            return launched(self, t, t0, wait)  # not cached: a repeat from the main thread must stay interruptible
         t = self._launch(handles, vals, var_vals, g, loc, wait)
-        # the repeat memo: a next launch with these very Buffers and values skips every check (the Buffers are
-        # held here, so their ids cannot be reused; a free() anywhere bumps _FREES and ends the memo)
-        self._memo = (buffers[:], vals, _FREES[0], sig.same_types, None, handles, var_vals, g, loc)
+        # the launch cache: these Buffers (by their tokens: freed, a Buffer's is 0) and values were proved right
+        # together; the entry holds no Buffer (only handles), so a dropped Buffer is not kept alive by it
+        if sig.key is not None and (k := sig.key(buffers, vals)) is not None:
+            hits = sig.hits
+            if len(hits) >= CACHED_LAUNCHES:
+                try:
+                    del hits[next(iter(hits))]  # the oldest
+                except (KeyError, RuntimeError, StopIteration):  # another thread changed it: nothing to drop
+                    pass
+            hits[k] = [None, 0, handles, vals, var_vals, g, loc]
         if wait or (t is not None and hasattr(t, "wait")):
             return t
         return Launch(self.device, t0)
 
-    def _repeat(self, m: tuple) -> Any:
-        """The call that repeats the memo's launch: the backend's one native record when its `plan_record` offers
-        a `bind` for it (the CPU device: one ctypes call of two arguments), else `_LAUNCH` (call `_launch` again).
-        A quick build (tiers) repeats through `_launch`, which counts its launches, and keeps nothing."""
+    def _again(self, e: list, t0: float, wait: bool) -> Any:
+        """A cached launch that is not a bound native call (yet): from its second run, the backend's `_repeat` may
+        bind one (the CPU device: one ctypes call of two arguments); else `_launch` with the cached arguments."""
+        fn = e[1]
+        if fn == 0:
+            fn = e[1] = self._repeat(e[2], e[3])
+            if fn is not _LAUNCH and fn is not None:
+                e[0] = fn
+                fn()
+                return perf_counter() - t0 if wait else Launch(self.device, t0)
+            if fn is None:  # the backend's replay is not built yet (it builds elsewhere): launch, ask again later
+                e[1] = 0
+        return launched(self, self._launch(e[2], e[3], e[4], e[5], e[6], wait), t0, wait)
+
+    def _repeat(self, handles: list, vals: list) -> Any:
+        """The call of no arguments that repeats a cached launch: the backend's one native record when its
+        `plan_record` offers a `bind` for it, None while that bind is not ready, else `_LAUNCH` (call `_launch` again).
+        A quick build (tiers) repeats through `_launch`, which counts its launches (the cache is dropped when it
+        adopts the final build)."""
         if self.tier == "quick":
             return _LAUNCH
-        fn = _LAUNCH
-        rec = self.plan_record(m[5], m[1])
+        rec = self.plan_record(handles, vals)
         if rec is not None and getattr(rec[0], "bind", None) is not None:
             import numpy as np
-            fn = rec[0].bind(np.array(rec[1], dtype=np.int64), 1)
-            if fn is None:  # the backend's replay is not built yet (it builds elsewhere): launch, ask again later
-                return _LAUNCH
-        if self._memo is m:
-            self._memo = (*m[:4], fn, *m[5:])
-        return fn
+            return rec[0].bind(np.array(rec[1], dtype=np.int64), 1)
+        return _LAUNCH
 
     def _execute_checked(self, buffers: Sequence[Any], vals: Sequence[int], global_size: tuple[int, ...] | None,
                          local_size: tuple[int, ...] | None, wait: bool) -> Any:
@@ -334,8 +363,12 @@ class Program(ABC):
 RuntimeFactory = Callable[["CompiledSpec"], Program]
 
 
+# launches (sets of Buffers and values) a Program's launch cache keeps; the oldest goes first. A training step
+# launches each kernel with a few sets (a batch, its activations, parameters and gradients)
+CACHED_LAUNCHES = 16
 _EXECUTE_OPTIONS = frozenset({"global_size", "local_size", "wait"})
 _SEQ = (list, tuple)  # buffers and vals the fast check takes as they are; anything else gets the full check's error
+_NEW_LAUNCH = object.__new__
 _LAUNCH = object()  # a repeat memo's call: `_launch` again with the memo's arguments
 _HOW_TO_BUFFER = (": wrap an array with dk.from_numpy(arr) (Buffer.from_numpy: no copy on host devices) or copy it "
                   "with dk.Buffer(device, n, dtype).copyin(arr); or pass arrays by name to dk.run(kernel, x=arr, ...), "

@@ -51,8 +51,8 @@ class Signature:
     dims as functions (for backends whose `_launch` takes them). `home` is the device a Program made without one
     (the seed path) has seen its Buffers on, once the full check accepted them."""
 
-    __slots__ = ("checked", "fast", "gfns", "home", "lfns", "names", "nb", "nv", "pbytes", "pdt", "pw", "rels",
-                 "same_types", "sizes", "spec", "vb", "vtypes")
+    __slots__ = ("checked", "fast", "gfns", "hits", "home", "key", "lfns", "lookup", "names", "nb", "nv", "pbytes",
+                 "pdt", "pw", "rels", "same_types", "sizes", "spec", "vb", "vtypes")
 
     def __init__(self, spec: Any):
         self.spec = spec
@@ -75,6 +75,9 @@ class Signature:
         self.home: Any = None
         self.fast = self._compile()
         self.same_types = self._compile_types()
+        # the launch cache (Program.execute): launches this signature accepted, by their Buffers' tokens and values
+        self.hits: dict[tuple, list] = {}
+        self.key, self.lookup = self._compile_key()
 
     def _compile_types(self) -> Any:
         """`same_types(vals)`: whether each value has its var's fast type, for vals the caller already found equal
@@ -85,6 +88,35 @@ class Signature:
         src = f"def same_types(vals):\n    return {body}"
         exec(compile(src, f"<devicekit types of {self.spec.name}>", "exec"), env)  # noqa: S102
         return env["same_types"]
+
+    def _compile_key(self) -> tuple[Any, Any]:
+        """`key(buffers, vals)`: the launch cache's key of a launch (each Buffer's `_key` token, then the vals), or
+        None; `lookup(buffers, vals)`: the cached entry of an accepted launch with these very Buffers and values,
+        else None. Both are None for a signature whose launches are not cached: a bounds-check record to read, or a
+        value that is not an int (a float scalar: 0.0 == -0.0 and both hash alike, so a key of equal values could
+        replay the other one's bits). A token is the Buffer's own, never reused and 0 once freed, so an entry can
+        only be found again with the Buffers whose device, dtype, size and aliasing it was proved for."""
+        if self.checked or any(t is not int for t in self.vtypes):
+            return None, None
+        nb, nv = self.nb, self.nv
+        seq = "(type(b) is list or type(b) is tuple) and (type(v) is list or type(v) is tuple)"
+        bs, vs = [f"b{i}" for i in range(nb)], [f"v{j}" for j in range(nv)]
+        # unpacking a list or tuple checks its length (ValueError) at the cost of one opcode
+        unpack = "".join(f"            {', '.join(xs)}{',' if len(xs) == 1 else ''} = {x}\n"
+                         for xs, x in ((bs, "b"), (vs, "v")) if xs)
+        unpack += "".join(f"            if len({x}):\n                return None\n" for xs, x in ((bs, "b"), (vs, "v"))
+                          if not xs)
+        ints = " and ".join(f"type(v{j}) is int" for j in range(nv)) or "True"
+        items = [f"b{i}._key" for i in range(nb)] + vs
+        tup = f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+        src = ""
+        for name, ret in (("key", tup), ("lookup", f"hits.get({tup})")):
+            src += (f"def {name}(b, v):\n    if {seq}:\n        try:\n{unpack}"
+                    f"            if {ints}:\n                return {ret}\n"
+                    "        except (ValueError, AttributeError, TypeError):\n            pass\n    return None\n")
+        env: dict[str, Any] = {"hits": self.hits}
+        exec(compile(src, f"<devicekit launch key of {self.spec.name}>", "exec"), env)  # noqa: S102
+        return env["key"], env["lookup"]
 
     def _compile(self) -> Any:
         """`fast(buffers, vals, home)`: the handles of a launch this signature proves right, else None (then the

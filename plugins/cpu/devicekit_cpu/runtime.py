@@ -113,7 +113,7 @@ class CPUProgram(Program):
                 self._keep = (self._keep, final._keep, final)
                 self._fn, self._addr, self.compiled = final._fn, final._addr, final.compiled
             self._quick = None
-            self._memo = None  # the next repeat binds the final code's native record (execute's memo)
+            self._forget_launches()  # the next repeat binds the final code's native record (the launch cache)
 
     def _tick(self, vals) -> None:
         """Count a launch of a quick build: adopt a finished final build; start building it (off this thread) at the

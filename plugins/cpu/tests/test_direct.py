@@ -122,13 +122,13 @@ def test_the_first_repeat_of_a_process_does_not_wait_for_the_replay_build(cpu, m
     bufs = _bufs(cpu, [np.full(n, x, np.float32) for x in (1.0, 2.0, 3.0)], n)
     for _ in range(5):  # the repeats run while the build is held at its gate
         prog.execute(bufs, [n], wait=True)
-    assert seen == ["building"] and prog._memo[4] is None and not replay.ready()
+    assert seen == ["building"] and prog._entry(bufs, [n])[0] is None and not replay.ready()
     np.testing.assert_array_equal(bufs[3].numpy(), np.full(n, 8.0, np.float32))
     gate.set()
     replay.replayer()  # waits for the build
     bufs[3].copyin(np.zeros(n, np.float32))
     prog.execute(bufs, [n], wait=True)
-    assert prog._memo[4] not in (None, _LAUNCH)  # bound to the native record now
+    assert prog._entry(bufs, [n])[0] not in (None, _LAUNCH)  # bound to the native record now
     np.testing.assert_array_equal(bufs[3].numpy(), np.full(n, 8.0, np.float32))
 
 

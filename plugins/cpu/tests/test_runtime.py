@@ -72,7 +72,7 @@ def test_elementwise_split_follows_the_cost_model(cpu):
     for _ in range(3):  # the repeats go through the replay record made at the first repeat
         prog.execute(bufs, [4])
     from devicekit.runtime import _LAUNCH
-    assert prog._memo[4] not in (None, _LAUNCH), "a repeated 4-element launch should replay its native call"
+    assert prog._entry(bufs, [4])[0] not in (None, _LAUNCH), "a repeated 4-element launch should replay its native call"
     np.testing.assert_array_equal(bufs[3].numpy(), np.full(4, 7.0, np.float32))
     bufs[0].copyin(np.full(4, 5.0, np.float32))
     prog.execute(bufs, [4])
@@ -350,7 +350,7 @@ def test_a_repeated_launch_skips_the_checks_and_a_changed_one_does_not():
     a, b = (dk.Buffer(dev, 16, "float32").copyin(np.full(16, 2, np.float32)) for _ in range(2))
     out = dk.Buffer(dev, 16, "float32")
     prog.execute([a, b, out], [16])
-    assert prog._memo is not None and prog._memo[0] == [a, b, out]  # remembered by the core's repeat memo
+    assert prog._entry([a, b, out], [16]) is not None  # remembered by the core's launch cache
     out.copyin(np.zeros(16, np.float32))
     prog.execute([a, b, out], [16], wait=True)
     np.testing.assert_array_equal(out.numpy(), np.full(16, 5, np.float32))
