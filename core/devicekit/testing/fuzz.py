@@ -91,14 +91,21 @@ class Runner:
     def _can_compile(self) -> bool:
         """Whether the compilers of a kind that cannot run here still work (NVRTC does; Metal off macOS not)."""
         from devicekit.errors import CompileError
+        from devicekit.ir import KernelError
 
         from .fuzzgen import fuzz_kernel
         r, c = next(iter(self.targets.values()))
-        try:
-            c.compile(r.render(fuzz_kernel(1, shapes=("elementwise",)).kernel))
-        except CompileError:
-            return False
-        return True
+        for seed in range(1, 65):  # the first kernel the kind renders (WEBGPU refuses 64-bit and 8-bit data)
+            try:
+                spec = r.render(fuzz_kernel(seed, shapes=("elementwise",)).kernel)
+            except KernelError:
+                continue
+            try:
+                c.compile(spec)
+            except CompileError:
+                return False
+            return True
+        return False
 
     def reference(self, case) -> dict:
         import devicekit as dk
