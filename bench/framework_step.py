@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import platform
 import sys
 import time
 
@@ -63,6 +62,23 @@ def _kernels(ex, scale: float, lr: float):
     return [ex.matmul("fw_lin_relu", bias=True, relu=True), ex.matmul("fw_lin", bias=True),
             ex.matmul("fw_grad_w", ta=True), ex.matmul("fw_back", tb=True, mask=True), ex.column_sum("fw_colsum"),
             mse_grad(), sgd()]
+
+
+CHECK_STEPS = 20  # every framework trains this many steps from the same init on the same batches, then its loss
+
+
+def loss(x, y, p) -> float:
+    """The mean squared error of params `p` on one batch, in float64: the number every framework must agree on."""
+    w1, b1, w2, b2 = (np.asarray(a, np.float64) for a in p)
+    z = np.maximum(x @ w1 + b1, 0) @ w2 + b2
+    return float(np.mean((z - y) ** 2))
+
+
+def agree(got: float | None, want: float) -> str:
+    """"ok" when `got` matches numpy's loss to 4 significant digits."""
+    if got is None:
+        return "-"
+    return "ok" if abs(got - want) <= 1e-4 * abs(want) + 1e-7 else f"DIFFERS ({got:.6g} vs {want:.6g})"
 
 
 def numpy_step(x, y, p, scale, lr):
@@ -125,6 +141,12 @@ def bench_size(ex, d: int, h: int, c: int, b: int, steps: int, nb: int = 4) -> d
         prog.upgrade()  # the final builds (tiers), as a long training run has
     for s in range(nb):  # each batch's first run checks it
         plan.run(x=batches[s][0], y=batches[s][1])
+    for w, a in zip((w1, b1, w2, b2), init):  # the loss check: CHECK_STEPS steps from the init, as numpy's
+        w.copyin(a.ravel())
+    for s in range(CHECK_STEPS):
+        plan.run(x=batches[s % nb][0], y=batches[s % nb][1])
+    dev.synchronize()
+    out["dk_loss"] = loss(xs[0], ys[0], [w.numpy().reshape(a.shape) for w, a in zip((w1, b1, w2, b2), init)])
 
     def run_dk(n):
         for s in range(n):
@@ -160,13 +182,23 @@ def bench_size(ex, d: int, h: int, c: int, b: int, steps: int, nb: int = 4) -> d
     out["kernel"] = _best(kernels_only, steps)
 
     params = [a.copy() for a in init]
+    t0 = CLOCK()
+    numpy_step(xs[0], ys[0], params, scale, lr)
+    out["numpy_first"] = CLOCK() - t0
+    for s in range(1, CHECK_STEPS):
+        numpy_step(xs[s % nb], ys[s % nb], params, scale, lr)
+    out["numpy_loss"] = loss(xs[0], ys[0], params)
 
     def run_np(n):
         for s in range(n):
             numpy_step(xs[s % nb], ys[s % nb], params, scale, lr)
     out["numpy"] = _best(run_np, steps)
-    out["torch"] = _torch(xs, ys, init, scale, lr, steps)
-    out["jax"] = _jax(xs, ys, init, scale, lr, steps)
+    for name, peer in (("torch", _torch), ("jax", _jax)):
+        got = peer(xs, ys, init, scale, lr, steps)
+        if isinstance(got, str):
+            out[name], out[f"{name}_why"] = None, got
+        else:
+            out[name], out[f"{name}_first"], out[f"{name}_loss"] = got
     return out
 
 
@@ -180,18 +212,20 @@ def _best(fn, steps: int) -> float:
     return t
 
 
-def _torch(xs, ys, init, scale, lr, steps) -> float | None:
+def _torch(xs, ys, init, scale, lr, steps) -> tuple[float, float, float] | str:
+    """torch eager, the same step in place (no autograd: the hand-written backward pass, as numpy's): (step time,
+    first step, loss after CHECK_STEPS steps), or why it does not run."""
     try:
         import torch
     except ImportError:
-        return None
+        return "not installed (bash scripts/bench-setup.sh)"
     x = [torch.from_numpy(a) for a in xs]
     y = [torch.from_numpy(a) for a in ys]
     p = [torch.from_numpy(a.copy()) for a in init]
 
-    def run(n):
+    def run(n, first=0):
         with torch.no_grad():
-            for s in range(n):
+            for s in range(first, first + n):
                 w1, b1, w2, b2 = p
                 xb, yb = x[s % len(x)], y[s % len(y)]
                 hh = torch.clamp(xb @ w1 + b1, min=0)
@@ -201,15 +235,30 @@ def _torch(xs, ys, init, scale, lr, steps) -> float | None:
                 b1 -= lr * dh.sum(0)
                 w2 -= lr * (hh.T @ dz)
                 b2 -= lr * dz.sum(0)
-    return _best(run, steps)
+    t0 = CLOCK()
+    run(1)
+    first = CLOCK() - t0
+    run(CHECK_STEPS - 1, first=1)
+    checked = loss(xs[0], ys[0], [t.numpy() for t in p])
+    threads = torch.get_num_threads()
+    t_step = _best(run, steps)
+    if threads > 1:  # a small step is faster on one thread than on a pool a loaded machine must wake: the faster counts
+        torch.set_num_threads(1)
+        try:
+            t_step = min(t_step, _best(run, steps))
+        finally:
+            torch.set_num_threads(threads)
+    return t_step, first, checked
 
 
-def _jax(xs, ys, init, scale, lr, steps) -> float | None:
+def _jax(xs, ys, init, scale, lr, steps) -> tuple[float, float, float] | str:
+    """jax.jit of the whole step (new params returned, donated buffers not used): (step time, first step with its
+    compile, loss after CHECK_STEPS steps), or why it does not run."""
     try:
         import jax
         import jax.numpy as jnp
     except ImportError:
-        return None
+        return "not installed (bash scripts/bench-setup.sh)"
 
     @jax.jit
     def step(p, xb, yb):
@@ -222,13 +271,35 @@ def _jax(xs, ys, init, scale, lr, steps) -> float | None:
     y = [jnp.asarray(a) for a in ys]
     state = [tuple(jnp.asarray(a) for a in init)]
 
-    def run(n):
+    def run(n, first=0):
         p = state[0]
-        for s in range(n):
+        for s in range(first, first + n):
             p = step(p, x[s % len(x)], y[s % len(y)])
         jax.block_until_ready(p)
         state[0] = p
-    return _best(run, steps)
+    t0 = CLOCK()
+    run(1)
+    first = CLOCK() - t0
+    run(CHECK_STEPS - 1, first=1)
+    checked = loss(xs[0], ys[0], [np.asarray(a) for a in state[0]])
+    return _best(run, steps), first, checked
+
+
+def _peer_config() -> str:
+    """torch's and jax's versions and threads, or "not installed"."""
+    parts = []
+    try:
+        import torch
+        parts.append(f"torch {torch.__version__} eager, no autograd, the faster of {torch.get_num_threads()} threads "
+                     "and 1")
+    except ImportError:
+        parts.append("torch not installed (bash scripts/bench-setup.sh)")
+    try:
+        import jax
+        parts.append(f"jax {jax.__version__} jax.jit of the whole step on {jax.default_backend()}")
+    except ImportError:
+        parts.append("jax not installed (bash scripts/bench-setup.sh)")
+    return "; ".join(parts)
 
 
 def main() -> int:
@@ -240,23 +311,44 @@ def main() -> int:
     if args.cpu:
         CLOCK = time.thread_time
     ex = _example()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"# a framework's MLP step on the CPU device, {platform.machine()}, python {sys.version.split()[0]}, "
-          f"load {load:.2f}, {os.cpu_count()} cpus, {'thread CPU time' if args.cpu else 'wall time'}")
-    print(f"{'size':24} {'devicekit':>10} {'numpy':>10} {'vs numpy':>9} {'torch':>9} {'jax.jit':>9} "
-          f"{'first step':>11} {'kernels':>8} {'kernel time':>12} {'rest':>9} {'via execute':>12}")
+    from devicekit import bench_machine
+    load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# a framework's MLP step on the CPU device: {bench_machine.cpu_model()}; python {sys.version.split()[0]}, "
+          f"{os.cpu_count()} cpus, load at start {load0:.2f}, {'thread CPU time' if args.cpu else 'wall time'}")
+    print(f"# peers: numpy {np.__version__} (its BLAS); {_peer_config()}")
+    print(f"{'size':24} {'devicekit':>10} {'numpy':>10} {'torch':>9} {'jax.jit':>9} {'best peer/dk':>17} "
+          f"{'first step dk/np/torch/jax (ms)':>32} {'kernels':>8} {'kernel time':>12} {'rest':>9} {'via execute':>12}")
+    checks = []
     for d, h, c, b, steps in ((64, 64, 10, 100, 400), (784, 512, 10, 256, 40)):
         r = bench_size(ex, d, h, c, b, steps // 4 if args.quick else steps)
 
         def us(x):
             return "-" if x is None else f"{x * 1e6:.1f}"
-        print(f"{f'{d}-{h}-{c}, batch {b}':24} {us(r['dk']):>10} {us(r['numpy']):>10} "
-              f"{r['dk'] / r['numpy']:>8.2f}x {us(r['torch']):>9} {us(r['jax']):>9} "
-              f"{r['first'] * 1e3:>9.1f}ms {r['kernels']:>4}/{r['launches']:<3} {us(r['kernel']):>12} "
-              f"{us(max(0.0, r['dk'] - r['kernel'])):>9} {us(r['execute']):>12}")
-    print("(us a step; kernels: distinct programs / launches a step; kernel time: the step's launches replayed by a "
-          "fixed Plan, natively; rest: the rebound plan's lookup and Python; via execute: the step launched by "
-          "execute per launch, no Plan)")
+
+        def ms(x):
+            return "-" if x is None else f"{x * 1e3:.1f}"
+        peers = {k: r[k] for k in ("numpy", "torch", "jax") if r.get(k)}
+        top = min(peers, key=peers.get)
+        firsts = "/".join(ms(r.get(k)) for k in ("first", "numpy_first", "torch_first", "jax_first"))
+        size = f"{d}-{h}-{c}, batch {b}"
+        ratio = f"{peers[top] / r['dk']:.2f}x ({top})"
+        print(f"{size:24} {us(r['dk']):>10} {us(r['numpy']):>10} {us(r['torch']) if r['torch'] else 'not inst.':>9} "
+              f"{us(r['jax']) if r['jax'] else 'not inst.':>9} "
+              f"{ratio:>17} {firsts:>32} "
+              f"{r['kernels']:>4}/{r['launches']:<3} {us(r['kernel']):>12} {us(max(0.0, r['dk'] - r['kernel'])):>9} "
+              f"{us(r['execute']):>12}")
+        want = r["numpy_loss"]
+        checks.append(f"{size}: loss after {CHECK_STEPS} steps, numpy {want:.6g}; devicekit {agree(r['dk_loss'], want)}"
+                      + "".join(f"; {name} " + (agree(r.get(f"{k}_loss"), want) if r.get(k) else r.get(f"{k}_why", "-"))
+                                for name, k in (("torch", "torch"), ("jax.jit", "jax"))))
+    print("(us a step; best peer/dk: the fastest peer's step time over devicekit's, above 1 devicekit is faster; "
+          "first step: devicekit compiles the step's kernels (the compile cache may be warm from an earlier run), builds "
+          "the Plan and runs it, jax.jit traces and compiles; kernels: distinct programs / launches a step; kernel "
+          "time: the step's launches replayed by a fixed Plan, natively; rest: the rebound plan's lookup and Python; "
+          "via execute: the step launched by execute per launch, no Plan)")
+    print("\n".join(checks))
+    load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# load at end {load1:.2f}")
     return 0
 
 
