@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("registry", ["devicekit.registry"]),
     ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
     ("tools", ["devicekit.cli", "devicekit.benchmarking", "devicekit.bench_numba", "devicekit.bench_machine",
+               "devicekit.bench_peers", "devicekit.bench_devices",
                "devicekit.inspect_kernel", "devicekit.testing"]),
 ]
 # the one upward edge, imported inside the function that needs it (the reason is in docs/architecture.md)
