@@ -15,7 +15,7 @@ ROOT = Path(devicekit.__file__).parent
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["devicekit.errors", "devicekit.debug", "devicekit.spec", "devicekit.forksafe", "devicekit.interrupt",
               "devicekit.settings", "devicekit.lru", "devicekit.version"]),
-    ("contracts", ["devicekit.ir", "devicekit.kernels", "devicekit.render", "devicekit.compile", "devicekit.plugin",
+    ("contracts", ["devicekit.ir", "devicekit.kernels", "devicekit.render", "devicekit.compile", "devicekit.plugin", "devicekit.backend",
                    "devicekit.hookspecs", "devicekit.memory", "devicekit.runtime", "devicekit.targets",
                    "devicekit.alloc", "devicekit.signature", "devicekit.launch_sizes",
                    "devicekit.reference"]),

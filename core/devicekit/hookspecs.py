@@ -2,18 +2,21 @@
 
 Every hook returns cheap declarations (see devicekit.plugin); heavy imports belong inside the factories.
 No hook is `firstresult`: the registry collects every plugin's answer and resolves by explicit priority.
-A hook returning the wrong type is recorded as that plugin's failure and its answer ignored.
+A hook returning the wrong type is recorded as that plugin's failure and its answer ignored: the type is each
+spec's return annotation (a `list[...]` hook answers a list, an `X | None` hook one X or None).
+
+Most plugins implement none of these by hand: a `DEVICEKIT_BACKEND = devicekit.backend.Backend(...)` record in the
+plugin module generates all four; a plugin writes a hook only for what the record cannot say.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pluggy
 
-if TYPE_CHECKING:
-    from .plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
-    from .spec import DeviceSpec
+# imported for real (both are declarations only): registry/calls.py reads each hook's answer type from these
+# annotations, so a hook's contract is stated once, here
+from .plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+from .spec import DeviceSpec
 
 PROJECT_NAME = "devicekit"
 

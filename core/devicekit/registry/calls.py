@@ -6,19 +6,35 @@ hook raises is its plugin's failure except KeyboardInterrupt, which is the user'
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Callable
 from typing import Any
 
-from ..plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl, check_priority
+from .. import hookspecs
+from ..plugin import check_priority
 from .records import PluginFailure, PluginRecord
 
-__all__ = ["HOOK_TYPES", "call_each"]
+__all__ = ["HOOK_TYPES", "answer_type", "call_each"]
 
-HOOK_TYPES: dict[str, tuple[type, bool]] = {  # hook -> (declaration type, returns a list)
-    "devicekit_device_kinds": (DeviceKind, True),
-    "devicekit_allocator": (AllocatorFactory, False),
-    "devicekit_compiler_pairs": (CompilerPairFactory, True),
-    "devicekit_runtime_factory": (RuntimeFactoryDecl, False),
+
+def answer_type(spec: Callable[..., Any]) -> tuple[type, bool]:
+    """(declaration type, returns a list) of a hook, read from its spec's return annotation: `list[X]` -> (X, True),
+    `X | None` -> (X, False). Anything else is a mistake in hookspecs.py, said when the registry is imported."""
+    ret = typing.get_type_hints(spec)["return"]
+    origin, args = typing.get_origin(ret), typing.get_args(ret)
+    if origin is list and len(args) == 1 and isinstance(args[0], type):
+        return args[0], True
+    if origin in (typing.Union, types.UnionType) and len(args) == 2 and type(None) in args:
+        (decl,) = [a for a in args if a is not type(None)]
+        if isinstance(decl, type):
+            return decl, False
+    raise TypeError(f"hook spec {spec.__name__} returns {ret!r}: expected list[X] or X | None")
+
+
+HOOK_TYPES: dict[str, tuple[type, bool]] = {  # hook -> (declaration type, returns a list), from hookspecs.py
+    name: answer_type(fn) for name, fn in vars(hookspecs).items()
+    if name.startswith("devicekit_") and callable(fn)
 }
 
 

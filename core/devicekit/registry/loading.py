@@ -25,6 +25,15 @@ __all__ = ["ENTRY_POINT_GROUP", "Plugins", "disabled_from_env", "entry_points"]
 ENTRY_POINT_GROUP = "devicekit"
 
 
+def backend_hooks(obj: Any) -> Any:
+    """The hooks generated from the plugin's `DEVICEKIT_BACKEND` records (devicekit.backend), or None without any."""
+    if getattr(obj, "DEVICEKIT_BACKEND", None) is None:
+        return None
+    from ..backend import BackendHooks, backends_of  # only a plugin that declares records needs it
+
+    return BackendHooks(backends_of(obj))
+
+
 def disabled_from_env() -> set[str]:
     return set(settings.get("DEVICEKIT_DISABLE_PLUGINS"))
 
@@ -143,10 +152,8 @@ class Plugins:
         if self.records.get(rec.name) is rec:
             del self.records[rec.name]
         obj = rec.obj if rec.obj is not None else self.pm.get_plugin(rec.name)
-        if obj is not None:
-            if self.pm.is_registered(obj):
-                self.pm.unregister(obj)
-            self.by_obj.pop(id(obj), None)
+        hooks = rec.hooks if rec.hooks is not None else self.pm.get_plugin(f"{rec.name}[backend]")
+        self._unregister(obj, hooks)
 
     def is_disabled(self, name: str) -> bool:
         """Blocked names match case-insensitively: DEVICEKIT_DISABLE_PLUGINS=CUDA blocks the entry point `cuda`
@@ -194,6 +201,7 @@ class Plugins:
         if not self.check_api(obj, rec):
             return False
         try:
+            hooks = backend_hooks(obj)
             registered = self.pm.register(obj, name=rec.name)
         except KeyboardInterrupt:
             raise
@@ -205,17 +213,28 @@ class Plugins:
             rec.notes.append("disabled by DEVICEKIT_DISABLE_PLUGINS; not registered")
             return False
         try:
+            if hooks is not None:  # its records' hooks, beside the module's own: answers counted as this plugin's
+                self.pm.register(hooks, name=f"{rec.name}[backend]")
             self.pm.check_pending()
         except KeyboardInterrupt:
+            self._unregister(obj, hooks)
             raise
         except BaseException as e:  # noqa: BLE001 - pluggy.PluginValidationError: a misspelled hook
-            self.pm.unregister(obj)
+            self._unregister(obj, hooks)
             self._fail(rec, "check_pending", e)
             return False
-        rec.obj = obj
+        rec.obj, rec.hooks = obj, hooks
         rec.status = "loaded"
         self.by_obj[id(obj)] = rec
+        if hooks is not None:
+            self.by_obj[id(hooks)] = rec
         return True
+
+    def _unregister(self, *objs: Any) -> None:
+        for o in objs:
+            if o is not None and self.pm.is_registered(o):
+                self.pm.unregister(o)
+            self.by_obj.pop(id(o), None)
 
     def add(self, obj: Any, name: str | None = None) -> PluginRecord:
         """Register an in-process plugin; always strict: a failure raises PluginError (the caller asked for it)."""
@@ -238,6 +257,4 @@ class Plugins:
         rec = self.records.pop(name, None)
         if rec is None:
             raise KeyError(f"no plugin named {name!r}")
-        if rec.obj is not None:
-            self.pm.unregister(rec.obj)
-            self.by_obj.pop(id(rec.obj), None)
+        self._unregister(rec.obj, rec.hooks)

@@ -66,6 +66,7 @@ class PluginRecord:
     failures: list[PluginFailure] = field(default_factory=list)
     load_seconds: float = 0.0
     obj: Any = field(default=None, repr=False)
+    hooks: Any = field(default=None, repr=False)  # the hooks generated from its DEVICEKIT_BACKEND records, if any
 
     def to_dict(self) -> dict:
         return {"name": self.name, "module": self.value, "distribution": self.distribution, "version": self.version,

@@ -85,3 +85,8 @@ class AcmeProgram(Program):
             args += [0, self.spec.split_extent(var_vals)]
         self._fn(*args)
         return time.perf_counter() - t0 if wait else None
+
+
+def factory(spec):
+    """The runtime of one device: the spec (kind and index) is bound, so ACME:1's Programs know they serve ACME:1."""
+    return lambda compiled: AcmeProgram(compiled, home=spec)

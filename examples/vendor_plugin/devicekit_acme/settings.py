@@ -7,10 +7,15 @@ from __future__ import annotations
 from devicekit import settings
 from devicekit.settings import get
 
-__all__ = ["get"]
+__all__ = ["device_count", "get"]
 
 OWNER = "devicekit-acme"
 
 settings.register("ACME_DEVICE_COUNT", settings.int_in(0, 64), 2, "how many ACME devices to offer", OWNER)
 settings.register("ACME_CC", settings.path, None, "the C compiler ACME uses", OWNER,
                   shown_default="$CC, clang, cc or gcc")
+
+
+def device_count() -> int:
+    """How many ACME ids there are (ACME, ACME:1, ...): the kind's `count`."""
+    return get("ACME_DEVICE_COUNT")

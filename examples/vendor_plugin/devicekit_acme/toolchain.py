@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
+from devicekit.plugin import Availability
+
 from . import settings
 
 
@@ -14,3 +16,10 @@ def find_cc() -> str | None:
         if cand and (path := shutil.which(cand)):
             return path
     return None
+
+
+def probe() -> Availability:
+    """Cheap and never raising: can ACME run here? It needs a host C compiler (its 'toolchain')."""
+    if find_cc() is None:
+        return Availability.no("no host C compiler for ACME (set ACME_CC or CC, or install clang/gcc)")
+    return Availability.yes()
