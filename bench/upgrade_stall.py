@@ -35,7 +35,7 @@ KERNELS, STEPS, N = 20, 5000, 1000
 MODES = ("none", "sync", "thread", "background")
 
 
-def run(mode: str, steps: int = STEPS) -> dict:
+def run(mode: str, steps: int = STEPS, nice: int | None = None) -> dict:
     import devicekit as dk
     import numpy as np
     from devicekit import kernels
@@ -49,6 +49,8 @@ def run(mode: str, steps: int = STEPS) -> dict:
         QuickTier.start = QuickTier.run  # build on the launching thread, as before
     if mode == "thread":
         compile_worker.enabled = False
+    if nice is not None:
+        compile_worker.NICE = nice
     if mode == "none":
         os.environ["DEVICEKIT_TIERS"] = "0"
     cpu = dk.device("CPU")
@@ -97,7 +99,7 @@ def run(mode: str, steps: int = STEPS) -> dict:
 def line(mode: str, r: dict) -> str:
     return (f"{mode:<11} {r['launches']:6d} launches  worst {r['worst_ms']:6.2f} ms wall {r['worst_cpu_ms']:5.2f} ms CPU"
             f"  p99.9 {r['p999_ms']:5.2f} ms  median {r['median_us']:5.1f} us  over 5 ms {r['over']:3d}"
-            f" ({r['preempted']} preempted)  adopted {r['final']}/{KERNELS} in {r['window_ms']:6.0f} ms"
+            f" ({r['preempted']} preempted; {r['over'] * 1e5 / r['launches']:.0f} per 100k)  adopted {r['final']}/{KERNELS} in {r['window_ms']:6.0f} ms"
             f"  load {r['load'][0]:.1f}-{r['load'][1]:.1f}"
             + (f"  [{r['worker_failed']}]" if r["worker_failed"] else ""))
 
@@ -106,15 +108,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=MODES, action="append", help="run these modes (default: all)")
     ap.add_argument("--steps", type=int, default=STEPS)
+    ap.add_argument("--nice", type=int, help="the compile worker's niceness (default: compile_worker.NICE)")
     ap.add_argument("--here", action="store_true", help="run the one --mode in this process")
     args = ap.parse_args()
     if args.here:
-        print(line(args.mode[0], run(args.mode[0], args.steps)), flush=True)
+        print(line(args.mode[0], run(args.mode[0], args.steps, args.nice)), flush=True)
         return 0
     print(f"{KERNELS} new kernels (n={N}) x {args.steps} steps; load {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs", flush=True)
     for mode in args.mode or MODES:
-        subprocess.run([sys.executable, __file__, "--here", "--mode", mode, "--steps", str(args.steps)], check=True)
+        nice = [] if args.nice is None else ["--nice", str(args.nice)]
+        subprocess.run([sys.executable, __file__, "--here", "--mode", mode, "--steps", str(args.steps), *nice],
+                       check=True)
     return 0
 
 

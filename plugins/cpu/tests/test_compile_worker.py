@@ -35,10 +35,10 @@ def fresh(monkeypatch):
     compile_worker.shutdown()
 
 
-def _device(tmp_path):
+def _device(tmp_path, disk=False):
     cpu = dk.device("CPU")
     comp = LLVMCompiler()
-    comp.cache = CompileCache(tmp_path / "cache", disk=False)
+    comp.cache = CompileCache(tmp_path / "cache", disk=disk)
     return Device("CPU", cpu.allocator, cpu.pair("llvm")[0], comp, cpu.runtime), comp
 
 
@@ -89,6 +89,19 @@ def test_the_upgrade_threads_build_is_made_by_the_worker_with_the_same_bytes(tmp
         src = dev.renderer.render(k).src
         assert compile_worker.build(comp.opt, comp.cpu, comp.features, src) == comp.compile_src(src)
     assert compile_worker.reason() is None
+
+
+def test_the_workers_final_build_goes_to_the_disk_cache(tmp_path, fresh):
+    """The parent stores what the worker built, under the final identity: a new device on the same cache directory
+    (a new process's view) starts that kernel on its final build, with those bytes."""
+    dev, comp = _device(tmp_path, disk=True)
+    served = compile_worker.served
+    prog, _ = _swap(dev, "a * b + c * 5.25", "worker_disk")
+    assert prog.tier == "final" and compile_worker.served == served + 1
+    again, _ = _device(tmp_path, disk=True)
+    fresh_prog = again.compile(kernels.elementwise("a * b + c * 5.25", name="worker_disk"))
+    assert fresh_prog.tier == "final" and fresh_prog.compiled.from_cache
+    assert fresh_prog.compiled.lib == prog.compiled.lib
 
 
 def test_a_dead_worker_is_reaped_and_the_build_runs_in_process(tmp_path, fresh):
