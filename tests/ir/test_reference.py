@@ -157,7 +157,7 @@ def test_the_scheduler_emits_local_loads_before_the_next_barrier():
     from devicekit.ir.linearize import lower
     from devicekit.ir.ops import ALU, Ops
     from devicekit.render.renderer import Capabilities
-    caps = Capabilities(frozenset(dtypes.all()), ALU, gpu_indexing=True, has_local=True, local_max=(1024, 1024, 64))
+    caps = Capabilities(dtypes=frozenset(dtypes.all()), ops=ALU, gpu_indexing=True, has_local=True, local_max=(1024, 1024, 64))
     uops = lower(_epoch_kernel(), caps).uops
     barriers = [n for n, u in enumerate(uops) if u.op is Ops.BARRIER]
     epoch_loads = [n for n, u in enumerate(uops) if u.op is Ops.LOAD and u.arg == ("epoch", 1)]
@@ -176,5 +176,5 @@ def test_max_over_an_unroll_range_skips_nan_lanes_like_a_loop():
     kern = k.build()
     xs = np.array([np.nan, 1.0, 2.0, np.nan, np.nan, np.nan, np.nan, np.nan], np.float32)
     assert dk.run(kern, device="PYTHON", x=xs)["out"].tolist() == [2.0, -np.inf]
-    lk = lower(kern, Capabilities(frozenset(dtypes.all()), ALU, core_split=True))
+    lk = lower(kern, Capabilities(dtypes=frozenset(dtypes.all()), ops=ALU, core_split=True))
     assert any(u.op.name == "CONST" and u.arg == -np.inf for u in lk.uops)  # the chain starts at max's identity

@@ -120,7 +120,7 @@ def test_sibling_reductions_over_one_range_share_its_loop():
     out = k.param("out", dtypes.float32, n, writable=True)
     i, r = k.range(n, "global"), k.range(n, "reduce")
     out[i] = x[i * n + r].sum(r) + x[i * n + r].max(r)
-    lk = lower(k.build(), Capabilities(frozenset(dtypes.all()), ALU, core_split=True))
+    lk = lower(k.build(), Capabilities(dtypes=frozenset(dtypes.all()), ops=ALU, core_split=True))
     assert sum(u.op is Ops.RANGE for u in lk.uops) == 2  # the global range and one shared reduce loop
     assert sum(u.op is Ops.DEFINE_ACC for u in lk.uops) == 2
 

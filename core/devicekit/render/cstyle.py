@@ -28,7 +28,10 @@ from ..ir.dtypes import DType, dtypes
 from ..ir.names import mangle
 from ..ir.ops import Ops
 from ..ir.uop import UOp
+from .prepare import const_threads
 from .renderer import Renderer
+
+__all__ = ["CStyleRenderer", "KernelParam", "const_threads", "infix"]
 
 # side-effecting ops: an expression is never inlined across one of these
 _ORDERED = frozenset({Ops.STORE, Ops.ASSIGN, Ops.RANGE, Ops.ENDRANGE, Ops.IF, Ops.ENDIF, Ops.BARRIER,
@@ -224,13 +227,21 @@ class CStyleRenderer(Renderer):
         """Text before the kernel: includes, typedefs for the vector types in `used`, helpers."""
         return ""
 
-    def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
+    def kernel_attributes(self, lk) -> str:
+        """The function header's attributes, between the return type and the name, from the linear kernel `lk`
+        (CUDA: `__launch_bounds__(threads) ` when the block size is a constant). Default: none. When it returns
+        text, `render_kernel` receives it as `attributes=`."""
+        return ""
+
+    def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType],
+                      attributes: str = "") -> str:
         """Assemble preamble, signature and indented body into the final source. `params` are structured
         (`KernelParam`: name, kind, dtype, writable, ...), buffers first, then vars, then the split bounds; the
-        default joins their `decl`s, so an override may change any of them or spell them from scratch."""
+        default joins their `decl`s, so an override may change any of them or spell them from scratch.
+        `attributes` is `kernel_attributes`' text."""
         pre = self.render_preamble(used)
         decls = [p.decl if isinstance(p, KernelParam) else str(p) for p in params]
-        sig = f"{self.kernel_prefix}{self.kernel_return} {name}({', '.join(decls + list(self.extra_params))})"
+        sig = f"{self.kernel_prefix}{self.kernel_return} {attributes}{name}({', '.join(decls + list(self.extra_params))})"
         return (pre + "\n" if pre else "") + sig + " {\n" + "\n".join(body) + "\n}\n"
 
     def user_name(self, name: str) -> str:
@@ -477,17 +488,7 @@ class CStyleRenderer(Renderer):
                     define(u, self.render_gep(r[src[0]], u.arg, src[0].dtype), "alu")
             else:
                 raise NotImplementedError(f"{type(self).__name__} cannot render {u.short()}")
+        attributes = self.kernel_attributes(lk)
+        if attributes:  # keyword only when set: an override of render_kernel need not take it
+            return self.render_kernel(name, sig, lines, used, attributes=attributes)
         return self.render_kernel(name, sig, lines, used)
-
-
-def const_threads(dims) -> int | None:
-    """Threads per workgroup of a launch's local size when every dim is a constant (None: symbolic or no local
-    size; 1 for an empty one): what a GPU renderer checks against its threads-per-workgroup limit."""
-    if not dims:
-        return None if dims is None else 1
-    p = 1
-    for d in dims:
-        if not isinstance(d, int):
-            return None
-        p *= d
-    return p

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ..ir.dtypes import DType, dtypes
 from ..ir.ops import ALU, Ops
 from .program_spec import ProgramSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Capabilities:
-    """What a renderer renders natively. Lowering decomposes everything outside it."""
+    """What a renderer renders natively (lowering decomposes everything outside it), its launch limits (checked by
+    the core before rendering: render/prepare.py) and its extra linear passes. Built by keyword only."""
 
     dtypes: frozenset[DType]
     ops: frozenset[Ops]  # ALU ops rendered natively; others are decomposed (exp2 -> polynomial, ...)
@@ -22,10 +25,13 @@ class Capabilities:
     vectors: bool = True  # vector dtypes may reach the renderer
     unaligned_vectors: bool = False  # vector loads/stores may start at any element (else only width-aligned ones)
     global_max: tuple[int, ...] | None = None
-    local_max: tuple[int, ...] | None = None
-    shared_max: int = 0  # bytes
+    local_max: tuple[int, ...] | None = None  # threads a workgroup per axis
+    local_total_max: int | None = None  # threads a workgroup in all (None: no limit but local_max's)
+    shared_max: int = 0  # bytes of local memory a workgroup (0: not checked)
     max_buffers: int | None = None
     vector_register_bytes: int = 0  # the SIMD register file (count x width; 0: unknown): register tiles are sized by it
+    # linear passes run after lowering, in order (tinygrad's extra_matcher): each maps the op list to a new op list
+    passes: tuple[Callable[[list[Any]], list[Any]], ...] = ()
 
 
 class Renderer(ABC):
@@ -40,28 +46,38 @@ class Renderer(ABC):
     unaligned_vectors = False
     global_max: tuple[int, ...] | None = None
     local_max: tuple[int, ...] | None = None
+    local_total_max: int | None = None
     shared_max = 0
     max_buffers: int | None = None
     vector_register_bytes = 0
+    passes: ClassVar[tuple[Callable[[list[Any]], list[Any]], ...]] = ()  # see Capabilities.passes
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(frozenset(self.supported_dtypes), frozenset(self.native_ops), self.gpu_indexing,
-                            self.core_split, self.has_local, self.vectors, self.unaligned_vectors, self.global_max, self.local_max,
-                            self.shared_max, self.max_buffers, self.vector_register_bytes)
+        return Capabilities(dtypes=frozenset(self.supported_dtypes), ops=frozenset(self.native_ops),
+                            gpu_indexing=self.gpu_indexing, core_split=self.core_split, has_local=self.has_local,
+                            vectors=self.vectors, unaligned_vectors=self.unaligned_vectors,
+                            global_max=self.global_max, local_max=self.local_max,
+                            local_total_max=self.local_total_max, shared_max=self.shared_max,
+                            max_buffers=self.max_buffers, vector_register_bytes=self.vector_register_bytes,
+                            passes=tuple(self.passes))
 
     def render(self, kernel, name: str | None = None) -> ProgramSpec:
-        """Lower `kernel` (an ir.Kernel) for this renderer's capabilities and render the linear form."""
-        from ..ir.accept import as_kernel
-        from ..ir.linearize import lower
-        lk = lower(as_kernel(kernel, f"{type(self).__name__}.render"), self.capabilities)
+        """Lower `kernel` (an ir.Kernel) for this renderer's capabilities (passes and limits: render/prepare.py)
+        and render the linear form. A renderer with local memory gets `shared_bytes` first in its meta."""
+        from .prepare import prepare, shared_bytes
+        caps = self.capabilities
+        lk = prepare(kernel, caps, name, self.device, f"{type(self).__name__}.render")
         name = name or lk.name
         symbol = self.entry_symbol(name)
         src = self.render_linear(lk, symbol)
+        meta = self.meta(lk)
+        if caps.has_local:
+            meta = (("shared_bytes", shared_bytes(lk)), *meta)
         return ProgramSpec(name=name, src=src, device=self.device, lang=self.lang, params=lk.params, vars=lk.vars,
                            global_size=lk.global_size, local_size=lk.local_size, core_split=lk.core_split,
                            outs=lk.outs, ins=lk.ins, kernel=kernel, checks=lk.checks,
-                           meta=(*self.meta(lk), ("opts", lk.opts)) if lk.opts else self.meta(lk),
+                           meta=(*meta, ("opts", lk.opts)) if lk.opts else meta,
                            symbol="" if symbol == name else symbol)
 
     def entry_symbol(self, name: str) -> str:
@@ -75,6 +91,7 @@ class Renderer(ABC):
         """Turn the linear op list of `lk` (an ir.LinearKernel) into source text; `name` is the entry symbol."""
 
     def meta(self, lk) -> tuple:
+        """The renderer's own facts for the ProgramSpec's meta (the core adds `shared_bytes` and `opts`)."""
         return ()
 
     def __reduce__(self):

@@ -1,8 +1,9 @@
 """CUDARenderer: the linear form -> CUDA C++ for NVRTC, on the core's C-style base.
 
 Language choices (all in hooks of devicekit.render.cstyle.CStyleRenderer):
-  * `extern "C" __global__ void name(...)` with `__launch_bounds__(threads)` when the block size is a constant;
-    buffers are `T *__restrict__`, int vars `long long`.
+  * `extern "C" __global__ void name(...)` with `__launch_bounds__(threads)` when the block size is a constant
+    (the base's `kernel_attributes` hook); buffers are `T *__restrict__`, int vars `long long`. The thread and
+    shared-memory limits (`local_total_max`, `shared_max`) are checked by the core (devicekit.render.prepare).
   * SPECIAL gidxN / lidxN -> blockIdx / threadIdx (.x .y .z); launch dims stay in the ProgramSpec.
   * DEFINE_LOCAL -> `__shared__`, BARRIER -> `__syncthreads()`.
   * half (cuda_fp16.h) and __nv_bfloat16 (cuda_bf16.h): every arithmetic op and math function on them is computed
@@ -238,23 +239,11 @@ class CUDARenderer(CStyleRenderer):
                        "return r; }")
         return "\n".join(out)
 
-    def render_linear(self, lk, name: str) -> str:
-        src = super().render_linear(lk, name)
+    def kernel_attributes(self, lk) -> str:
+        """`__launch_bounds__(threads) ` when the block size is a constant (the core checked it against
+        local_total_max): NVRTC then budgets registers for that many threads."""
         threads = const_threads(lk.local_size)
-        if threads is not None:
-            if threads > self.local_total_max:
-                raise ValueError(f"{name}: {threads} threads a block exceeds CUDA's {self.local_total_max}")
-            head = f"{self.kernel_prefix}{self.kernel_return} {name}("
-            src = src.replace(head, f"{self.kernel_prefix}{self.kernel_return} __launch_bounds__({threads}) "
-                                    f"{name}(", 1)
-        smem = shared_bytes(lk)
-        if smem > self.shared_max:
-            raise ValueError(f"{name}: {smem} bytes of shared memory exceed CUDA's static limit of {self.shared_max}")
-        return src
+        return "" if threads is None else f"__launch_bounds__({threads}) "
 
     def meta(self, lk) -> tuple:
-        return (("shared_bytes", shared_bytes(lk)), ("arch", self.arch))
-
-
-def shared_bytes(lk) -> int:
-    return sum(u.dtype.nbytes * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
+        return (("arch", self.arch),)

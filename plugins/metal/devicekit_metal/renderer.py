@@ -34,6 +34,7 @@ from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import ALU, COMPARE, Ops
 from devicekit.ir.uop import KernelError, UOp
 from devicekit.render.cstyle import CStyleRenderer, KernelParam, infix
+from devicekit.render.prepare import hoist_locals
 
 MAX_BUFFERS = 31  # Metal's buffer argument table (params + vars)
 SHARED_MAX = 32768  # threadgroup memory every Apple GPU has (bytes)
@@ -84,6 +85,51 @@ def _wrapping(fn: Callable[..., str], op: Ops) -> Callable[..., str]:
     return render
 
 
+def _needs_f32(u: UOp) -> bool:
+    if u.op not in ALU or u.op is Ops.WHERE:
+        return False
+    operand = u.src[0].dtype.scalar()
+    if operand == dtypes.bfloat16 or (u.dtype.scalar() == dtypes.bfloat16 and u.op not in COMPARE):
+        return True
+    return u.op in _F32_MATH and operand == dtypes.float16
+
+
+def route_through_float32(uops: list[UOp]) -> list[UOp]:
+    """Rewrite ALU ops on bfloat16 (all of them) and float16 math functions to compute in float32.
+
+    `bfloat` in MSL is a storage-and-convert type on most Apple GPUs, and half-precision exp2/log2/sin/sqrt are
+    less accurate than the reference; float32 then one rounding matches the reference interpreter.
+    """
+    if not any(_needs_f32(u) for u in uops):
+        return uops
+    out: list[UOp] = []
+    placed: set[int] = set()
+    m: dict[int, UOp] = {}
+
+    def put(u: UOp) -> UOp:
+        if id(u) not in placed:
+            placed.add(id(u))
+            out.append(u)
+        return u
+
+    def f32(dt: DType) -> DType:
+        return dtypes.float32.vec(dt.count) if dt.count > 1 else dtypes.float32
+
+    for u in uops:
+        src = tuple(m.get(id(s), s) for s in u.src)
+        if _needs_f32(u):
+            low = {dtypes.bfloat16, dtypes.float16}
+            csrc = tuple(put(UOp(Ops.CAST, f32(s.dtype), (s,))) if s.dtype.scalar() in low else s for s in src)
+            res_dt = f32(u.dtype) if u.dtype.scalar() in low else u.dtype
+            new = put(UOp(u.op, res_dt, csrc, u.arg))
+            if res_dt != u.dtype:
+                new = put(UOp(Ops.CAST, u.dtype, (new,)))
+        else:
+            new = put(u if src == u.src else u.replace(src=src))
+        m[id(u)] = new
+    return out
+
+
 class MetalRenderer(CStyleRenderer):
     device = "METAL"
     lang = "metal"
@@ -92,9 +138,12 @@ class MetalRenderer(CStyleRenderer):
     has_local = True
     vectors = True
     global_max = (2**31 - 1, 2**31 - 1, 2**31 - 1)  # threadgroups per grid axis (uint3 gid)
-    local_max = (MAX_THREADS_PER_GROUP, MAX_THREADS_PER_GROUP, MAX_THREADS_PER_GROUP)  # product <= 1024 too
+    local_max = (MAX_THREADS_PER_GROUP, MAX_THREADS_PER_GROUP, MAX_THREADS_PER_GROUP)
+    local_total_max = MAX_THREADS_PER_GROUP
     shared_max = SHARED_MAX
     max_buffers = MAX_BUFFERS
+    # threadgroup arrays at kernel function scope (MSL allows them nowhere else), then bfloat/half through float32
+    passes: ClassVar[tuple] = (hoist_locals, route_through_float32)
 
     # ---- signature
     kernel_prefix: ClassVar[str] = "kernel "
@@ -216,96 +265,9 @@ class MetalRenderer(CStyleRenderer):
         params = [dataclasses.replace(p, decl=f"{p.decl} [[buffer({i})]]") for i, p in enumerate(params)]
         return super().render_kernel(name, params, body, used)
 
-    # ================= the linear pass: limits, then bfloat/half through float32, then the base walk
-    def render_linear(self, lk, name: str) -> str:
-        shared = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
-        if shared > SHARED_MAX:
-            raise KernelError(f"kernel {name} declares {shared} bytes of threadgroup memory; Metal allows {SHARED_MAX}")
-        threads = _launch_threads(lk)
-        if threads is not None and threads > MAX_THREADS_PER_GROUP:
-            raise KernelError(f"kernel {name} launches {threads} threads per threadgroup; Metal allows "
-                              f"{MAX_THREADS_PER_GROUP}")
-        uops = route_through_float32(_locals_first(list(lk.uops)))
-        return super().render_linear(_with_uops(lk, uops), name)
-
     def meta(self, lk) -> tuple:
-        shared = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
         uses_bf16 = any(u.dtype.scalar() == dtypes.bfloat16 for u in lk.uops) or \
             any(p.dtype == dtypes.bfloat16 for p in lk.params)
         version = "3.1" if uses_bf16 else "2.4"  # the compilers read it from the source (compiler.needs_msl_version)
-        return (("shared_bytes", shared), ("max_threads_per_threadgroup", MAX_THREADS_PER_GROUP),
+        return (("max_threads_per_threadgroup", MAX_THREADS_PER_GROUP),
                 ("buffer_slots", len(lk.params) + len(lk.vars)), ("msl_version", version))
-
-
-def _launch_threads(lk) -> int | None:
-    loc = getattr(lk, "local_size", None)
-    if not loc:
-        return None
-    n = 1
-    for x in loc:
-        if not isinstance(x, int):
-            return None  # symbolic: checked at launch
-        n *= x
-    return n
-
-
-def _with_uops(lk, uops: list[UOp]):
-    if uops == list(lk.uops):
-        return lk
-    if dataclasses.is_dataclass(lk):
-        return dataclasses.replace(lk, uops=uops)
-    import copy
-    new = copy.copy(lk)
-    new.uops = uops
-    return new
-
-
-def _locals_first(uops: list[UOp]) -> list[UOp]:
-    """MSL declares threadgroup arrays at kernel function scope: put every DEFINE_LOCAL (it has no sources) first."""
-    locs = [u for u in uops if u.op is Ops.DEFINE_LOCAL]
-    return uops if not locs else locs + [u for u in uops if u.op is not Ops.DEFINE_LOCAL]
-
-
-def _needs_f32(u: UOp) -> bool:
-    if u.op not in ALU or u.op is Ops.WHERE:
-        return False
-    operand = u.src[0].dtype.scalar()
-    if operand == dtypes.bfloat16 or (u.dtype.scalar() == dtypes.bfloat16 and u.op not in COMPARE):
-        return True
-    return u.op in _F32_MATH and operand == dtypes.float16
-
-
-def route_through_float32(uops: list[UOp]) -> list[UOp]:
-    """Rewrite ALU ops on bfloat16 (all of them) and float16 math functions to compute in float32.
-
-    `bfloat` in MSL is a storage-and-convert type on most Apple GPUs, and half-precision exp2/log2/sin/sqrt are
-    less accurate than the reference; float32 then one rounding matches the reference interpreter.
-    """
-    if not any(_needs_f32(u) for u in uops):
-        return uops
-    out: list[UOp] = []
-    placed: set[int] = set()
-    m: dict[int, UOp] = {}
-
-    def put(u: UOp) -> UOp:
-        if id(u) not in placed:
-            placed.add(id(u))
-            out.append(u)
-        return u
-
-    def f32(dt: DType) -> DType:
-        return dtypes.float32.vec(dt.count) if dt.count > 1 else dtypes.float32
-
-    for u in uops:
-        src = tuple(m.get(id(s), s) for s in u.src)
-        if _needs_f32(u):
-            low = {dtypes.bfloat16, dtypes.float16}
-            csrc = tuple(put(UOp(Ops.CAST, f32(s.dtype), (s,))) if s.dtype.scalar() in low else s for s in src)
-            res_dt = f32(u.dtype) if u.dtype.scalar() in low else u.dtype
-            new = put(UOp(u.op, res_dt, csrc, u.arg))
-            if res_dt != u.dtype:
-                new = put(UOp(Ops.CAST, u.dtype, (new,)))
-        else:
-            new = put(u if src == u.src else u.replace(src=src))
-        m[id(u)] = new
-    return out

@@ -35,8 +35,9 @@ from typing import ClassVar
 
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import Ops
-from devicekit.ir.uop import KernelError, UOp
-from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads
+from devicekit.ir.uop import KernelError
+from devicekit.render.cstyle import CStyleRenderer, KernelParam
+from devicekit.render.prepare import hoist_locals
 
 _WRAPPING = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL, Ops.MULACC})
 _UNSIGNED = {8: "uint", 16: "uint", 32: "uint", 64: "ulong"}
@@ -129,6 +130,7 @@ class OpenCLRenderer(CStyleRenderer):
     local_total_max = 256
     shared_max = 16384  # bytes of __local memory (CL_DEVICE_LOCAL_MEM_SIZE; 16 KiB is OpenCL 1.2's minimum)
     max_buffers = 128  # two kernel args per buffer, plus the vars (CL_DEVICE_MAX_PARAMETER_SIZE >= 1024 bytes)
+    passes: ClassVar[tuple] = (hoist_locals,)  # __local arrays only at kernel function scope
 
     kernel_prefix: ClassVar[str] = "__kernel "
     buffer_prefix: ClassVar[str] = "__global "
@@ -266,31 +268,5 @@ class OpenCLRenderer(CStyleRenderer):
             head.append(f"  {p.decl} = (__global {const}{self._mem_type(p.dtype)} *)(dk_base{i} + dk_off{i});")
         return super().render_kernel(name, sig, head + body, used)
 
-    def render_linear(self, lk, name: str) -> str:
-        local_bytes = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
-        if local_bytes > self.shared_max:
-            raise KernelError(f"kernel {name} declares {local_bytes} bytes of __local memory; this device has "
-                              f"{self.shared_max}")
-        threads = const_threads(lk.local_size)
-        if threads is not None and threads > self.local_total_max:
-            raise KernelError(f"kernel {name} has {threads} work-items a group; this device allows "
-                              f"{self.local_total_max}")
-        uops = list(lk.uops)
-        locs = [u for u in uops if u.op is Ops.DEFINE_LOCAL]  # __local arrays only at kernel function scope
-        if locs:
-            uops = locs + [u for u in uops if u.op is not Ops.DEFINE_LOCAL]
-            lk = _with_uops(lk, uops)
-        return super().render_linear(lk, name)
-
     def meta(self, lk) -> tuple:
-        local_bytes = sum(u.dtype.itemsize * u.dtype.count * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
-        return (("shared_bytes", local_bytes), ("view_args", True))
-
-
-def _with_uops(lk, uops: list[UOp]):
-    if dataclasses.is_dataclass(lk):
-        return dataclasses.replace(lk, uops=uops)
-    import copy
-    new = copy.copy(lk)
-    new.uops = uops
-    return new
+        return (("view_args", True),)

@@ -35,7 +35,7 @@ from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.narrow import SENTINEL, has_sentinel, narrow_plan
 from devicekit.ir.ops import Ops
 from devicekit.ir.uop import KernelError
-from devicekit.render.cstyle import CStyleRenderer, KernelParam, const_threads, infix
+from devicekit.render.cstyle import CStyleRenderer, KernelParam, infix
 from devicekit.render.renderer import Capabilities
 
 from . import nan_exact
@@ -301,18 +301,10 @@ class WGSLRenderer(CStyleRenderer):
                                   f"{v.dtype.name}; WGSL uniforms are f32, i32, u32)")
             if v.scalar is not None and v.dtype == dtypes.int64:
                 raise KernelError(f"WEBGPU does not support int64 scalar {v.name!r}: WGSL has no 64-bit integers")
-        local_bytes = sum(u.dtype.itemsize * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
-        if local_bytes > self.shared_max:
-            raise KernelError(f"kernel {name} declares {local_bytes} bytes of workgroup memory; this adapter has "
-                              f"{self.shared_max}")
-        dims = tuple(lk.local_size or ())
+        dims = tuple(lk.local_size or ())  # its size and the workgroup memory: checked by the core (render.prepare)
         if any(not isinstance(d, int) for d in dims):
             raise KernelError(f"WEBGPU does not support a workgroup size that depends on vars ({dims}): WGSL's "
                               "@workgroup_size is fixed when the shader is made")
-        threads = const_threads(dims)
-        if threads is not None and threads > self.local_total_max:
-            raise KernelError(f"kernel {name} has {threads} invocations a workgroup; this adapter allows "
-                              f"{self.local_total_max}")
         self._tls.k = _Kernel(dims, params, wide, has_sentinel(list(lk.uops)))
         try:
             return super().render_linear(nan_exact.rewrite(lk), name)
@@ -353,11 +345,10 @@ class WGSLRenderer(CStyleRenderer):
         return "\n".join(out + head + lines) + "\n}\n"
 
     def meta(self, lk) -> tuple:
-        local_bytes = sum(u.dtype.itemsize * u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL)
         stored = {u.arg[0]: u.dtype for u in lk.uops if u.op is Ops.PARAM}
         wire = tuple(UNIFORM_TYPES["int64" if v.scalar is None else v.dtype.name] for v in lk.vars)
         units = tuple(_unit(stored.get(i, p.dtype)) for i, p in enumerate(lk.params))
-        return (("shared_bytes", local_bytes), ("wgsl_args", wire), ("wgsl_units", units),
+        return (("wgsl_args", wire), ("wgsl_units", units),
                 ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _int64_loaded(lk)),
                 ("narrow_fit_lo", -(2**31) + has_sentinel(list(lk.uops))), ("loop_nest", nest(lk.uops)))
 
