@@ -6,8 +6,9 @@ device of the first node. Each id's pairs are its remote device's pairs, by name
 
 from __future__ import annotations
 
+from devicekit.backend import Backend
 from devicekit.hookspecs import hookimpl
-from devicekit.plugin import AllocatorFactory, Availability, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+from devicekit.plugin import Availability, CompilerPairFactory
 
 from . import settings as _settings  # noqa: F401 - declares RAY_ADDRESS and DEVICEKIT_RAY_* (devicekit info)
 
@@ -117,15 +118,12 @@ def _local_pair(spec, name: str):
     return t.pair(name)
 
 
-@hookimpl
-def devicekit_device_kinds() -> list[DeviceKind]:
-    return [DeviceKind(KIND, "the devices of a Ray cluster's nodes, one actor each (RAY_ADDRESS or ray.init())",
-                       priority=1, probe=_probe, count=_count, describe_id=describe_id, probe_timeout=PROBE_TIMEOUT)]
-
-
-@hookimpl
-def devicekit_allocator(spec) -> AllocatorFactory | None:
-    return AllocatorFactory(_allocator, priority=0) if spec.kind == KIND else None
+# the kind, its allocator and runtime: a record (devicekit.backend); its pairs are the remote device's, found at run
+# time, so they stay a hook of this module
+DEVICEKIT_BACKEND = Backend(
+    KIND, "the devices of a Ray cluster's nodes, one actor each (RAY_ADDRESS or ray.init())", priority=1,
+    probe=_probe, count=_count, describe_id=describe_id, probe_timeout=PROBE_TIMEOUT,
+    allocator=_allocator, runtime=_runtime)
 
 
 @hookimpl
@@ -145,8 +143,3 @@ def devicekit_compiler_pairs(spec) -> list[CompilerPairFactory]:
 def _unreachable(spec):
     from .cluster import reachable
     raise LookupError(reachable() or f"{spec}: not among the remote devices of the last discovery")
-
-
-@hookimpl
-def devicekit_runtime_factory(spec) -> RuntimeFactoryDecl | None:
-    return RuntimeFactoryDecl(_runtime, priority=0) if spec.kind == KIND else None
