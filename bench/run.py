@@ -41,6 +41,7 @@ from devicekit.benchmarking import best, cases, final, prepare
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "README.md")
 BEGIN, END = "<!-- bench:begin {} -->", "<!-- bench:end {} -->"  # one block per CPU model
+NEW_MODEL = "<!-- bench:next-model -->"  # where --update-readme puts the table of a CPU model the README lacks
 
 PEERS = ("numpy", *bench_peers.PEERS, "tinygrad")  # the peer columns; OPENCL and WEBGPU are devicekit's own devices
 ACCELS = tuple(bench_devices.ACCELERATORS)
@@ -421,9 +422,9 @@ def update_readme(cpu_model: str, table: str) -> None:
     if begin in text:
         a, b = text.index(begin) + len(begin), text.index(end)
         text = text[:a] + body + text[b:]
-    else:
-        at = text.index("\n## Notes") if "\n## Notes" in text else len(text)
-        text = text[:at] + f"\n### {cpu_model}\n\n{begin}{body}{end}\n" + text[at:]
+    else:  # a model not seen before: its section goes where the README keeps the next one
+        at = text.index(NEW_MODEL) if NEW_MODEL in text else len(text)
+        text = text[:at] + f"### {cpu_model}\n\n{begin}{body}{end}\n\n" + text[at:]
     with open(README, "w") as f:
         f.write(text)
 
