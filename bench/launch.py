@@ -47,7 +47,11 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer launches")
     ap.add_argument("--cpu", action="store_true", help="time with this thread's CPU time (a loaded machine)")
     ap.add_argument("--device", default="CPU", help="a device other than CPU: the overhead above its driver")
+    ap.add_argument("--cuda-fake", action="store_true", help="CUDA:0 on the plugin tests' fake driver (NVRTC's real "
+                    "cubins, kernels run by a host emulation built with g++): CUDA's overhead without a GPU")
     args = ap.parse_args()
+    if args.cuda_fake:
+        args.device = "CUDA"
     global CLOCK
     if args.cpu:
         CLOCK = time.thread_time
@@ -169,8 +173,9 @@ def other_device(args, n: int) -> int:
     import devicekit as dk
     from devicekit import kernels
     from devicekit.ir import dtypes
-    dev = dk.device(args.device)
-    prog = dev.compile(kernels.elementwise("a * b + c", name="bench_launch_fma"))
+    k = kernels.elementwise("a * b + c", name="bench_launch_fma")
+    dev = _fake_cuda(k) if args.cuda_fake else dk.device(args.device)
+    prog = dev.compile(k)
     m = 16
     sets = [[dk.Buffer(dev, m, dtypes.float32).copyin(np.ones(m, np.float32)) for _ in range(4)] for _ in range(2)]
     a, b = sets
@@ -207,20 +212,41 @@ def other_device(args, n: int) -> int:
             ("backend _launch, prepared arguments", best(synced(backend), n), "")]
     if args.device.upper().startswith("OPENCL"):
         import pyopencl as cl
-        kern = prog._kernel()
+        kern = cl.Kernel(prog._prg, prog.spec.entry)  # its own: the program's kernel objects remember their args
         cl_args = [h.mem for h in handles] + [np.int64(m)]
         if prog._view_args:
             cl_args = [x for h in handles for x in (h.mem, np.uint64(h.offset))] + [np.int64(m)]
         groups, local = prog._sizes(g, loc)
         glob = tuple(x * y for x, y in zip(groups, local))
         queue = prog.ctx.queue
+        kern.set_args(*cl_args)
 
-        def driver(k):
+        def driver(k):  # the driver's floor: one enqueue of a kernel whose arguments are set
+            for _ in range(k):
+                cl.enqueue_nd_range_kernel(queue, kern, glob, local)
+
+        def driver_set(k):  # what a launch with new arguments costs the driver (PoCL: ~6 us a by-value argument)
             for _ in range(k):
                 kern.set_args(*cl_args)
                 cl.enqueue_nd_range_kernel(queue, kern, glob, local)
         t_drv = best(synced(driver), n)
-        rows.append(("driver: set_args + enqueue_nd_range_kernel", t_drv, ""))
+        rows.append(("driver: enqueue_nd_range_kernel", t_drv, ""))
+        rows.append(("driver: set_args + enqueue_nd_range_kernel", best(synced(driver_set), n // 4), ""))
+        rows.append(("execute (alternating) above the driver", rows[0][1] - t_drv, "<= 2 us"))
+        rows.append(("execute (same) above the driver", rows[1][1] - t_drv, "<= 2 us"))
+    elif args.device.upper().startswith("CUDA"):  # the fake driver (--cuda-fake): its launch runs the kernel
+        import math
+        fn, ctx = prog.function, prog.ctx
+        grid, block = (tuple(g) + (1, 1, 1))[:3], (tuple(loc or (1,)) + (1, 1, 1))[:3]
+        cu_args = [int(h) for h in handles] + [m]
+        assert math.prod(grid) > 0
+
+        def driver(k):  # the driver's own call, in its context (pycuda's push/pop per call, as the plugin does)
+            for _ in range(k):
+                with ctx:
+                    fn.prepared_async_call(grid, block, ctx.stream, *cu_args, shared_size=0)
+        t_drv = best(synced(driver), n)
+        rows.append(("driver: prepared_async_call (+ context push/pop)", t_drv, ""))
         rows.append(("execute (alternating) above the driver", rows[0][1] - t_drv, "<= 2 us"))
         rows.append(("execute (same) above the driver", rows[1][1] - t_drv, "<= 2 us"))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -229,6 +255,27 @@ def other_device(args, n: int) -> int:
     for name, t, note in rows:
         print(f"{name:52} {t * 1e6:9.3f}  {note}")
     return 0
+
+
+def _fake_cuda(kernel):
+    """CUDA:0 built from the plugin's own factories on plugins/cuda/tests' fake pycuda (as its tests do)."""
+    import pytest
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "plugins", "cuda", "tests")
+    sys.path.insert(0, here)
+    import cuda_fake_pycuda as fake
+    from cuda_host_emu import host_compile_many
+    from devicekit.spec import DeviceSpec
+    from devicekit.targets import Device
+    from devicekit_cuda import context, plugin
+    mp = pytest.MonkeyPatch()
+    fake.install(mp)
+    mp.setattr(context, "_contexts", {})
+    mp.setattr(fake, "KERNELS", host_compile_many([kernel]))
+    mp.setenv("DEVICEKIT_CUDA_ARCH", "sm_90")
+    fake.calls.clear()
+    spec = DeviceSpec("CUDA", 0)
+    return Device(spec, plugin._allocator(spec), plugin._renderer(spec), plugin._compiler_nvjitlink(spec),
+                  plugin._runtime(spec))
 
 
 if __name__ == "__main__":

@@ -207,37 +207,52 @@ class Program(ABC):
                     del hits[next(iter(hits))]  # the oldest
                 except (KeyError, RuntimeError, StopIteration):  # another thread changed it: nothing to drop
                     pass
-            hits[k] = [None, 0, handles, vals, var_vals, g, loc]
+            hits[k] = [None, None, handles, vals, var_vals, g, loc]
         if wait or (t is not None and hasattr(t, "wait")):
             return t
         return Launch(self.device, t0)
 
     def _again(self, e: list, t0: float, wait: bool) -> Any:
-        """A cached launch that is not a bound native call (yet): from its second run, the backend's `_repeat` may
-        bind one (the CPU device: one ctypes call of two arguments); else `_launch` with the cached arguments."""
-        fn = e[1]
-        if fn == 0:
-            fn = e[1] = self._repeat(e[2], e[3])
-            if fn is not _LAUNCH and fn is not None:
-                e[0] = fn
-                fn()
+        """A cached launch that is not a bound native call: from its second run, `_repeat` may bind one (the CPU
+        device: one ctypes call of two arguments) or the backend's `prepare_launch` a call of its own (OpenCL: its own
+        kernel object, arguments set once); else `_launch` with the cached arguments."""
+        go = e[1]
+        if go is None:
+            go = self._repeat(e)
+            if e[0] is not None:
+                e[0]()
                 return perf_counter() - t0 if wait else Launch(self.device, t0)
-            if fn is None:  # the backend's replay is not built yet (it builds elsewhere): launch, ask again later
-                e[1] = 0
-        return launched(self, self._launch(e[2], e[3], e[4], e[5], e[6], wait), t0, wait)
+        if go is _LAUNCH:
+            return launched(self, self._launch(e[2], e[3], e[4], e[5], e[6], wait), t0, wait)
+        return launched(self, go(wait), t0, wait)
 
-    def _repeat(self, handles: list, vals: list) -> Any:
-        """The call of no arguments that repeats a cached launch: the backend's one native record when its
-        `plan_record` offers a `bind` for it, None while that bind is not ready, else `_LAUNCH` (call `_launch` again).
-        A quick build (tiers) repeats through `_launch`, which counts its launches (the cache is dropped when it
-        adopts the final build)."""
+    def _repeat(self, e: list) -> Any:
+        """Bind a cached launch: e[0] the backend's one native record of no arguments when its `plan_record` offers a
+        `bind` for it, else e[1] the backend's `prepare_launch`, else `_LAUNCH` (call `_launch` again). A quick build
+        (tiers) repeats through `_launch`, which counts its launches (the cache is dropped when it adopts the final
+        build). Returns e[1]; left None (ask again) while a bind is not ready (the CPU's replay builds elsewhere)."""
         if self.tier == "quick":
+            e[1] = _LAUNCH
             return _LAUNCH
-        rec = self.plan_record(handles, vals)
+        rec = self.plan_record(e[2], e[3])
         if rec is not None and getattr(rec[0], "bind", None) is not None:
             import numpy as np
-            return rec[0].bind(np.array(rec[1], dtype=np.int64), 1)
-        return _LAUNCH
+            fn = rec[0].bind(np.array(rec[1], dtype=np.int64), 1)
+            if fn is None:  # the backend's replay is not built yet (it builds elsewhere): launch, ask again later
+                return _LAUNCH
+            e[0] = fn
+            return None
+        go = self.prepare_launch(e[2], e[3], e[4], e[5], e[6])
+        e[1] = _LAUNCH if go is None else go
+        return e[1]
+
+    def prepare_launch(self, handles: list, vals: list[int], var_vals: dict[str, int] | None,
+                       global_size: tuple[int, ...] | None, local_size: tuple[int, ...] | None) -> Any:
+        """The launch-cache hook: for a launch already checked and about to repeat (the same Buffers and values), a
+        call `go(wait)` that launches it again with everything per launch done once (the same return as `_launch`).
+        It must keep no Buffer alive (handles only) and stay right for as long as those handles are live. None (the
+        default): repeats call `_launch`."""
+        return None
 
     def _execute_checked(self, buffers: Sequence[Any], vals: Sequence[int], global_size: tuple[int, ...] | None,
                          local_size: tuple[int, ...] | None, wait: bool) -> Any:

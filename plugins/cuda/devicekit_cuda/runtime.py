@@ -56,16 +56,52 @@ class CUDAProgram(Program):
                              f"and {self.ctx.name} refused more: {e}") from None
         self.shared_limit = nbytes
 
-    def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
-        grid, block = launch_sizes.check(self.name, global_size, local_size, self.limits)
-        grid, block = _dims3(grid), _dims3(block)
-        if math.prod(grid) == 0:
-            return 0.0 if wait else None  # an empty grid: nothing to run
+    def _dims(self, global_size, local_size) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(grid, block) checked against the limits (devicekit.launch_sizes), remembered for the last sizes asked:
+        the check costs ~3 us and a program's launches mostly repeat their sizes."""
+        sized = self.__dict__.get("_sized")
+        if sized is None or sized[0] != global_size or sized[1] != local_size:
+            grid, block = launch_sizes.check(self.name, global_size, local_size, self.limits)
+            sized = self._sized = (global_size, local_size, _dims3(grid), _dims3(block))
+        return sized[2], sized[3]
+
+    def _args(self, handles, vals) -> list:
         if self.order is None:
             # int vars as ints; a k.scalar as the launch checked it (a float scalar a float, rounded to its dtype)
-            args = [int(h) for h in handles] + [int(v) if sv.dtype is None else v for v, sv in zip(vals, self.spec.vars)]
-        else:  # a hand-written kernel: its params in declaration order, scalars as their C types
-            args = [int(handles[j]) if kind == "buffer" else vals[j] for kind, j in self.order]
+            return [int(h) for h in handles] + [int(v) if sv.dtype is None else v for v, sv in zip(vals, self.spec.vars)]
+        # a hand-written kernel: its params in declaration order, scalars as their C types
+        return [int(handles[j]) if kind == "buffer" else vals[j] for kind, j in self.order]
+
+    def prepare_launch(self, handles, vals, var_vals, global_size, local_size):
+        """The core's launch cache (Program.prepare_launch): a repeated launch's grid, block, arguments and shared
+        bytes made once; the call is the driver's launch in this device's context. None (repeat through `_launch`)
+        for an empty grid or one that needs more shared memory than the kernel was allowed so far."""
+        grid, block = self._dims(global_size, local_size)
+        shared = launch_shared(self.spec, var_vals)[0] if self.dynamic_shared else 0
+        if math.prod(grid) == 0 or shared > self.shared_limit:
+            return None
+        args, ctx, call = tuple(self._args(handles, vals)), self.ctx, self.function.prepared_async_call
+
+        def go(wait: bool):  # holds no Program (nor Buffer): the cache entry must not keep either alive
+            with ctx:
+                stream = ctx.stream
+                if wait:
+                    start, end = ctx.cuda.Event(), ctx.cuda.Event()
+                    start.record(stream)
+                call(grid, block, stream, *args, shared_size=shared)
+                if not wait:
+                    return None
+                end.record(stream)
+            ctx.wait_event(end, handles)
+            with ctx:
+                return start.time_till(end) * 1e-3
+        return go
+
+    def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
+        grid, block = self._dims(global_size, local_size)
+        if math.prod(grid) == 0:
+            return 0.0 if wait else None  # an empty grid: nothing to run
+        args = self._args(handles, vals)
         shared = launch_shared(self.spec, var_vals)[0] if self.dynamic_shared else 0
         cuda = self.ctx.cuda
         with self.ctx:
