@@ -8,7 +8,9 @@ Printed per mode, from the third step on (the first pay one-time costs): launche
 in this thread's CPU time (a build made on the launching thread counts, the machine's other work does not), p99.9
 and median wall, how many launches took over 5 ms wall and of those how many the OS preempted (an involuntary
 context switch of this thread during the launch: the machine's load; the others waited voluntarily: for the GIL or
-a lock), the build window (the 32nd launch to the last adoption) and the load average. Modes, each with its own
+a lock), the build window (the 32nd launch to the last adoption), the slowest `dev.compile` of NEW new kernels made
+while the final builds run (their quick O0 build takes llvm_jit.LOCK, which an O3 build in this process holds for
+~20 ms; mode `none` compiles them at O3) and the load average. Modes, each with its own
 compile cache in a temp dir (so every final build is compiled, never read), each in a new process:
 
 - none:       DEVICEKIT_TIERS=0 (every kernel on its final build from the start): the noise floor
@@ -31,7 +33,7 @@ import sys
 import tempfile
 import time
 
-KERNELS, STEPS, N = 20, 5000, 1000
+KERNELS, STEPS, N, NEW = 20, 5000, 1000, 5
 MODES = ("none", "sync", "thread", "background")
 
 
@@ -71,9 +73,14 @@ def run(mode: str, steps: int = STEPS, nice: int | None = None) -> dict:
     load0 = os.getloadavg()[0]
     t_end = time.perf_counter() + 20.0
     step = 0
+    new_ms: list[float] = []
     while step < steps or (time.perf_counter() < t_end and any(p.tier == "quick" for p in progs)):
         if step == 31 and mode != "none":  # every kernel's 32nd launch: the final builds start
             t_first = time.perf_counter()
+        if 33 <= step < 33 + 2 * NEW and step % 2:  # a new kernel while they run: its quick build's compile
+            t0 = time.perf_counter()
+            dev.compile(kernels.elementwise(f"a * c - b * {step}.5", name=f"stall_new_{step}"))
+            new_ms.append((time.perf_counter() - t0) * 1e3)
         for p, o in zip(progs, outs):
             quick = p.tier == "quick"
             r0, c0, t0 = usage(THREAD).ru_nivcsw, time.thread_time(), time.perf_counter()
@@ -93,14 +100,14 @@ def run(mode: str, steps: int = STEPS, nice: int | None = None) -> dict:
             "p999_ms": walls[int(len(walls) * 0.999)] * 1e3, "median_us": statistics.median(walls) * 1e6,
             "over": over, "preempted": preempted, "final": sum(p.tier == "final" for p in progs),
             "window_ms": (t_last - t_first) * 1e3 if t_first and t_last else 0.0,
-            "load": (load0, os.getloadavg()[0]), "worker_failed": compile_worker.reason()}
+            "load": (load0, os.getloadavg()[0]), "new_ms": max(new_ms), "new_all": new_ms, "worker_failed": compile_worker.reason()}
 
 
 def line(mode: str, r: dict) -> str:
     return (f"{mode:<11} {r['launches']:6d} launches  worst {r['worst_ms']:6.2f} ms wall {r['worst_cpu_ms']:5.2f} ms CPU"
             f"  p99.9 {r['p999_ms']:5.2f} ms  median {r['median_us']:5.1f} us  over 5 ms {r['over']:3d}"
             f" ({r['preempted']} preempted; {r['over'] * 1e5 / r['launches']:.0f} per 100k)  adopted {r['final']}/{KERNELS} in {r['window_ms']:6.0f} ms"
-            f"  load {r['load'][0]:.1f}-{r['load'][1]:.1f}"
+            f"  new kernel {r['new_ms']:5.1f} ms  load {r['load'][0]:.1f}-{r['load'][1]:.1f}"
             + (f"  [{r['worker_failed']}]" if r["worker_failed"] else ""))
 
 

@@ -100,7 +100,8 @@ def _read_msg(fd: int, deadline: float | None) -> tuple[bytes, list[bytes]]:
 
 
 def worker_main(nice: int = NICE) -> None:
-    """The worker's loop: (opt, cpu, features, src) in on fd 0; b"O" + object bytes or b"E" + (message, log) out."""
+    """The worker's loop: (opt, passes, cpu, features, src) in on fd 0 (`opt`: the target machine's level, `passes`:
+    the pass pipeline's, 0 for none); b"O" + object bytes or b"E" + (message, log) out."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # its own group already: a stray SIGINT must not kill a build
     try:
         os.nice(nice)
@@ -117,13 +118,14 @@ def worker_main(nice: int = NICE) -> None:
             _, parts = _read_msg(0, None)
         except WorkerGone:
             return  # the parent closed the pipe (exit, or it died)
-        opt, cpu, features, src = int(parts[0]), parts[1].decode(), parts[2].decode(), parts[3].decode()
+        opt, passes, cpu, features = int(parts[0]), int(parts[1]), parts[2].decode(), parts[3].decode()
+        src = parts[4].decode()
         tm = machines.get((opt, cpu, features))
         if tm is None:
             tm = machines[(opt, cpu, features)] = llvm_jit.target_machine(cpu, features, opt)
         try:
             with llvm_jit.LOCK:
-                answer = _pack(b"O", [optimized_object(tm, opt, src)])
+                answer = _pack(b"O", [optimized_object(tm, passes, src)])
         except CompileError as e:
             answer = _pack(b"E", [e.message.encode(), (e.log or "").encode()])
         except Exception as e:  # noqa: BLE001 - any other failure goes back as a build error
@@ -167,9 +169,10 @@ class _Worker:
             self.stop()
             raise
 
-    def call(self, opt: int, cpu: str, features: str, src: str) -> tuple[bytes, list[bytes]]:
+    def call(self, opt: int, passes: int, cpu: str, features: str, src: str) -> tuple[bytes, list[bytes]]:
         try:
-            _write_all(self.req, _pack(b"B", [str(opt).encode(), cpu.encode(), features.encode(), src.encode()]))
+            _write_all(self.req, _pack(b"B", [str(opt).encode(), str(passes).encode(), cpu.encode(),
+                                              features.encode(), src.encode()]))
         except BrokenPipeError:
             raise WorkerGone("its pipe closed (the worker exited)") from None
         return _read_msg(self.rep, time.monotonic() + BUILD_TIMEOUT)
@@ -220,8 +223,9 @@ def _fail(w: _Worker | None, why: str) -> None:
     dprint(1, f"devicekit-cpu: {msg}")
 
 
-def build(opt: int, cpu: str, features: str, src: str) -> bytes | None:
-    """The O`opt` object of `src` made by the worker (starting it if needed); None when there is no worker (off,
+def build(opt: int, cpu: str, features: str, src: str, passes: int | None = None) -> bytes | None:
+    """The O`opt` object of `src` made by the worker (starting it if needed), after the O`passes` pass pipeline
+    (default: `opt`; 0: none, the replay's dk_replay); None when there is no worker (off,
     not POSIX, failed: `reason()` says why), then the caller builds in process. CompileError: LLVM refused the IR."""
     if not enabled or not hasattr(os, "posix_spawn") or len(_FAILS) >= MAX_STARTS:
         return None
@@ -237,7 +241,7 @@ def build(opt: int, cpu: str, features: str, src: str) -> bytes | None:
                 return None
             _WORKER[:] = [w]
         try:
-            kind, parts = w.call(opt, cpu, features, src)
+            kind, parts = w.call(opt, opt if passes is None else passes, cpu, features, src)
         except (OSError, WorkerGone) as e:
             if _EXITING:
                 raise CompileError("the process is exiting: final build not made") from None

@@ -98,6 +98,22 @@ def link_object(obj: bytes, symbol: str):
     return lib, addr
 
 
+def emit_object(src: str, opt: int) -> bytes:
+    """The object code of IR `src` for this host, code generation at `opt`, no pass pipeline (the replay's
+    dk_replay). On the upgrade thread it is made by the compile worker: here it would hold LOCK (~20 ms) while the
+    launching thread's quick builds wait for it; elsewhere, here."""
+    from . import compile_worker, upgrade
+    from .llvm_compiler import optimized_object
+    _, cpu, features = host()
+    if upgrade.on_upgrade_thread():
+        obj = compile_worker.build(opt, cpu, features, src, passes=0)
+        if obj is not None:
+            return obj
+    tm = target_machine(cpu, features, opt)
+    with LOCK:
+        return optimized_object(tm, 0, src)
+
+
 def versions() -> str:
     v = llvm.llvm_version_info
     return f"llvmlite-{llvmlite.__version__} LLVM-{v[0]}.{v[1]}.{v[2]}"

@@ -85,15 +85,7 @@ _WARMING = 0  # the process whose warm() started a build (a forked child starts 
 
 
 def _build():
-    import llvmlite.binding as llvm
-    _, cpu, features = llvm_jit.host()
-    tm = llvm_jit.target_machine(cpu, features, 2)
-    with llvm_jit.LOCK:
-        mod = llvm.parse_assembly(_ir())
-        mod.verify()
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        obj = bytes(tm.emit_object(mod))
+    obj = llvm_jit.emit_object(_ir(), 2)  # by the compile worker when on the upgrade thread
     lib, addr = llvm_jit.link_object(obj, "dk_replay")
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr)
     fn._dk_lib = lib  # the JIT library lives as long as the function

@@ -18,7 +18,7 @@ import pytest
 from devicekit import kernels
 from devicekit.compile.cache import CompileCache
 from devicekit.targets import Device
-from devicekit_cpu import compile_worker, llvm_jit
+from devicekit_cpu import compile_worker, llvm_jit, replay
 from devicekit_cpu.llvm_compiler import LLVMCompiler
 from devicekit_cpu.runtime import TIER_LAUNCHES
 
@@ -79,7 +79,7 @@ def _not_ours(pid: int) -> bool:
 
 def test_the_upgrade_threads_build_is_made_by_the_worker_with_the_same_bytes(tmp_path, fresh):
     dev, comp = _device(tmp_path)
-    before = compile_worker.served
+    before = compile_worker.served + (not replay.ready())  # the process's first upgrade builds dk_replay too
     prog, bufs = _swap(dev, "a * b + c * 0.75", "worker_swap")
     assert prog.tier == "final" and compile_worker.served == before + 1 and compile_worker.worker_pid()
     assert (bufs[3].numpy() == np.float32(2 * 3 + 4 * 0.75)).all()
@@ -91,11 +91,43 @@ def test_the_upgrade_threads_build_is_made_by_the_worker_with_the_same_bytes(tmp
     assert compile_worker.reason() is None
 
 
+_FIRST_UPGRADE = textwrap.dedent("""
+    import tempfile
+    import devicekit as dk, numpy as np
+    from devicekit import kernels
+    from devicekit.compile.cache import CompileCache
+    from devicekit.targets import Device
+    from devicekit_cpu import compile_worker, llvm_jit, replay
+    from devicekit_cpu.llvm_compiler import LLVMCompiler
+    from devicekit_cpu.runtime import TIER_LAUNCHES
+    cpu = dk.device("CPU")
+    comp = LLVMCompiler()
+    comp.cache = CompileCache(tempfile.mkdtemp(), disk=False)
+    dev = Device("CPU", cpu.allocator, cpu.pair("llvm")[0], comp, cpu.runtime)
+    prog = dev.compile(kernels.elementwise("a * b + c * 6.25", name="worker_replay"))
+    bufs = [dk.Buffer(dev, 64, "float32") for _ in range(4)]
+    assert prog.tier == "quick" and not replay.ready()
+    for _ in range(TIER_LAUNCHES):
+        prog.execute(bufs, [64], wait=True)
+    prog.upgrade()
+    same = compile_worker.build(2, *llvm_jit.host()[1:], replay._ir(), passes=0) == llvm_jit.emit_object(replay._ir(), 2)
+    print(prog.tier, replay.ready(), compile_worker.served, same, compile_worker.reason())
+""")
+
+
+def test_the_first_upgrade_of_a_process_has_the_worker_build_dk_replay_too():
+    """The upgrade thread's first final build also builds the replay's dk_replay (once per process): in the worker,
+    or it holds llvm_jit.LOCK ~20 ms against the launching thread's quick builds. Same bytes as in process."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_UPGRADE], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["final", "True", "3", "True", "None"]  # dk_replay, the final build, the check
+
+
 def test_the_workers_final_build_goes_to_the_disk_cache(tmp_path, fresh):
     """The parent stores what the worker built, under the final identity: a new device on the same cache directory
     (a new process's view) starts that kernel on its final build, with those bytes."""
     dev, comp = _device(tmp_path, disk=True)
-    served = compile_worker.served
+    served = compile_worker.served + (not replay.ready())
     prog, _ = _swap(dev, "a * b + c * 5.25", "worker_disk")
     assert prog.tier == "final" and compile_worker.served == served + 1
     again, _ = _device(tmp_path, disk=True)
