@@ -141,7 +141,8 @@ class Program(ABC):
     def _entry(self, buffers: Sequence[Any], vals: Sequence[int] = ()) -> list | None:
         """The launch cache's entry of these Buffers and values, or None (tests: what a repeat will run)."""
         sig = self._sig
-        return None if sig is None or sig.lookup is None else sig.lookup(buffers, vals)
+        e = None if sig is None or sig.lookup is None else sig.lookup(buffers, vals)
+        return e if type(e) is list else None
 
     def execute(self, buffers: Sequence[Any], vals: Sequence[int] = (), global_size: tuple[int, ...] | None = None,
                 local_size: tuple[int, ...] | None = None, wait: bool = False) -> Any:
@@ -153,10 +154,10 @@ class Program(ABC):
         cache, keyed by each Buffer's token: devicekit.signature) launches at once; else the compiled signature checks
         them in a few comparisons; anything it cannot prove right takes `check`, which raises the error naming the
         argument."""
-        sig = self._sig
+        sig, e = self._sig, None
         if sig is not None and global_size is None and local_size is None and sig.lookup is not None:
             e = sig.lookup(buffers, vals)
-            if e is not None:
+            if type(e) is list:
                 t0 = perf_counter()
                 fn = e[0]
                 if fn is not None:  # a native call of no arguments, run now (the CPU device's bound record)
@@ -168,7 +169,7 @@ class Program(ABC):
                     return h
                 return self._again(e, t0, wait)
         if sig is None or sig.spec is not self.spec:
-            sig = self._signature()
+            sig, e = self._signature(), None
         if global_size is not None or local_size is not None or debugging():
             return self._execute_checked(buffers, vals, global_size, local_size, wait)
         handles = sig.fast(buffers, vals, self.device or sig.home)
@@ -200,7 +201,8 @@ class Program(ABC):
         t = self._launch(handles, vals, var_vals, g, loc, wait)
         # the launch cache: these Buffers (by their tokens: freed, a Buffer's is 0) and values were proved right
         # together; the entry holds no Buffer (only handles), so a dropped Buffer is not kept alive by it
-        if sig.key is not None and (k := sig.key(buffers, vals)) is not None:
+        k = e if type(e) is tuple else sig.key(buffers, vals) if sig.key is not None else None
+        if k is not None:
             hits = sig.hits
             if len(hits) >= CACHED_LAUNCHES:
                 try:

@@ -91,7 +91,8 @@ class Signature:
 
     def _compile_key(self) -> tuple[Any, Any]:
         """`key(buffers, vals)`: the launch cache's key of a launch (each Buffer's `_key` token, then the vals), or
-        None; `lookup(buffers, vals)`: the cached entry of an accepted launch with these very Buffers and values,
+        None; `lookup(buffers, vals)`: the cached entry (a list) of an accepted launch with these very Buffers and
+        values, else the key (a tuple: no second computation to store the entry of a launch the fast check accepts),
         else None. Both are None for a signature whose launches are not cached: a bounds-check record to read, or a
         value that is not an int (a float scalar: 0.0 == -0.0 and both hash alike, so a key of equal values could
         replay the other one's bits). A token is the Buffer's own, never reused and 0 once freed, so an entry can
@@ -110,9 +111,10 @@ class Signature:
         items = [f"b{i}._key" for i in range(nb)] + vs
         tup = f"({', '.join(items)}{',' if len(items) == 1 else ''})"
         src = ""
-        for name, ret in (("key", tup), ("lookup", f"hits.get({tup})")):
+        for name, ret in (("key", f"return {tup}"), ("lookup", f"k = {tup}\n                e = hits.get(k)\n"
+                                                             "                return k if e is None else e")):
             src += (f"def {name}(b, v):\n    if {seq}:\n        try:\n{unpack}"
-                    f"            if {ints}:\n                return {ret}\n"
+                    f"            if {ints}:\n                {ret}\n"
                     "        except (ValueError, AttributeError, TypeError):\n            pass\n    return None\n")
         env: dict[str, Any] = {"hits": self.hits}
         exec(compile(src, f"<devicekit launch key of {self.spec.name}>", "exec"), env)  # noqa: S102
