@@ -12,12 +12,15 @@ Modules and their guards are TARGETS below; a new check module comes with its en
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +31,8 @@ TARGETS = {
     "testing/random_kernels.py": ["tests/test_comparator.py"],
     "ir/accept.py": ["tests/test_accept.py", "tests/test_entry_point_errors.py", "tests/ir/test_builder.py",
                      "tests/test_short_messages.py"],
-    "ir/verify.py": ["tests/ir/test_verifier.py", "tests/ir/test_builder.py", "tests/reliability/test_memory_order.py"],
+    "ir/verify.py": ["tests/ir/test_verify_mutants.py", "tests/ir/test_verifier.py", "tests/ir/test_builder.py",
+                     "tests/reliability/test_memory_order.py"],
     "signature.py": ["tests/test_signature_checks.py", "tests/test_runtime.py", "tests/test_memory.py"],
     "compile/cache.py": ["tests/test_cache.py", "tests/test_cache_entry.py"],
 }
@@ -51,13 +55,81 @@ pytest_add_cli_args_test_selection = {tests}
 also_copy = ["conftest.py", "tests"]
 use_git_change_detection = false
 track_dependencies = false
+timeout_multiplier = {multiplier}
+timeout_constant = {constant}
+# each mutant runs in a fork of a server that only collected the tests: a fork of a process that ran them (mutmut's
+# default, "fork") holds no OpenCL driver threads (PoCL's), and its first OpenCL launch waits for them forever
+process_isolation = "forkserver"
 
 [tool.pytest.ini_options]
 markers = ["slow: long-running test", "gpu: needs a GPU device", "macos: needs macOS"]
 """
 
 
-def workdir(module: str) -> Path:
+# The per-mutant wall-clock limit: a mutant's tests are stopped after MUTANT_WALL_FACTOR x the clean run's time of the
+# slowest mutant's tests + MUTANT_WALL_S seconds (SIGXCPU, which mutmut records as "timeout"). A stopped mutant counts
+# as killed, as mutmut and every mutation tool count it: a mutant that makes the tests hang is one a test run notices.
+# The harness enforces it itself (Watchdog): mutmut 3.8's own wall timer did not fire for mutants whose test process
+# waited on a lock with no CPU used (its CPU limit cannot fire then), and each held the run unbounded (7+ minutes).
+MUTANT_WALL_FACTOR = 2.0
+MUTANT_WALL_S = 60.0
+
+
+class Watchdog:
+    """Stops mutmut's per-mutant test processes that run past the limit. With process_isolation = "forkserver" they
+    are the grandchildren of `mutmut run` that run mutmut's own code (forks of its fork server; a compiler a test
+    starts has another command line). Reads /proc (Linux); elsewhere mutmut's own timers are the only limit."""
+
+    def __init__(self, parent: int, work: Path, wall_s: float, factor: float = MUTANT_WALL_FACTOR):
+        self.parent, self.work, self.wall_s, self.factor = parent, work, wall_s, factor
+        self.seen: dict[int, float] = {}  # pid -> first seen
+        self.stopped: set[int] = set()
+        self.limit: float | None = None  # known once mutmut's clean-run stats are written
+
+    def _limit(self) -> float | None:
+        try:
+            stats = json.loads((self.work / "mutants" / "mutmut-stats.json").read_text())
+        except (OSError, ValueError):
+            return None  # still measuring: the stats run is a child of mutmut, never stopped
+        durations = stats.get("duration_by_test", {})
+        slowest = max((sum(durations.get(t, 0.0) for t in tests)
+                       for tests in stats.get("tests_by_mangled_function_name", {}).values()), default=0.0)
+        return self.factor * slowest + self.wall_s
+
+    @staticmethod
+    def _procs() -> dict[int, tuple[int, bytes]]:
+        out = {}
+        for d in Path("/proc").glob("[0-9]*"):
+            try:
+                stat = (d / "stat").read_text()
+                out[int(d.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]), (d / "cmdline").read_bytes())
+            except (OSError, ValueError, IndexError):
+                continue
+        return out
+
+    def workers(self) -> list[int]:
+        """mutmut's per-mutant processes: grandchildren of `mutmut run` running mutmut (not a compiler's exec)."""
+        procs = self._procs()
+        return [pid for pid, (ppid, cmd) in procs.items()
+                if procs.get(ppid, (0, b""))[0] == self.parent and b"mutmut" in cmd]
+
+    def poll(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if self.limit is None and (limit := self._limit()) is not None:
+            self.limit = limit
+        if self.limit is None:
+            return
+        self.seen = {pid: self.seen.get(pid, now) for pid in self.workers()}
+        for pid, t0 in self.seen.items():
+            if now - t0 > self.limit and pid not in self.stopped:
+                try:
+                    os.kill(pid, signal.SIGXCPU)
+                    self.stopped.add(pid)
+                except ProcessLookupError:
+                    pass
+
+
+def workdir(module: str, wall_s: float = MUTANT_WALL_S) -> Path:
     """A scratch copy: src/devicekit (the package), tests/, conftest.py and a pyproject.toml naming the target."""
     work = Path(tempfile.mkdtemp(prefix="devicekit-mutation-"))
     shutil.copytree(ROOT / "core" / "devicekit", work / "src" / "devicekit",
@@ -65,20 +137,32 @@ def workdir(module: str) -> Path:
     shutil.copytree(ROOT / "tests", work / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copy2(ROOT / "conftest.py", work / "conftest.py")
     tests = "[" + ", ".join(f'"{t}"' for t in TARGETS[module]) + "]"
-    (work / "pyproject.toml").write_text(PYPROJECT.format(module=module, tests=tests))
+    # mutmut's wall limit is (clean time + constant) x multiplier
+    (work / "pyproject.toml").write_text(PYPROJECT.format(module=module, tests=tests, multiplier=MUTANT_WALL_FACTOR,
+                                                          constant=wall_s / MUTANT_WALL_FACTOR))
     return work
 
 
-def run(module: str, names: list[str] | None = None, jobs: int = 2, keep: bool = False) -> dict[str, list[str]]:
-    work = workdir(module)
+def run(module: str, names: list[str] | None = None, jobs: int = 2, keep: bool = False,
+        wall_s: float = MUTANT_WALL_S) -> dict[str, list[str]]:
+    work = workdir(module, wall_s)
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
     env["DEVICEKIT_CACHE_DIR"] = str(work / "dk-cache")
     try:
-        p = subprocess.run([*MUTMUT, "run", "--max-children", str(jobs), *(names or [])], cwd=work, env=env,
-                           capture_output=True, text=True, check=False)
+        with open(work / "mutmut-run.log", "w+") as log:
+            p = subprocess.Popen([*MUTMUT, "run", "--max-children", str(jobs), *(names or [])], cwd=work, env=env,
+                                 stdout=log, stderr=subprocess.STDOUT, text=True)
+            dog = Watchdog(p.pid, work, wall_s)
+            while p.poll() is None:
+                dog.poll()
+                time.sleep(1.0)
+            log.seek(0)
+            text = log.read()
         if p.returncode != 0:
-            raise RuntimeError(f"mutmut run failed for {module} (exit {p.returncode}):\n{p.stdout[-3000:]}\n"
-                               f"{p.stderr[-3000:]}")
+            raise RuntimeError(f"mutmut run failed for {module} (exit {p.returncode}):\n{text[-6000:]}")
+        if dog.stopped:
+            print(f"{module}: {len(dog.stopped)} mutant(s) stopped at the per-mutant wall-clock limit ({dog.limit:.0f} s; "
+                  "counted killed: timeout)", file=sys.stderr)
         r = subprocess.run([*MUTMUT, "results", "--all", "true"], cwd=work, env=env, capture_output=True, text=True,
                            check=False)
         out: dict[str, list[str]] = {}
@@ -108,11 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch copy (to inspect mutants)")
     ap.add_argument("--min-score", type=float, default=0.0, help="exit 1 below this percentage killed")
+    ap.add_argument("--mutant-wall-s", type=float, default=MUTANT_WALL_S,
+                    help=f"a mutant's tests are stopped (counted killed: timeout) after {MUTANT_WALL_FACTOR:g} x their "
+                         "clean time + this many seconds")
     args = ap.parse_args(argv)
     plan = [(SAMPLE[0], SAMPLE[1])] if args.sample else [(m, SCOPE.get(m)) for m in (args.modules or TARGETS)]
     worst = 100.0
     for module, names in plan:
-        res = run(module, names, args.jobs, args.keep)
+        res = run(module, names, args.jobs, args.keep, args.mutant_wall_s)
         killed, total, pct = score(res)
         worst = min(worst, pct)
         scope = "  [sample]" if args.sample else ("  [scope: " + ", ".join(n.rsplit(".", 1)[-1] for n in names) + "]"
