@@ -12,6 +12,7 @@ brackets). Every figure is a best-of-5 mean over many launches of a*b+c at n=16 
 Rows:
 - execute, a var, alternating two sets of Buffers            [<= 1.0 us]
 - execute, the same arguments again                           [<= 0.5 us]
+- execute, 40 sets of Buffers in turn: each launch a miss of the launch cache (fast check, native call, store)
 - execute of the seed path's Program (runtime(compile(render(k))))  [within 1.3x of Device.compile's]
 - dk.run overhead at n=16: dk.run minus execute of resident Buffers [<= 5 us]
 - Plan.run per launch, fixed Buffers / rebound Buffers        [rebound within 50 ns of fixed]
@@ -82,6 +83,14 @@ def main() -> int:
         for _ in range(n):
             ex(a, [m])
 
+    many = [[dk.Buffer(dev, m, dtypes.float32).copyin(np.ones(m, np.float32)) for _ in range(4)] for _ in range(40)]
+
+    def rotating(n):  # more sets than a Program's launch cache keeps: every launch is checked (a miss)
+        ex = prog.execute
+        for _ in range(n // 40):
+            for s in many:
+                ex(s, [m])
+
     r, c = dev.renderer, dev.compiler
     seed = dev.runtime(c.compile(r.render(k)))
 
@@ -135,16 +144,19 @@ def main() -> int:
     t_same = best(same, n)
     t_seed_alt = best(seed_alternating, n)
     t_seed_same = best(seed_same, n)
+    t_miss = best(rotating, n)
     direct = getattr(prog, "_direct", None), getattr(prog, "_long", None)
-    if direct[0] is not None:  # the same rows through the generic argument list (the CPU's direct call off)
+    if direct[0] is not None:  # the misses through the generic argument list (the CPU's direct call off)
         prog._direct, prog._long = None, None
-        t_generic = best(alternating, n)
+        t_generic = best(rotating, n)
         prog._direct, prog._long = direct
-        t_alt = min(t_alt, best(alternating, n))
+        t_miss = min(t_miss, best(rotating, n))
     rows.append(("execute, var n, alternating Buffers", t_alt, "<= 1.0 us"))
-    if direct[0] is not None:
-        rows.append(("  the same without the CPU's direct call", t_generic, f"+{(t_generic - t_alt) * 1e6:.2f} us"))
     rows.append(("execute, same arguments", t_same, "<= 0.5 us"))
+    from devicekit.runtime import CACHED_LAUNCHES
+    rows.append(("execute, 40 sets in turn (launch cache misses)", t_miss, f"the cache keeps {CACHED_LAUNCHES}"))
+    if direct[0] is not None:
+        rows.append(("  the misses without the CPU's direct call", t_generic, f"+{(t_generic - t_miss) * 1e6:.2f} us"))
     rows.append(("seed-path Program, alternating Buffers", t_seed_alt, f"{t_seed_alt / t_alt:.2f}x (<= 1.3x)"))
     rows.append(("seed-path Program, same arguments", t_seed_same, f"{t_seed_same / t_same:.2f}x (<= 1.3x)"))
     t_run = best(run_numpy, n // 10)
