@@ -10,7 +10,8 @@ the object bytes; the upgrade thread only waits on a pipe (no GIL held) and then
 Lifecycle: one worker per process, started at the first final build the upgrade thread asks for, niced (NICE) so it
 takes the CPU the launching thread leaves, in a process group of its own (a terminal's Ctrl-C goes to the
 foreground group: the parent gets KeyboardInterrupt, the worker goes on) and killed and reaped at exit (`shutdown`,
-atexit): no orphan, no zombie. A parent that dies without atexit (SIGKILL) closes the request pipe: the worker reads
+atexit; in a multiprocessing child, which ends with os._exit, its finalizers): no orphan, no zombie. A parent that
+dies without either (SIGKILL, os._exit) closes the request pipe: the worker reads
 EOF and exits. A forked child does not share its parent's worker (it starts its own when its upgrade thread asks).
 A worker that dies, answers garbage, or takes over BUILD_TIMEOUT s is killed and reaped, the reason is logged
 (DEVICEKIT_DEBUG=1, and `reason()`), and `build` returns None: the caller compiles in process (the upgrade thread,
@@ -240,6 +241,8 @@ def build(opt: int, cpu: str, features: str, src: str, passes: int | None = None
                 _fail(None, f"it did not start: {e}")
                 return None
             _WORKER[:] = [w]
+            if (mp := sys.modules.get("multiprocessing.util")) is not None:
+                mp.Finalize(None, shutdown, exitpriority=0)  # a multiprocessing child exits by os._exit: no atexit
         try:
             kind, parts = w.call(opt, opt if passes is None else passes, cpu, features, src)
         except (OSError, WorkerGone) as e:

@@ -241,3 +241,45 @@ def test_ctrl_c_in_the_parent_leaves_no_orphan_nor_zombie():
             proc.wait()
         if worker and not _gone(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+_MP_CHILD = textwrap.dedent("""
+    import multiprocessing as mp, os, signal
+
+    def child(q):
+        import devicekit as dk
+        from devicekit import kernels
+        from devicekit_cpu import compile_worker
+        from devicekit_cpu.llvm_compiler import LLVMCompiler
+        comp = LLVMCompiler()
+        src = dk.device("CPU").pair("llvm")[0].render(kernels.elementwise("a + b", name="worker_mp")).src
+        ok = compile_worker.build(comp.opt, comp.cpu, comp.features, src) is not None
+        pid = compile_worker.worker_pid()
+        os.kill(pid, signal.SIGSTOP)  # it cannot exit by itself: only the child's shutdown ends it
+        q.put((ok, pid))
+
+    if __name__ == "__main__":
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=child, args=(q,))
+        p.start()
+        ok, pid = q.get(timeout=60)
+        p.join(60)
+        print(ok, p.exitcode, pid)
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+def test_a_multiprocessing_child_stops_its_worker_at_exit(tmp_path):
+    """A multiprocessing child ends with os._exit (no atexit): its worker is stopped by its finalizers instead."""
+    script = tmp_path / "mp_child.py"
+    script.write_text(_MP_CHILD)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    ok, code, pid = out.stdout.split()
+    try:
+        assert ok == "True" and code == "0"
+        assert _gone(int(pid))
+    finally:
+        if not _gone(int(pid)):
+            os.kill(int(pid), signal.SIGKILL)
