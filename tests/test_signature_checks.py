@@ -297,14 +297,28 @@ def test_fast_bounds_per_kind_of_var():
     assert fast_bounds(VarSpec("h", -65504, 65504, dtypes.float32, scalar=dtypes.float16)) == (1, 0, int)
 
 
-def test_same_types_tells_1_from_true_and_1_0(dev):
-    sig = dev.compile(ToyKernel("sig_types", (ParamSpec("o", dtypes.float32, 4, True),),
-                                (VarSpec("n", 1, 4), VarSpec("s", -1e30, 1e30, dtypes.float32, scalar=dtypes.float32)),
-                                "o[:n] = s\n"))._signature()
-    assert sig.same_types([1, 2.0]) and sig.same_types((1, 2.0))
-    assert not sig.same_types([True, 2.0]) and not sig.same_types([1.0, 2.0]) and not sig.same_types([1, 2])
+def test_the_launch_cache_key_tells_1_from_true_and_1_0(dev):
+    """The launch cache's key (Signature.key/lookup): each Buffer's token then the int vals; True and 1.0 equal 1 and
+    hash alike, so a key without the type test would find the entry of `[1]` for `[True]` or `[1.0]`. A signature
+    with a float scalar keys nothing (0.0 == -0.0), nor does a wrong count of Buffers or vals, or a non-list."""
+    prog = dev.compile(ToyKernel("sig_types", (ParamSpec("o", dtypes.float32, 4, True),), (VarSpec("n", 1, 4),),
+                                 "o[:n] = 1\n"))
+    o = Buffer(dev, 4, dtypes.float32)
+    prog.execute([o], [1], wait=True)
+    sig = prog._signature()
+    assert sig.key([o], [1]) == (o._key, 1) and sig.key((o,), (1,)) == (o._key, 1)
+    assert type(sig.lookup([o], [1])) is list  # the entry of the launch above
+    for vals in ([True], [1.0], [np.int64(1)], [1, 1], []):
+        assert sig.key([o], vals) is None and sig.lookup([o], vals) is None, vals
+    assert sig.key([o, o], [1]) is None and sig.key([], [1]) is None and sig.key({0: o}, [1]) is None
+    assert sig.key([object()], [1]) is None  # no token: the full check names it
+    o.free()
+    assert sig.key([o], [1]) == (0, 1) and sig.lookup([o], [1]) == (0, 1)  # a freed Buffer's token: never an entry
+    scalar = dev.compile(ToyKernel("sig_scalar_key", (ParamSpec("o", dtypes.float32, 4, True),),
+                                   (VarSpec("s", -1e30, 1e30, dtypes.float32, scalar=dtypes.float32),), "o[:] = s\n"))
+    assert scalar._signature().key is None and scalar._signature().lookup is None
     assert Signature(dev.compile(ToyKernel("sig_novars", (ParamSpec("o", dtypes.float32, 4, True),), (),
-                                           "o[:] = 1\n")).spec).same_types(())
+                                           "o[:] = 1\n")).spec).key([o], ()) == (0,)
 
 
 def test_the_seed_path_program_checks_its_home(dev):

@@ -383,7 +383,7 @@ CACHED_LAUNCHES = 16
 _EXECUTE_OPTIONS = frozenset({"global_size", "local_size", "wait"})
 _SEQ = (list, tuple)  # buffers and vals the fast check takes as they are; anything else gets the full check's error
 _NEW_LAUNCH = object.__new__
-_LAUNCH = object()  # a repeat memo's call: `_launch` again with the memo's arguments
+_LAUNCH = object()  # a launch-cache entry's call: `_launch` again with the entry's arguments
 _HOW_TO_BUFFER = (": wrap an array with dk.from_numpy(arr) (Buffer.from_numpy: no copy on host devices) or copy it "
                   "with dk.Buffer(device, n, dtype).copyin(arr); or pass arrays by name to dk.run(kernel, x=arr, ...), "
                   "which copies them in and out")

@@ -6,6 +6,11 @@ check accepts only what it can prove right in a few comparisons (exact int vars 
 scalars, Buffers of this device and dtype whose allocation holds the bytes the sizes need, no shared memory or an
 exact byte-range check for views); anything else takes the full check (`Program.check`), which raises the error
 naming the argument. Both accept the same launches: the fast one is a subset proved by the same rules.
+
+It also holds the Program's launch cache (`hits`): the launches it accepted, keyed by each Buffer's token
+(`Buffer._key`: never reused in a process, 0 once the Buffer or its base is freed) and the int vals, so a launch with
+Buffers and values already accepted together is found by one dict lookup and launched with no check. Buffers are
+immutable in device, dtype and size, so a live token stands for everything the fast check proved of its Buffer.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ class Signature:
     (the seed path) has seen its Buffers on, once the full check accepted them."""
 
     __slots__ = ("checked", "fast", "gfns", "hits", "home", "key", "lfns", "lookup", "names", "nb", "nv", "pbytes",
-                 "pdt", "pw", "rels", "same_types", "sizes", "spec", "vb", "vtypes")
+                 "pdt", "pw", "rels", "sizes", "spec", "vb", "vtypes")
 
     def __init__(self, spec: Any):
         self.spec = spec
@@ -74,20 +79,9 @@ class Signature:
         self.checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
         self.home: Any = None
         self.fast = self._compile()
-        self.same_types = self._compile_types()
         # the launch cache (Program.execute): launches this signature accepted, by their Buffers' tokens and values
         self.hits: dict[tuple, list] = {}
         self.key, self.lookup = self._compile_key()
-
-    def _compile_types(self) -> Any:
-        """`same_types(vals)`: whether each value has its var's fast type, for vals the caller already found equal
-        to an accepted launch's (so of this length): the repeat memo's test that 1 is not True nor 1.0 (~0.3 us as
-        `tuple(map(type, vals)) ==`, a few comparisons here)."""
-        env: dict[str, Any] = {f"T{j}": t for j, t in enumerate(self.vtypes)}
-        body = " and ".join(f"type(vals[{j}]) is T{j}" for j in range(len(self.vtypes))) or "True"
-        src = f"def same_types(vals):\n    return {body}"
-        exec(compile(src, f"<devicekit types of {self.spec.name}>", "exec"), env)  # noqa: S102
-        return env["same_types"]
 
     def _compile_key(self) -> tuple[Any, Any]:
         """`key(buffers, vals)`: the launch cache's key of a launch (each Buffer's `_key` token, then the vals), or

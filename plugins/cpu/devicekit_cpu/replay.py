@@ -98,15 +98,15 @@ def run_records(records, n: int) -> None:
 
 
 def _bind(records, n: int):
-    """`run_records(records, n)` as a call of no arguments with the address taken once (the core's repeat memo:
+    """`run_records(records, n)` as a call of no arguments with the address taken once (the core's launch cache:
     a repeated launch is this one ctypes call of two ints), holding `records` alive. None while the
-    replayer is not built yet: its build starts on another thread (`warm`) and the memo asks again later, so the
+    replayer is not built yet: its build starts on another thread (`warm`) and the cache asks again later, so the
     first repeated launch of a process does not wait ~20 ms for it."""
     if not _FN:
         warm()
         return None
     call = functools.partial(_untyped(), ctypes.c_void_p(records.ctypes.data), ctypes.c_int64(n))
-    call.records = records  # the call holds its records: dk_replay reads them at every call (the core's repeat memo
+    call.records = records  # the call holds its records: dk_replay reads them at every call (the core's launch cache
     return call             # passes a temporary array; freed, its memory was reused and dk_replay called garbage)
 
 
