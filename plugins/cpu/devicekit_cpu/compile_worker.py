@@ -147,7 +147,7 @@ class _Worker:
         req_r, self.req = os.pipe()
         self.rep, rep_w = os.pipe()
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))  # imports as we do
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.exists(p))  # imports as we do
         err = (os.POSIX_SPAWN_DUP2, 2, 2) if debug_level() >= 1 else \
             (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)
         try:
@@ -224,11 +224,16 @@ def _fail(w: _Worker | None, why: str) -> None:
     dprint(1, f"devicekit-cpu: {msg}")
 
 
+def _can_spawn() -> bool:
+    """A POSIX host whose sys.executable is a Python that runs `-c` (a frozen app's would start the app again)."""
+    return hasattr(os, "posix_spawn") and not getattr(sys, "frozen", False) and bool(sys.executable)
+
+
 def build(opt: int, cpu: str, features: str, src: str, passes: int | None = None) -> bytes | None:
     """The O`opt` object of `src` made by the worker (starting it if needed), after the O`passes` pass pipeline
     (default: `opt`; 0: none, the replay's dk_replay); None when there is no worker (off,
     not POSIX, failed: `reason()` says why), then the caller builds in process. CompileError: LLVM refused the IR."""
-    if not enabled or not hasattr(os, "posix_spawn") or len(_FAILS) >= MAX_STARTS:
+    if not enabled or not _can_spawn() or len(_FAILS) >= MAX_STARTS:
         return None
     if _EXITING:
         raise CompileError("the process is exiting: final build not made")

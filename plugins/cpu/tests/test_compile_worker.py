@@ -173,6 +173,15 @@ def test_a_worker_running_another_llvm_is_refused(tmp_path, fresh, monkeypatch):
     assert "the bytes would differ" in compile_worker.reason() and compile_worker.worker_pid() is None
 
 
+def test_a_frozen_app_starts_no_worker(tmp_path, fresh, monkeypatch):
+    """A frozen app's sys.executable is the app itself: `-c` would start it again. Its builds stay in process."""
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    dev, comp = _device(tmp_path)
+    served = compile_worker.served
+    prog, _ = _swap(dev, "a * b + c * 7.25", "worker_frozen")
+    assert prog.tier == "final" and compile_worker.served == served and compile_worker.worker_pid() is None
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_starts_its_own_worker(fresh):
     comp = LLVMCompiler()
