@@ -75,6 +75,13 @@ def reset_registry(registry: Registry | None = None) -> Registry:
 
 
 def device(spec: DeviceSpec | str | None = None) -> Device:
+    """The Device for `spec` ("CPU", "CUDA:1", a DeviceSpec), ready to compile and allocate: built once per canonical
+    spec (dk.device("CUDA") is dk.device("CUDA:0")) from the best compiler pairs, allocator and runtime the plugins
+    declare. None: DEVICEKIT_DEVICE, else the available kind of highest priority.
+
+    Raises DeviceNotFoundError (no plugin declares the kind, or no such id: the message lists what exists),
+    DeviceUnavailableError (the kind's probe said no: the message says why, "no CUDA driver"), or ResolutionError
+    (two plugins tied for the kind). Use `target` to render and compile for a kind that cannot run here."""
     d = get_registry().device(spec)
     if (gone := getattr(d.allocator, "gone", None)) is not None and gone():  # a remote runtime shut down (RAY)
         d = reset_registry().device(spec)  # probe again rather than hand out the dead device
@@ -82,6 +89,10 @@ def device(spec: DeviceSpec | str | None = None) -> Device:
 
 
 def target(spec: DeviceSpec | str) -> Target:
+    """The compile side of `spec` only (renderers and compilers, no allocator or runtime): what a kind needs to
+    render and compile kernels on a machine where it cannot run (`dk.target("CUDA").compile(k)` without a driver).
+    Its pairs fall back in priority order when one's factory raises (`fallback_reason` says why). Raises
+    DeviceNotFoundError for an unknown kind."""
     return get_registry().target(spec)
 
 
@@ -92,8 +103,15 @@ def devices() -> list[DeviceInfo]:
 
 
 def register_plugin(obj: Any, name: str | None = None) -> PluginRecord:
+    """Register an in-process plugin (a module or object with `@devicekit.hookimpl` functions and/or a
+    `DEVICEKIT_BACKEND` record), as if installed with an entry point: for notebooks, tests and trying a plugin before
+    packaging it. `name` defaults to the object's `__name__`. Unlike an entry point, a plugin that fails (bad
+    DEVICEKIT_API, a misspelled hook, a malformed record, a name already registered) raises PluginError: the caller
+    asked for it. Devices are rebuilt on next use; `unregister_plugin(name)` removes it."""
     return get_registry().register_plugin(obj, name)
 
 
 def unregister_plugin(name: str) -> None:
+    """Remove a plugin by name (registered in-process or from an entry point); KeyError when there is none. Devices
+    already handed out keep working; new lookups no longer see its kinds or pairs."""
     get_registry().unregister_plugin(name)
