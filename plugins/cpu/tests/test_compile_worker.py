@@ -216,6 +216,45 @@ def test_a_forked_child_starts_its_own_worker(fresh):
     assert compile_worker.worker_pid() == parent_worker and compile_worker.reason() is None
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_while_the_worker_builds(tmp_path, fresh):
+    """Forked while the upgrade thread waits for the worker's answer: the child (no upgrade thread, no worker of its
+    own) makes the final build itself; the parent's build arrives once the worker runs again."""
+    dev, comp = _device(tmp_path)
+    _swap(dev, "a * b + c * 8.25", "worker_fork_warm")
+    pid_w = compile_worker.worker_pid()
+    prog = dev.compile(kernels.elementwise("a * b + c * 8.75", name="worker_fork_mid"))
+    n = 300
+    bufs = [dk.Buffer(dev, n, "float32").copyin(np.full(n, x, np.float32)) for x in (2.0, 3.0, 4.0)]
+    bufs.append(dk.Buffer(dev, n, "float32"))
+    os.kill(pid_w, signal.SIGSTOP)  # the request goes out; no answer comes while it is stopped
+    served = compile_worker.served
+    try:
+        for _ in range(TIER_LAUNCHES):
+            prog.execute(bufs, [n], wait=True)
+        time.sleep(0.3)
+        assert prog.tier == "quick" and not prog._quick.done.is_set()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.alarm(60)
+                prog.upgrade()
+                prog.execute(bufs, [n], wait=True)
+                ok = prog.tier == "final" and (bufs[3].numpy() == np.float32(2 * 3 + 4 * 8.75)).all()
+                code = 0 if ok and compile_worker.worker_pid() is None else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        os.kill(pid_w, signal.SIGCONT)
+    prog.upgrade()
+    assert prog.tier == "final" and compile_worker.served == served + 1 and compile_worker.reason() is None
+    prog.execute(bufs, [n], wait=True)
+    assert (bufs[3].numpy() == np.float32(2 * 3 + 4 * 8.75)).all()
+
+
 _CTRL_C = textwrap.dedent("""
     import os, signal, sys
     import devicekit as dk, numpy as np
