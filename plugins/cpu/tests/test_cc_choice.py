@@ -15,19 +15,26 @@ SSE2 = frozenset({"sse2"})
 O1 = tuple(f if f != "-O2" else "-O1" for f in FLAGS)
 
 
-@pytest.mark.parametrize(("info", "flags", "isa", "added"), [
-    (CCInfo("gcc", (12, 2, 0)), FLAGS, AVX512, True),
-    (CCInfo("gcc", (12, 3, 0)), FLAGS, SSE2, True),  # -march=native on another host may still reach AVX2
-    (CCInfo("gcc", (12, 2, 0)), O1, AVX512, False),  # -O1 does not run the SLP vectorizer
-    (CCInfo("gcc", (13, 2, 0)), FLAGS, AVX512, False),
-    (CCInfo("gcc", (11, 4, 0)), FLAGS, AVX512, False),
-    (CCInfo("clang", (14, 0, 6)), FLAGS, AVX512, False),
-    (CCInfo("clang", (12, 0, 1)), FLAGS, AVX512, False),  # clang 12 is not gcc 12
-    (CCInfo("unknown", ()), FLAGS, AVX512, False),
+GCC_FIX, CLANG_FIX = "-fno-tree-slp-vectorize", "-mllvm -enable-interleaved-mem-accesses=false"
+
+
+@pytest.mark.parametrize(("info", "flags", "isa", "fix"), [
+    (CCInfo("gcc", (12, 2, 0)), FLAGS, AVX512, GCC_FIX),
+    (CCInfo("gcc", (12, 3, 0)), FLAGS, SSE2, GCC_FIX),  # -march=native on another host may still reach AVX2
+    (CCInfo("gcc", (12, 2, 0)), O1, AVX512, None),  # -O1 does not run the SLP vectorizer
+    (CCInfo("gcc", (13, 2, 0)), FLAGS, AVX512, None),
+    (CCInfo("gcc", (11, 4, 0)), FLAGS, AVX512, None),
+    (CCInfo("clang", (14, 0, 6)), FLAGS, AVX512, CLANG_FIX),  # fuzz seed 301863
+    (CCInfo("clang", (14, 0, 6)), FLAGS, SSE2, None),  # SSE2 code is right
+    (CCInfo("clang", (14, 0, 6)), O1, AVX512, None),  # -O1 does not run the loop vectorizer
+    (CCInfo("clang", (12, 0, 1)), FLAGS, AVX512, CLANG_FIX),  # clang 12 is not gcc 12, but an older clang
+    (CCInfo("clang", (19, 1, 7)), FLAGS, AVX512, None),
+    (CCInfo("unknown", ()), FLAGS, AVX512, None),
 ])
-def test_known_bad_combinations_get_their_fix(info, flags, isa, added):
+def test_known_bad_combinations_get_their_fix(info, flags, isa, fix):
     out, why = safe_flags(info, flags, isa)
-    assert ("-fno-tree-slp-vectorize" in out) is added and bool(why) is added
+    added = list(out[len(flags):])
+    assert added == (fix.split() if fix else []) and len(why) == (1 if fix else 0)
     assert out[:len(flags)] == flags  # the fix is appended; nothing else changes
     assert safe_flags(info, out, isa)[0] == out  # idempotent: a pickled compiler rebuilt from its flags is the same
 

@@ -163,3 +163,34 @@ def test_a_compiler_whose_half_does_not_assemble_gets_the_flag_that_stops_it(tmp
     assert any("vmovsh" in n for n in c.notes)
     monkeypatch.setattr(hostinfo, "cpu_flags", lambda: frozenset({"sse2", "avx2"}))  # the flag means nothing here
     assert cc_probe.NO_FP16_FLAG not in cc_probe.settle(fake, FLAGS).flags
+
+
+def _reload_after_loop_kernel():
+    """fuzz seed 301863 (memory profile), shrunk: z[2i + j] += x[2i + j] over j < 2, then y[2i] = z[2i]."""
+    from devicekit import ir
+    k = ir.KernelBuilder("mo301863")
+    n = k.var("n", 1, 64)
+    x = k.param("x", dtypes.float64, n * 2)
+    y = k.param("y", dtypes.float64, n * 2, writable=True)
+    z = k.param("z", dtypes.float64, n * 2, writable=True)
+    i, j = k.range(n, "global"), k.range(2, "loop")
+    z[i * 2 + j] = x[i * 2 + j] + z[i * 2 + j]
+    y[i * 2] = z[i * 2]
+    return k.build()
+
+
+@pytest.mark.parametrize("name", sorted(COMPILERS))
+def test_a_load_after_the_loop_that_stores_there_sees_the_stores(name, cpu, python_ref):
+    """clang 14 at -O2 -fwrapv with AVX2 hoisted y[2i] = z[2i]'s load above the loop's stores (its loop vectorizer's
+    interleaved groups): y came back as the old z. cc_compiler.KNOWN_BAD adds the flag that stops it."""
+    import devicekit as dk
+    import numpy as np
+    cc = _find(*COMPILERS[name])
+    if cc is None:
+        pytest.skip(f"{name} is not installed here (scripts/dev-setup.sh installs it where it may use apt)")
+    k, n = _reload_after_loop_kernel(), 16
+    args = {"x": np.arange(1, 2 * n + 1, dtype=np.float64), "y": np.zeros(2 * n), "z": np.full(2 * n, 10.0), "n": n}
+    want = python_ref(k, **args)
+    got = dk.run(k, device=_device(cpu, cc), **args)
+    assert_matches(got["y"], want["y"], dtypes.float64, f"{name}: y")
+    assert_matches(got["z"], want["z"], dtypes.float64, f"{name}: z")
