@@ -215,8 +215,8 @@ def worker_pid() -> int | None:
 
 
 def _fail(w: _Worker | None, why: str) -> None:
+    _WORKER.clear()  # first: a child forked meanwhile must not close the pipes' numbers once stop() freed them
     status = w.stop() if w is not None else ""
-    _WORKER.clear()
     msg = f"compile worker {'' if w is None else w.pid} failed: {why}{f' ({status})' if status else ''}; " + \
         ("final builds go on in this process" if len(_FAILS) + 1 < MAX_STARTS else
          "no more workers in this process: final builds run on the upgrade thread")
@@ -279,6 +279,8 @@ def _after_fork_in_child() -> None:
     """A child does not use its parent's worker: its copies of the pipes are closed (the parent's stay open)."""
     if _WORKER:
         w = _WORKER.pop()
+        if w.status is not None:  # stopped: its pipes are closed, their numbers may be another file's now
+            return
         for fd in (w.req, w.rep):
             try:
                 os.close(fd)
