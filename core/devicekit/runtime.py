@@ -68,6 +68,7 @@ class Program(ABC):
     # and its own split say everything), so the fast path passes None for them instead of computing them
     launch_takes_dims: ClassVar[bool] = True
     _sig: Signature | None = None  # the compiled signature and launch cache, made on the first launch
+    _lookup: Callable | None = None  # its `lookup` (one attribute read on the hot path)
 
     def __init__(self, compiled: CompiledSpec, device: Device | None = None):
         self.compiled = compiled
@@ -131,6 +132,7 @@ class Program(ABC):
         sig = self._sig
         if sig is None or sig.spec is not self.spec:  # a swapped build keeps its spec; a new spec gets a new one
             sig = self._sig = Signature(self.spec)
+            self._lookup = sig.lookup
         return sig
 
     def _forget_launches(self) -> None:
@@ -154,9 +156,9 @@ class Program(ABC):
         cache, keyed by each Buffer's token: devicekit.signature) launches at once; else the compiled signature checks
         them in a few comparisons; anything it cannot prove right takes `check`, which raises the error naming the
         argument."""
-        sig, e = self._sig, None
-        if sig is not None and global_size is None and local_size is None and sig.lookup is not None:
-            e = sig.lookup(buffers, vals)
+        lookup, e = self._lookup, None
+        if lookup is not None and global_size is None and local_size is None:
+            e = lookup(buffers, vals)
             if type(e) is list:
                 t0 = perf_counter()
                 fn = e[0]
@@ -168,6 +170,7 @@ class Program(ABC):
                     h._device, h._t0, h.seconds = self.device, t0, None
                     return h
                 return self._again(e, t0, wait)
+        sig = self._sig
         if sig is None or sig.spec is not self.spec:
             sig, e = self._signature(), None
         if global_size is not None or local_size is not None or debugging():
