@@ -5,16 +5,19 @@ equivalent ones docs/testing.md lists. DEVICEKIT_SLOW=1 runs every target module
 from __future__ import annotations
 
 import importlib.util
+import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from devicekit import settings
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("mutmut") is None,
-                                reason="mutmut is not installed (pip install -e '.[test]')")
+needs_mutmut = pytest.mark.skipif(importlib.util.find_spec("mutmut") is None,
+                                  reason="mutmut is not installed (pip install -e '.[test]')")
 
 
 def _mutation(*args: str, timeout: float) -> subprocess.CompletedProcess:
@@ -22,6 +25,7 @@ def _mutation(*args: str, timeout: float) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
+@needs_mutmut
 def test_the_comparator_sample_is_killed():
     p = _mutation("--sample", "--min-score", "90", timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
@@ -30,7 +34,57 @@ def test_the_comparator_sample_is_killed():
     assert all(s in documented for s in survivors), f"survivors not in docs/testing.md: {survivors}"
 
 
+@needs_mutmut
 @pytest.mark.skipif(not settings.get("DEVICEKIT_SLOW"), reason="the full mutation run needs DEVICEKIT_SLOW=1")
 def test_every_target_module_is_killed():
     p = _mutation("--min-score", "90", timeout=7200)
     assert p.returncode == 0, p.stdout[-5000:] + p.stderr[-3000:]
+
+
+# a `mutmut run` stand-in: it forks a "fork server" (a child, like mutmut's stats and clean runs) that forks a
+# "mutant" (a grandchild) blocked with no CPU used. The server exits with the signal that ended the mutant (0: none);
+# the top process with the server's exit code, or 128 + the signal that ended the server.
+_TREE = """
+import os, time
+if (server := os.fork()) == 0:
+    if (mutant := os.fork()) == 0:
+        time.sleep(120)
+        os._exit(0)
+    _, st = os.waitpid(mutant, 0)
+    os._exit(os.WTERMSIG(st) if os.WIFSIGNALED(st) else 0)
+_, st = os.waitpid(server, 0)
+os._exit(128 + os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the watchdog reads /proc (Linux)")
+def test_a_blocked_mutant_is_stopped_at_the_wall_clock_limit(tmp_path):
+    """The harness's per-mutant limit (mutmut 3.8's own wall timer did not fire for a mutant blocked on a lock):
+    the grandchild is sent SIGXCPU (mutmut's "timeout") once 2 x the slowest clean test time + wall_s has passed,
+    not before the clean-run stats exist, and mutmut's direct children (its stats and clean runs) are never touched."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from mutation import Watchdog
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    p = subprocess.Popen([sys.executable, "-c", _TREE, "mutmut"])
+    try:
+        dog = Watchdog(p.pid, tmp_path, wall_s=1.0)
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3.0:  # no stats yet: still measuring, nothing is stopped
+            dog.poll()
+            time.sleep(0.1)
+        assert dog.limit is None and not dog.stopped and p.poll() is None
+        (tmp_path / "mutants").mkdir()
+        (tmp_path / "mutants" / "mutmut-stats.json").write_text(json.dumps(
+            {"duration_by_test": {"a": 0.25, "b": 0.5}, "tests_by_mangled_function_name": {"f": ["a"], "g": ["b"]}}))
+        t0 = time.monotonic()
+        while p.poll() is None and time.monotonic() - t0 < 30:
+            dog.poll()
+            time.sleep(0.1)
+        assert dog.limit == pytest.approx(2 * 0.5 + 1.0)
+        assert p.returncode == signal.SIGXCPU, p.returncode  # the mutant ended by SIGXCPU, the server by itself
+        assert len(dog.stopped) == 1
+    finally:
+        if p.poll() is None:
+            p.kill()
