@@ -51,6 +51,12 @@ body:
 done:
   ret void
 }}
+
+define void @dk_replay1(ptr %rec) {{
+entry:
+  call void @dk_replay(ptr %rec, i64 1)
+  ret void
+}}
 """
 
 
@@ -89,6 +95,12 @@ def _build():
     lib, addr = llvm_jit.link_object(obj, "dk_replay")
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr)
     fn._dk_lib = lib  # the JIT library lives as long as the function
+    lib1, addr1 = llvm_jit.link_object(obj, "dk_replay1")
+    # one record, one argument, no argtypes: a bound repeat's call (the core's launch cache), ~125 ns where the
+    # typed two-argument call of Python ints costs ~270
+    one = ctypes.CFUNCTYPE(None)(addr1)
+    one._dk_lib = lib1
+    fn._dk_one = one
     return fn
 
 
@@ -99,25 +111,18 @@ def run_records(records, n: int) -> None:
 
 def _bind(records, n: int):
     """`run_records(records, n)` as a call of no arguments with the address taken once (the core's launch cache:
-    a repeated launch is this one ctypes call of two ints), holding `records` alive. None while the
+    a repeated launch is this one ctypes call of one pointer: dk_replay1), holding `records` alive. None while the
     replayer is not built yet: its build starts on another thread (`warm`) and the cache asks again later, so the
     first repeated launch of a process does not wait ~20 ms for it."""
     if not _FN:
         warm()
         return None
-    call = functools.partial(_untyped(), ctypes.c_void_p(records.ctypes.data), ctypes.c_int64(n))
+    if n == 1:
+        call = functools.partial(_FN[0]._dk_one, ctypes.c_void_p(records.ctypes.data))
+    else:
+        call = functools.partial(_FN[0], records.ctypes.data, n)
     call.records = records  # the call holds its records: dk_replay reads them at every call (the core's launch cache
     return call             # passes a temporary array; freed, its memory was reused and dk_replay called garbage)
-
-
-def _untyped():
-    """dk_replay without argtypes, for calls whose arguments are ctypes objects made once (a bound repeat): ctypes
-    passes them as they are instead of converting two Python ints at every call (~90 ns of ~270)."""
-    if len(_FN) < 2:
-        fn = ctypes.CFUNCTYPE(None)(ctypes.cast(_FN[0], ctypes.c_void_p).value)
-        fn._dk_typed = _FN[0]  # holds the JIT library alive with it
-        _FN[1:] = [fn]
-    return _FN[1]
 
 
 run_records.bind = _bind
