@@ -30,6 +30,8 @@ def cpu():
 def fma(cpu):
     prog = cpu.compile(kernels.elementwise("a * b + c", name="cache_fma"))
     prog.upgrade()  # the final build: its repeats bind the native record (a quick build's go through _launch)
+    from devicekit_cpu.replay import replayer
+    replayer()  # built now: a process's first repeats launch through _launch while it builds elsewhere
     return prog
 
 
@@ -52,6 +54,7 @@ def test_a_cached_launch_runs_again_with_each_sets_own_buffers(fma, cpu):
             s[3].copyin(np.zeros(N, np.float32))
             fma.execute(s, [N], wait=True)
     assert fma._entry(a, [N]) is not fma._entry(b, [N])
+    assert fma._entry(a, [N])[0] is not None, "the repeats did not run the bound native record"
     np.testing.assert_array_equal(a[3].numpy(), np.full(N, 7, np.float32))
     np.testing.assert_array_equal(b[3].numpy(), np.full(N, 16, np.float32))
 
