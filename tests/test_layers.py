@@ -1,6 +1,7 @@
-"""Imports of core/devicekit point one way: base <- contracts <- registry <- api <- tools. Read from the source
-(ast), every import counted: module level, inside functions and under TYPE_CHECKING alike. Every module must be
-placed in a layer, so a new module gets a deliberate place. See docs/architecture.md ("Layers")."""
+"""Imports of core/devicekit point one way: base <- ir <- render <- compile <- memory/runtime <- targets/plugin <-
+registry <- api <- tools. Read from the source (ast), every import counted: module level, inside functions and under
+TYPE_CHECKING alike. Every module must be placed in a layer, so a new module gets a deliberate place. See
+docs/architecture.md ("Layers")."""
 
 from __future__ import annotations
 
@@ -15,18 +16,26 @@ ROOT = Path(devicekit.__file__).parent
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["devicekit.errors", "devicekit.debug", "devicekit.spec", "devicekit.forksafe", "devicekit.interrupt",
               "devicekit.settings", "devicekit.lru", "devicekit.version"]),
-    ("contracts", ["devicekit.ir", "devicekit.kernels", "devicekit.render", "devicekit.compile", "devicekit.plugin", "devicekit.backend",
-                   "devicekit.hookspecs", "devicekit.memory", "devicekit.runtime", "devicekit.targets",
-                   "devicekit.alloc", "devicekit.signature", "devicekit.launch_sizes",
-                   "devicekit.reference"]),
+    ("ir", ["devicekit.ir"]),  # kernels, their signature (ir.params) and lowering: imports nothing of the layers above
+    ("render", ["devicekit.render"]),  # kernel -> source (ProgramSpec), the signature reader of hand-written sources
+    ("compile", ["devicekit.compile"]),  # source -> bytes, the compile and lowered-kernel caches
+    ("memory/runtime", ["devicekit.memory", "devicekit.alloc", "devicekit.runtime", "devicekit.signature",
+                        "devicekit.launch_sizes"]),  # buffers, programs, the launch checks
+    ("targets/plugin", ["devicekit.targets", "devicekit.plugin", "devicekit.hookspecs", "devicekit.backend",
+                        "devicekit.kernels", "devicekit.reference"]),  # what a plugin implements; the kernel library
     ("registry", ["devicekit.registry"]),
     ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
-    ("tools", ["devicekit.cli", "devicekit.benchmarking", "devicekit.bench_numba", "devicekit.bench_machine",
-               "devicekit.bench_peers", "devicekit.bench_devices",
+    ("tools", ["devicekit.cli", "devicekit.bench", "devicekit.benchmarking", "devicekit.bench_numba",
+               "devicekit.bench_machine", "devicekit.bench_devices", "devicekit.bench_peers",
                "devicekit.inspect_kernel", "devicekit.testing"]),
 ]
-# the one upward edge, imported inside the function that needs it (the reason is in docs/architecture.md)
-ALLOWED_UPWARD = {("devicekit.memory", "devicekit.api")}  # Buffer("CPU", ...) resolves the name through dk.device
+# the upward edges, each a late or TYPE_CHECKING-only import (the reasons are in docs/architecture.md, "Layers")
+ALLOWED_UPWARD = {
+    ("devicekit.memory", "devicekit.api"),  # Buffer("CPU", ...) resolves the name through dk.device (late)
+    ("devicekit.memory", "devicekit.targets"),  # TYPE_CHECKING only: the Device annotation
+    ("devicekit.runtime", "devicekit.targets"),  # TYPE_CHECKING only: the Device annotation
+    ("devicekit.render.signature", "devicekit.compile.deps"),  # late: the source context of the call in progress
+}
 
 # inside the registry package: each module imports only those before it (pluggy's _manager/_hooks/_callers shape)
 REGISTRY_ORDER = ["tracing", "suggest", "records", "probing", "probe_memo", "calls", "loading", "resolution", "building", "manager"]
@@ -97,7 +106,7 @@ def test_no_lower_layer_imports_an_upper_one():
 
 def test_the_check_sees_upward_imports_wherever_they_are():
     """A late import inside a function and one under TYPE_CHECKING are both found; the package root counts as the
-    api layer, so `import devicekit` from a contract is upward too."""
+    api layer, so `import devicekit` from a lower layer is upward too."""
     mods = {
         "devicekit.memory": (False, "def f():\n    from .registry import device\n"),
         "devicekit.runtime": (False, "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import api\n"),
@@ -107,11 +116,43 @@ def test_the_check_sees_upward_imports_wherever_they_are():
         "devicekit.api": (False, ""), "devicekit.cli": (True, ""), "devicekit.targets": (False, ""),
     }
     assert violations(mods) == [
-        "devicekit.memory (contracts) imports devicekit.registry (registry)",
+        "devicekit.memory (memory/runtime) imports devicekit.registry (registry)",
         "devicekit.registry.manager (registry) imports devicekit.cli (tools)",
-        "devicekit.runtime (contracts) imports devicekit.api (api)",
+        "devicekit.runtime (memory/runtime) imports devicekit.api (api)",
         "devicekit.spec (base) imports devicekit (api)",
     ]
+
+
+def test_the_ir_render_compile_runtime_order_is_checked():
+    """The old single contracts layer let the IR import the render package (ir/builder.py built ParamSpec from
+    render/program_spec.py, which imports the IR): each is its own layer now, so such an import fails."""
+    mods = {
+        "devicekit.ir.builder": (False, "def build():\n    from ..render.program_spec import ParamSpec\n"),
+        "devicekit.render.program_spec": (False, "from ..ir.params import ParamSpec\n"),
+        "devicekit.ir.params": (False, ""),
+        "devicekit.render.renderer": (False, "from ..compile.compiler import Compiler\n"),
+        "devicekit.compile.compiler": (False, "from ..runtime import Program\n"),
+        "devicekit.alloc": (False, "from .targets import Device\n"), "devicekit.targets": (False, ""),
+        "devicekit.runtime": (False, ""),
+    }
+    assert violations(mods) == [
+        "devicekit.alloc (memory/runtime) imports devicekit.targets (targets/plugin)",
+        "devicekit.compile.compiler (compile) imports devicekit.runtime (memory/runtime)",
+        "devicekit.ir.builder (ir) imports devicekit.render.program_spec (render)",
+        "devicekit.render.renderer (render) imports devicekit.compile.compiler (compile)",
+    ]
+    names = [n for n, _ in LAYERS]
+    assert names.index("ir") < names.index("render") < names.index("compile") < names.index("memory/runtime") \
+        < names.index("targets/plugin")
+
+
+def test_allowed_upward_edges_are_still_there():
+    """An allowed edge that no longer exists is dropped from the list, so the list stays the truth."""
+    mods = core_modules()
+    known = set(mods)
+    for src, dst in sorted(ALLOWED_UPWARD):
+        package, source = mods[src]
+        assert dst in imports_of(src, package, source, known), f"{src} no longer imports {dst}: drop the edge"
 
 
 def test_registry_modules_import_in_one_direction():

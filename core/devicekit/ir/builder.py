@@ -13,7 +13,7 @@ from .ops import RANGE_KINDS, Ops
 from .uop import KernelError, SymInt, UOp, as_uop, user_site
 
 if TYPE_CHECKING:
-    from ..render.program_spec import ParamSpec, VarSpec
+    from .params import ParamSpec, VarSpec
 
 
 @dataclass(frozen=True, eq=False)
@@ -364,7 +364,7 @@ class KernelBuilder:
         """Verify and freeze the kernel (a KernelError names the bad node and where it was built). `checked=False`
         drops the run-time bounds checks of accesses the verifier cannot prove in bounds (docs/ir.md);
         `optimize=False` keeps the heuristic optimizer's register tiles away from it (ir/optimize.py)."""
-        from ..render.program_spec import ParamSpec, VarSpec  # the render package imports the IR: import late
+        from .params import ParamSpec, VarSpec
         if not self._stmts:
             raise KernelError(f"kernel {self.name} stores nothing")
         sink = UOp(Ops.SINK, dtypes.void, tuple(self._stmts), self.name)
@@ -396,7 +396,7 @@ def _sym(u: UOp) -> SymInt:
 
 def scalar_spec(u: UOp) -> VarSpec:
     """The signature entry of a SCALAR node: its dtype, the type it travels as and that type's range."""
-    from ..render.program_spec import VarSpec
+    from .params import VarSpec
     wire = scalar_wire(u.dtype)
     lo, hi = (0, 1) if u.dtype.is_bool else (wire.min(), wire.max())
     return VarSpec(u.arg, lo, hi, wire, scalar=u.dtype)

@@ -132,7 +132,7 @@ def _lower(kernel: Kernel, caps: Any) -> LinearKernel:
     ins = tuple(sorted({u.src[0].src[0].arg[0] for u in uops if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM}))
     pspecs = kernel.params
     if checks is not None:
-        from ..render.program_spec import ParamSpec  # the render package imports the IR: import late
+        from .params import ParamSpec
         pspecs = (*pspecs, ParamSpec(ERROR_PARAM, dtypes.int64, checks.size, True))
     return LinearKernel(kernel.name, pspecs, kernel.vars, uops, gsize, lsize, split, outs, ins, checks, opts)
 
