@@ -12,12 +12,20 @@ import math
 from .ops import Ops
 from .uop import UOp, memo_order, sym_eval
 
+_NONE: frozenset[UOp] = frozenset()
+
 
 def free_ranges(nodes: list[UOp]) -> dict[UOp, frozenset[UOp]]:
     """For each node, the ranges its value depends on (a REDUCE binds the ranges it reduces)."""
     free: dict[UOp, frozenset[UOp]] = {}
     for u in nodes:
-        s = frozenset().union(*(free[x] for x in u.src)) if u.src else frozenset()
+        if not (src := u.src):
+            s = _NONE
+        else:  # a source's set itself where the others add nothing (most nodes): no new set per node
+            s = free[src[0]]
+            for x in src[1:]:
+                if (f := free[x]) is not s and not f <= s:
+                    s = s | f
         if u.op is Ops.RANGE:
             s = s | {u}
         elif u.op is Ops.REDUCE:  # a triangular range's bounds keep the outer ranges, even of a folded value

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+_VECS: dict[tuple[str, int], DType] = {}
+
 
 @dataclass(frozen=True, eq=True)
 class DType:
@@ -40,9 +42,11 @@ class DType:
     def vec(self, n: int) -> DType:
         if self.count != 1:
             raise ValueError(f"{self} is already a vector; vectors of vectors are not allowed")
+        if (v := _VECS.get((self.name, n))) is not None:  # one object per vector type: a hash-consed node's key
+            return v  # compares its dtype by identity, never by the dataclass's field-by-field __eq__
         if not 2 <= n <= 16:
             raise ValueError(f"vector width must be 2..16 lanes, got {n}")
-        return DType(self.name, self.itemsize, self.kind, n)
+        return _VECS.setdefault((self.name, n), DType(self.name, self.itemsize, self.kind, n))
 
     def scalar(self) -> DType:
         return self if self.count == 1 else _BY_NAME[self.name]

@@ -77,25 +77,46 @@ def _no_gc():
                 gc.enable()
 
 
-def _has(sink: UOp, ops: frozenset = frozenset(), dts: frozenset = frozenset(), pred: Any = None) -> bool:
-    """Whether a pass has anything to do: a node of one of `ops`, of a scalar dtype in `dts`, or `pred` true. A pass
-    that cannot apply is skipped (each is a full rewrite of the graph; the sorted nodes of a sink are cached)."""
-    return any(u.op in ops or u.dtype.scalar() in dts or (pred is not None and pred(u)) for u in sink.toposort())
+class _Kinds:
+    """What a graph holds (its ops, its scalar dtypes), taken once per sink: whether a pass has anything to do. A
+    pass that cannot apply is skipped (each is a full rewrite of the graph); asking each question of every node
+    again cost as much as a pass."""
+
+    def __init__(self) -> None:
+        self.sink: UOp | None = None
+
+    def of(self, sink: UOp) -> _Kinds:
+        if sink is not self.sink:
+            self.sink, self.nodes = sink, sink.toposort()
+            self.ops = {u.op for u in self.nodes}
+            self.dts = {d.scalar() for d in {u.dtype for u in self.nodes}}
+        return self
+
+    def has(self, sink: UOp, ops: frozenset = frozenset(), dts: frozenset = frozenset()) -> bool:
+        k = self.of(sink)
+        return not k.ops.isdisjoint(ops) or not k.dts.isdisjoint(dts)
 
 
 _HALVES = frozenset({dtypes.float16, dtypes.bfloat16})
 _INT_EDGES = frozenset({Ops.SHL, Ops.SHR, Ops.IDIV, Ops.MOD})
+_EDGE_DONE = {Ops.SHL: "masked", Ops.SHR: "masked", Ops.IDIV: "safe", Ops.MOD: "safe"}  # define_int_edges' marks
 
 
 def _lower(kernel: Kernel, caps: Any) -> LinearKernel:
     sink = kernel.sink
+    kinds = _Kinds()
+    _has = kinds.has
     if _has(sink, frozenset({Ops.BARRIER, Ops.DEFINE_LOCAL})):
         sink = graph_rewrite(sink, _strip_orderings)
     sink, err, checks = guard_accesses(kernel, sink)  # before anything else: proofs hold on the user's graph
+    param_uops = kernel.param_uops if err is None else (*kernel.param_uops, err)
+    # the params as the renderer sees them (no size), on the user's small graph: stripped after the optimizer, every
+    # node above them was rebuilt once more (a tenth of lowering a matmul). No pass reads a param's size.
+    bare = tuple(p.replace(src=()) for p in param_uops)
+    sink = substitute(sink, {p: q for p, q in zip(param_uops, bare) if p is not q})
     opts: tuple[str, ...] = ()
     if kernel.optimize and err is None and settings.get("DEVICEKIT_OPT"):
         sink, opts = optimize(sink, caps, kernel.tiles)
-    param_uops = kernel.param_uops if err is None else (*kernel.param_uops, err)
     # scalars travel as their wire dtype (bool as uint8, half/bfloat16 as float32) and are converted once, inside
     wire = {v: v.replace(dtype=scalar_wire(v.dtype)) for v in kernel.var_uops
             if v.op is Ops.SCALAR and scalar_wire(v.dtype) != v.dtype}
@@ -103,25 +124,23 @@ def _lower(kernel: Kernel, caps: Any) -> LinearKernel:
         sink = substitute(sink, {v: w.cast(v.dtype) for v, w in wire.items()})
     if _has(sink, dts=_HALVES):
         sink = promote_half(sink)
-    if _has(sink, pred=lambda u: u.op is Ops.RANGE and u.arg[1] == "unroll"):
+    if Ops.RANGE in kinds.of(sink).ops and any(u.op is Ops.RANGE and u.arg[1] == "unroll" for u in kinds.nodes):
         sink = expand_unroll(sink)
     sink = simplify(sink)
-    if _has(sink, _INT_EDGES):
-        sink = define_int_edges(sink)
+    if _has(sink, _INT_EDGES) and any(u.op in _INT_EDGES and u.arg != _EDGE_DONE[u.op] for u in kinds.nodes):
+        sink = define_int_edges(sink)  # (skipped where every such node is already marked: the optimizer's tiles)
     sink, gsize, lsize, split, guard = _map_ranges(sink, caps)
     if dtypes.bfloat16 not in caps.dtypes and _has(sink, dts=frozenset({dtypes.bfloat16})):
         sink = emulate_bf16(sink)
-    if _has(sink, pred=lambda u: u.op in ALU and (u.op not in caps.ops or u.op is Ops.MULACC)):
+    if any(op in ALU and (op not in caps.ops or op is Ops.MULACC) for op in kinds.of(sink).ops):
         sink = decompose(sink, caps.ops, wide=dtypes.float64 in caps.dtypes)
     sink = simplify(sink)
     if caps.vectors and (len(sink.src) > 1 or _has(sink, frozenset({Ops.VECTORIZE}))):
         sink = group_vectors(sink, getattr(caps, "unaligned_vectors", False))
     _check_dtypes(sink, caps, kernel.var_uops)
-    params = tuple(p.replace(src=()) if p.dtype != dtypes.bfloat16 or dtypes.bfloat16 in caps.dtypes
-                   else p.replace(src=(), dtype=dtypes.uint16) for p in param_uops)
-    sink = substitute(sink, {p: q for p, q in zip(param_uops, params) if p is not q})
-    if _has(sink, pred=lambda u: u.op is Ops.PARAM and u.src):
-        sink = graph_rewrite(sink, lambda u: u.replace(src=()) if u.op is Ops.PARAM and u.src else None)
+    params = tuple(p if p.dtype != dtypes.bfloat16 or dtypes.bfloat16 in caps.dtypes
+                   else p.replace(dtype=dtypes.uint16) for p in bare)  # bfloat16 as its bits (emulate_bf16)
+    sink = substitute(sink, {p: q for p, q in zip(bare, params) if p is not q})
     core_vars = ()
     if split is not None:
         core_vars = tuple(u for u in sink.toposort() if u.op is Ops.VAR and u.arg[0] in ("core_start", "core_end"))

@@ -30,14 +30,17 @@ from __future__ import annotations
 from typing import Any
 
 from .analysis import free_ranges
-from .dtypes import dtypes
+from .dtypes import dtypes, scalar_wire
 from .ops import Ops
+from .passes import simplify_step
+from .rewrite import substitute_memo
 from .uop import UOp, memo_order
 
 # float ALU ops a vector of lanes computes as one vector op; anything else is computed lane by lane
 _LIFT = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2,
                    Ops.SIN, Ops.TRUNC, Ops.MULACC})
 _FLOATS = (dtypes.float32, dtypes.float64)
+_HALVES = (dtypes.float16, dtypes.bfloat16)
 UNROLL = 4  # rows of a register tile
 TILE_BYTES = 64  # a tile row: a cache line; two AVX2 vectors, one AVX-512 (4 x 16 float32 beat 4 x 8 by 2.5x at 1024)
 MIN_TAIL = 4  # the narrowest vector tail of an upcast (16 bytes of float32: the narrowest SIMD register)
@@ -91,8 +94,12 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     rows = (heuristic_rows(caps) if vec is not None else UNROLL) if tiles is None else tiles[0]
     if unr is not None and tiles is None and unr.src[0].op is Ops.CONST:
         rows = min(rows, unr.src[0].arg)  # no copies past a known end
+    # simplify's first step taken as the tiles are built, where the graph allows it (`_Tidy`)
+    tidy = _Tidy(vec) if not any((u.op is Ops.SCALAR and scalar_wire(u.dtype) != u.dtype)
+                                 or u.dtype.scalar() in _HALVES or (u.op is Ops.RANGE and u.arg[1] == "unroll")
+                                 for u in nodes) else _keep
     if unr is not None and rows > 1:
-        stmts = _unroll(stmts, unr, rows)
+        stmts = _unroll(stmts, unr, rows, tidy)
         opts.append(f"unroll global range {unr.arg[0]} x{rows}")
     if vec is not None:
         dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32)
@@ -101,7 +108,8 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
         if tiles is None:
             width, tails = small_extent_lanes(width, vec.src[0].arg if vec.src[0].op is Ops.CONST else None)
         if width > 1:
-            stmts = _upcast(stmts, vec, width, next_id, tails)
+            stmts = _upcast(stmts, vec, width, next_id, tails, tidy=_Tidy(None, tidy.clean) if tidy is not _keep
+                            else _keep)
             opts.append(f"upcast global range {vec.arg[0]} x{width}")
             if tails:
                 opts.append("vector tails " + " ".join(f"x{t}" for t in tails))
@@ -179,60 +187,69 @@ def _gate(st: UOp, cond: UOp) -> UOp:
     return st.replace(src=(ix.replace(src=(ix.src[0], ix.src[1], gate)), *st.src[1:]))
 
 
-def _unroll(stmts: list[UOp], h: UOp, tm: int) -> list[UOp]:
+def _unroll(stmts: list[UOp], h: UOp, tm: int, tidy: _Tidy) -> list[UOp]:
     """Each statement `tm` times, lane x at row min(h' * tm + x, end - 1), stored where h' * tm + x < end."""
     end = h.src[0]
     exact = end.op is Ops.CONST and end.arg % tm == 0
-    outer = UOp(Ops.RANGE, dtypes.index, (end // tm if exact else (end + (tm - 1)) // tm,), h.arg)  # h's id: its place
+    outer = tidy.expr(UOp(Ops.RANGE, dtypes.index, (_div(end, tm) if exact else _div(end + (tm - 1), tm),), h.arg))
     out = []
+    rows: list[dict[UOp, UOp]] = [{} for _ in range(tm)]  # per row: what the statements share is rewritten once
+    lanes = [tidy.expr(outer * tm + x) for x in range(tm)]
+    at = [lanes[x] if exact else tidy.expr(lanes[x].minimum(tidy.expr(end - 1))) for x in range(tm)]
+    gates = [None if exact else tidy.expr(lanes[x] < end) for x in range(tm)]
     for st in stmts:
         for x in range(tm):
-            lane = outer * tm + x
             s = st.replace(arg=(st.arg, x))
-            if exact:
-                out.append(_substitute(s, {h: lane}))
-            else:
-                out.append(_gate(_substitute(s, {h: lane.minimum(end - 1)}), lane < end))
+            row = substitute_memo(s, {h: at[x]}, rows[x], tidy)
+            out.append(row if exact else _gate(row, gates[x]))
     return out
 
 
 def _upcast(stmts: list[UOp], g: UOp, tn: int, tail_id: int, tails: tuple[int, ...] = (),
-            lo: UOp | None = None) -> list[UOp]:
+            lo: UOp | None = None, tidy: _Tidy | None = None) -> list[UOp]:
     """Lanes lo + g' * tn + c (c < tn) of each statement as one vector (lo: 0, or where the previous, wider,
     vectors stopped); the lanes past the last multiple of tn in tail statements over a range that starts there,
     upcast again to each width of `tails` in turn before the last, scalar, tail. Each lane is `first + c`, a
     constant offset from the vector's first lane, so the lowering groups its loads into one vector load."""
+    tidy = tidy or _keep
     end = g.src[0]
-    count = end if lo is None else end - lo
+    count = end if lo is None else tidy.expr(end - lo)
     exact = count.op is Ops.CONST and count.arg % tn == 0
-    outer = UOp(Ops.RANGE, dtypes.index, (count // tn,), g.arg if lo is None else (tail_id, "global"))
+    outer = tidy.expr(UOp(Ops.RANGE, dtypes.index, (_div(count, tn),), g.arg if lo is None else (tail_id, "global")))
     if lo is not None:
         tail_id += 1
-    first = outer * tn if lo is None else lo + outer * tn
-    lanes = [first + c for c in range(tn)]
+    first = tidy.expr(outer * tn if lo is None else lo + outer * tn)
+    lanes = [tidy.expr(first + c) for c in range(tn)]
     main: list[UOp] = []
     dep: dict[UOp, bool] = {}
     memo: dict[UOp, UOp] = {}  # shared: the rows of an unrolled tile read the same lanes of b (built once)
+    subs: list[dict[UOp, UOp]] = [{} for _ in lanes]  # per lane: the substitution's memo, shared alike
     for st in stmts:
-        main += _vector_statement(st.replace(arg=(st.arg, tn)) if lo is not None else st, g, lanes, dep, memo)
+        main += _vector_statement(st.replace(arg=(st.arg, tn)) if lo is not None else st, g, lanes, dep, memo, subs,
+                                  tidy)
     if exact:
         return main
-    start = (count // tn) * tn if lo is None else lo + (count // tn) * tn
+    start = tidy.expr(_div(count, tn) * tn if lo is None else lo + _div(count, tn) * tn)
     if tails:
-        return main + _upcast(stmts, g, tails[0], tail_id, tails[1:], start)
-    tail = UOp(Ops.RANGE, dtypes.index, (end - start,), (tail_id, "global"))
-    return main + [_substitute(st, {g: start + tail}).replace(arg=(st.arg, tn)) for st in stmts]
+        return main + _upcast(stmts, g, tails[0], tail_id, tails[1:], start, tidy)
+    tail = tidy.expr(UOp(Ops.RANGE, dtypes.index, (end - start,), (tail_id, "global")))
+    at_tail: dict[UOp, UOp] = {}
+    lane = tidy.expr(start + tail)
+    return main + [substitute_memo(st, {g: lane}, at_tail, tidy).replace(arg=(st.arg, tn)) for st in stmts]
 
 
-def _vector_statement(st: UOp, g: UOp, lanes: list[UOp], dep: dict[UOp, bool], memo: dict[UOp, UOp]) -> list[UOp]:
+def _vector_statement(st: UOp, g: UOp, lanes: list[UOp], dep: dict[UOp, bool], memo: dict[UOp, UOp],
+                      subs: list[dict[UOp, UOp]], tidy: _Tidy) -> list[UOp]:
     """The statement's `len(lanes)` stores, their values computed as one vector where the ops allow. `dep` (does a
-    node depend on g) and `memo` (a node's lanes) are properties of the nodes, shared by a kernel's statements."""
+    node depend on g), `memo` (a node's lanes) and `subs` (per lane: a node with g replaced by it) are properties of
+    the nodes, shared by a kernel's statements."""
     tn = len(lanes)
     for u in memo_order(st, dep):
         dep[u] = u is g or any(dep[s] for s in u.src)
 
     def per_lane(u: UOp) -> UOp:
-        return UOp(Ops.VECTORIZE, u.dtype.vec(tn), tuple(_substitute(u, {g: x}) for x in lanes))
+        return UOp(Ops.VECTORIZE, u.dtype.vec(tn), tuple(substitute_memo(u, {g: x}, m, tidy)
+                                                           for x, m in zip(lanes, subs)))
 
     def operands(u: UOp) -> tuple[UOp, ...]:
         """What lift(u) lifts first (the shape of the recursion it replaces: a chain is as deep as the user wrote)."""
@@ -274,16 +291,92 @@ def _vector_statement(st: UOp, g: UOp, lanes: list[UOp], dep: dict[UOp, bool], m
     val = st.src[1]
     ix = st.src[0]
     if not dep[val] or val.dtype not in _FLOATS:
-        return [_substitute(st, {g: x}).replace(arg=(st.arg, c)) for c, x in enumerate(lanes)]
+        return [substitute_memo(st, {g: x}, subs[c], tidy).replace(arg=(st.arg, c)) for c, x in enumerate(lanes)]
     vec = lift(val)
-    return [UOp(Ops.STORE, dtypes.void, (_substitute(ix, {g: x}), vec.gep(c)), (st.arg, c))
+    return [UOp(Ops.STORE, dtypes.void, (substitute_memo(ix, {g: x}, subs[c], tidy), vec.gep(c)), (st.arg, c))
             for c, x in enumerate(lanes)]
+
+
+def _div(a: UOp, n: int) -> UOp:
+    """a // n as passes.define_int_edges leaves it (a constant divisor but 0 and -1 has no edge case: marked "safe"):
+    marked there, the range it bounds and every node above it were rebuilt once more (a tenth of lowering gemm)."""
+    q = a // n
+    return q.replace(arg="safe") if n not in (0, -1) else q
 
 
 def _broadcast(u: UOp, n: int) -> UOp:
     return UOp(Ops.VECTORIZE, u.dtype.vec(n), (u,) * n)
 
 
-def _substitute(u: UOp, mapping: dict[UOp, UOp]) -> UOp:
-    from .rewrite import substitute
-    return substitute(u, mapping)
+
+class _Tidy:
+    """simplify's first step, taken as the tiles are built instead of after: the optimizer's lanes (`i' * 16 + 3`)
+    inside the user's indices made simplify rebuild nearly every node it made (the lanes' constants move outward),
+    a tenth of lowering a matmul. The output is the one simplify gives anyway, not merely an equal value:
+
+    simplify (passes.graph_rewrite) rewrites bottom-up in passes. A node whose sources are all *clean* (simplify
+    leaves them and all below them as they are) becomes `simplify_step(node)` in its first pass; when that result
+    is clean too, it is final, and the nodes above it see exactly it in that pass. So building the result in place
+    of the node gives the same first pass, hence the same graph. Only integer scalars are replaced (indices: the
+    optimizer's vector decisions look at float values), never in a way that changes whether a node depends on the
+    vector axis (the optimizer's per-node decision). Used only where nothing runs between the optimizer and
+    simplify (no scalar param to convert to its wire type, no half types, no unroll ranges: linearize.lower)."""
+
+    def __init__(self, g: UOp | None, clean: dict[UOp, bool] | None = None):
+        self.g = g  # None: what is built here cannot depend on the vector axis (it was substituted away)
+        self.clean: dict[UOp, bool] = {} if clean is None else clean
+        self.dep: dict[UOp, bool] = {}
+
+    def is_clean(self, u: UOp) -> bool:
+        known = self.clean
+        if (k := known.get(u)) is not None:
+            return k
+        for x in memo_order(u, known):
+            known[x] = simplify_step(x) is None and all(known[s] for s in x.src)
+        return known[u]
+
+    def on_g(self, u: UOp) -> bool:
+        if self.g is None:
+            return False
+        m = self.dep
+        if (k := m.get(u)) is not None:
+            return k
+        for x in memo_order(u, m):
+            m[x] = x is self.g or any(m[s] for s in x.src)
+        return m[u]
+
+    def __call__(self, u: UOp) -> UOp:
+        """u (built over sources that came through here), or its first simplify step where that one is final."""
+        d = u.dtype
+        if d.count != 1 or d.kind not in "iu":
+            return u
+        known = self.clean
+        for s in u.src:
+            k = known.get(s)
+            if not (self.is_clean(s) if k is None else k):
+                return u
+        if (r := simplify_step(u)) is None:
+            known[u] = True
+            return u
+        return r if self.is_clean(r) and (self.g is None or self.on_g(r) == self.on_g(u)) else u
+
+    def expr(self, root: UOp) -> UOp:
+        """`root` (an expression the optimizer just built) with each node passed through here, sources first."""
+        out: dict[UOp, UOp] = {}
+        for u in memo_order(root, out):
+            src = tuple([out[s] for s in u.src])
+            out[u] = self(u if src == u.src else UOp(u.op, u.dtype, src, u.arg))
+        return out[root]
+
+
+class _Keep(_Tidy):
+    """No tidying: every node as built."""
+
+    def __call__(self, u: UOp) -> UOp:
+        return u
+
+    def expr(self, root: UOp) -> UOp:
+        return root
+
+
+_keep = _Keep(None)

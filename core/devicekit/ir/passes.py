@@ -138,11 +138,12 @@ def _bf16_pass(sink: UOp, bits_to_f32, f32_to_bits) -> UOp:
 
 # ---- decomposition of ops a renderer lacks ---------------------------------------------------------------------------
 
-def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer", wide: bool = False) -> UOp:
+def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer", wide: bool = False,
+              stable: set[UOp] | None = None) -> UOp:
     """Rewrite the ALU ops a renderer lacks (`wide`: it has float64, which the sin decomposition then uses).
     A float16 MULACC is always split into MUL + ADD: the reference rounds the product to float16 before the add, and
     C's excess precision (`_Float16` computed in float), CUDA's half-via-float and hardware fma would each round once
-    instead (docs/ir.md, mulacc)."""
+    instead (docs/ir.md, mulacc). `stable`: graph_rewrite's, shared by calls with the same ops and wide."""
     def fn(u: UOp) -> UOp | None:
         if u.op not in ALU or (u.op in ops and not (u.op is Ops.MULACC and u.dtype.scalar() == dtypes.float16)):
             return None
@@ -165,7 +166,7 @@ def decompose(sink: UOp, ops: frozenset[Ops], renderer: str = "this renderer", w
         if u.op in DECOMPOSITIONS:
             return (WIDE_DECOMPOSITIONS if wide and u.op in WIDE_DECOMPOSITIONS else DECOMPOSITIONS)[u.op](s[0])
         raise KernelError(f"{renderer} does not render {u.op.name} and the core has no decomposition for it", u)
-    return graph_rewrite(sink, fn)
+    return graph_rewrite(sink, fn, stable=stable)
 
 
 def _boolv(d: DType) -> DType:
@@ -184,51 +185,59 @@ def _is_const(u: UOp, v=None) -> bool:
     return u.op is Ops.CONST and (v is None or (u.arg == v and not isinstance(u.arg, bool)))
 
 
+_SIMPLIFIED = ALU | {Ops.CAST}  # the ops simplify may rewrite: any other node is left at once
+
+
 def simplify(sink: UOp) -> UOp:
-    def fn(u: UOp) -> UOp | None:
-        s = u.src
-        if u.op in ALU and u.dtype.count == 1 and s and all(x.op is Ops.CONST for x in s):
-            arrs = [semantics.const_array(x.arg, x.dtype) for x in s]
-            val = semantics.alu(u.op, u.dtype, *arrs)
-            return UOp.const(u.dtype, val.item())
-        if u.op is Ops.CAST and s[0].op is Ops.CONST and u.dtype.count == 1:
-            val = semantics.cast(semantics.const_array(s[0].arg, s[0].dtype), s[0].dtype, u.dtype)
-            return UOp.const(u.dtype, val.item())
-        if u.op is Ops.WHERE and s[0].op is Ops.CONST:
-            return s[1] if s[0].arg else s[2]
-        if u.dtype.count != 1 or len(s) != 2:
-            return None
-        a, b = s
-        is_int = u.dtype.is_int
-        if u.op is Ops.ADD and is_int:
-            if _is_const(b, 0):
-                return a
-            if _is_const(a, 0):
-                return b
-            # constants move outward, so x + (y + 3) and (x + 3) + y both read (x + y) + 3 (ints wrap: associative)
-            if a.op is Ops.CONST and b.op is not Ops.CONST:
-                return UOp(Ops.ADD, u.dtype, (b, a))
-            if b.op is Ops.ADD and b.src[1].op is Ops.CONST:
-                return UOp(Ops.ADD, u.dtype, (UOp(Ops.ADD, u.dtype, (a, b.src[0])), b.src[1]))
-            if a.op is Ops.ADD and a.src[1].op is Ops.CONST and b.op is not Ops.CONST:
-                return UOp(Ops.ADD, u.dtype, (UOp(Ops.ADD, u.dtype, (a.src[0], b)), a.src[1]))
-            if a.op is Ops.ADD and a.src[1].op is Ops.CONST and b.op is Ops.CONST:
-                return UOp(Ops.ADD, u.dtype, (a.src[0], UOp.const(u.dtype, a.src[1].arg + b.arg)))
-        if u.op is Ops.SUB and _is_const(b, 0) and is_int:
-            return a
-        if u.op is Ops.MUL:
-            if _is_const(b, 1):
-                return a
-            if _is_const(a, 1):
-                return b
-            if is_int and (_is_const(a, 0) or _is_const(b, 0)):
-                return UOp.const(u.dtype, 0)
-        if u.op is Ops.IDIV and is_int and _is_const(b, 1):
-            return a
-        if u.op is Ops.MOD and is_int and _is_const(b, 1):
-            return UOp.const(u.dtype, 0)
+    return graph_rewrite(sink, simplify_step)
+
+
+def simplify_step(u: UOp) -> UOp | None:
+    """simplify's rewrite of one node (None: it stays); a function of the node alone."""
+    if u.op not in _SIMPLIFIED:
         return None
-    return graph_rewrite(sink, fn)
+    s = u.src
+    if u.op in ALU and u.dtype.count == 1 and s and all(x.op is Ops.CONST for x in s):
+        arrs = [semantics.const_array(x.arg, x.dtype) for x in s]
+        val = semantics.alu(u.op, u.dtype, *arrs)
+        return UOp.const(u.dtype, val.item())
+    if u.op is Ops.CAST and s[0].op is Ops.CONST and u.dtype.count == 1:
+        val = semantics.cast(semantics.const_array(s[0].arg, s[0].dtype), s[0].dtype, u.dtype)
+        return UOp.const(u.dtype, val.item())
+    if u.op is Ops.WHERE and s[0].op is Ops.CONST:
+        return s[1] if s[0].arg else s[2]
+    if u.dtype.count != 1 or len(s) != 2:
+        return None
+    a, b = s
+    is_int = u.dtype.is_int
+    if u.op is Ops.ADD and is_int:
+        if _is_const(b, 0):
+            return a
+        if _is_const(a, 0):
+            return b
+        # constants move outward, so x + (y + 3) and (x + 3) + y both read (x + y) + 3 (ints wrap: associative)
+        if a.op is Ops.CONST and b.op is not Ops.CONST:
+            return UOp(Ops.ADD, u.dtype, (b, a))
+        if b.op is Ops.ADD and b.src[1].op is Ops.CONST:
+            return UOp(Ops.ADD, u.dtype, (UOp(Ops.ADD, u.dtype, (a, b.src[0])), b.src[1]))
+        if a.op is Ops.ADD and a.src[1].op is Ops.CONST and b.op is not Ops.CONST:
+            return UOp(Ops.ADD, u.dtype, (UOp(Ops.ADD, u.dtype, (a.src[0], b)), a.src[1]))
+        if a.op is Ops.ADD and a.src[1].op is Ops.CONST and b.op is Ops.CONST:
+            return UOp(Ops.ADD, u.dtype, (a.src[0], UOp.const(u.dtype, a.src[1].arg + b.arg)))
+    if u.op is Ops.SUB and _is_const(b, 0) and is_int:
+        return a
+    if u.op is Ops.MUL:
+        if _is_const(b, 1):
+            return a
+        if _is_const(a, 1):
+            return b
+        if is_int and (_is_const(a, 0) or _is_const(b, 0)):
+            return UOp.const(u.dtype, 0)
+    if u.op is Ops.IDIV and is_int and _is_const(b, 1):
+        return a
+    if u.op is Ops.MOD and is_int and _is_const(b, 1):
+        return UOp.const(u.dtype, 0)
+    return None
 
 
 # ---- integer edge cases every backend must agree on -------------------------------------------------------------------

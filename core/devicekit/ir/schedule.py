@@ -39,6 +39,7 @@ class _Block:
 
 
 _GUARD = "guard"
+_NO_RANGES: frozenset = frozenset()
 _INT64_MIN = -(2**63)
 
 
@@ -49,10 +50,11 @@ class Scheduler:
         self.nodes = sink.toposort()
         self.node_set = set(self.nodes)
         self.reduce_of: dict[UOp, UOp] = {}
-        for u in self.nodes:
-            if u.op is Ops.REDUCE:
-                for r in u.src[1:]:
-                    self.reduce_of[r] = u
+        self.reduces = [u for u in self.nodes if u.op is Ops.REDUCE]  # in graph order (`_siblings` scans them)
+        for u in self.reduces:
+            for r in u.src[1:]:
+                self.reduce_of[r] = u
+        self._fill_free(self.nodes)
         stmt_ranges: set[UOp] = set()
         for s in sink.src:
             stmt_ranges |= {r for r in self._free(s) if r != _GUARD}
@@ -61,6 +63,7 @@ class Scheduler:
             self.order.insert(0, _GUARD)
         self.written = {u.src[0].src[0] for u in self.nodes if u.op is Ops.STORE}
         self.pinned_memo: dict[UOp, bool] = {}
+        self.decomposed: set[UOp] = set()  # what decompose left as it was (each reduce's update walks its value)
         self.placed: dict[UOp, tuple[_Block, UOp]] = {}
         self.origin: dict[UOp, UOp] = {}  # copied range -> original range
         self.opened: set[UOp] = set()
@@ -78,16 +81,28 @@ class Scheduler:
     def _free(self, u: UOp) -> frozenset:
         if (f := self.free.get(u)) is not None:
             return f
-        for x in memo_order(u, self.free):
-            s = frozenset().union(*(self.free[y] for y in x.src)) if x.src else frozenset()
+        self._fill_free(memo_order(u, self.free))
+        return self.free[u]
+
+    def _fill_free(self, order: Any) -> None:
+        """The free ranges of each node of `order` (sources first; the graph's own order once, at the start: each
+        node's set is a source's own where the others add nothing, so most nodes make no set)."""
+        free, guard = self.free, self.guard is not None
+        for x in order:
+            if not (src := x.src):
+                s: frozenset = _NO_RANGES
+            else:
+                s = free[src[0]]
+                for y in src[1:]:
+                    if (f := free[y]) is not s and not f <= s:
+                        s = s | f
             if x.op is Ops.RANGE:
                 s = s | {x}
-            elif x.op is Ops.SPECIAL and self.guard is not None:
+            elif x.op is Ops.SPECIAL and guard:
                 s = s | {_GUARD}
             elif x.op is Ops.REDUCE:  # its ranges' bounds may use outer ranges (triangular), even of a folded value
-                s = self.free[x.src[0]].union(*(self.free[r] for r in x.src[1:])) - set(x.src[1:])
-            self.free[x] = s
-        return self.free[u]
+                s = free[x.src[0]].union(*(free[r] for r in x.src[1:])) - set(x.src[1:])
+            free[x] = s
 
     def _pinned(self, u: UOp) -> bool:
         """Loads from buffers this kernel writes (and what depends on them) stay where they are used."""
@@ -286,27 +301,28 @@ class Scheduler:
 
     def _visible(self, u: UOp, stack: list[_Block]) -> UOp | None:
         p = self.placed.get(u)
-        if p is not None and any(b is p[0] for b in stack):
+        if p is not None and p[0] in stack:  # a _Block compares by identity
             return p[1]
         return None
 
     def _depth_of(self, u: UOp, stack: list[_Block]) -> int:
-        blk = self.placed[u][0]
-        for i, b in enumerate(stack):
-            if b is blk:
-                return i
-        raise KernelError("internal scheduling error: a source is not visible", u)
+        try:
+            return stack.index(self.placed[u][0])
+        except ValueError:
+            raise KernelError("internal scheduling error: a source is not visible", u) from None
 
     def _emit(self, u: UOp, stack: list[_Block]) -> UOp:
         """Place u and what it needs that is not visible yet, sources first, left to right (the order the recursive
         walk had, on an explicit stack: a 100,000-step chain is 100,000 levels deep). A reduction places its own
         loop (`_emit_reduce`); only nested reductions nest calls."""
-        if (v := self._visible(u, stack)) is not None:
-            return v
+        placed = self.placed
+        if (p := placed.get(u)) is not None and p[0] in stack:  # visible: placed in an open block
+            return p[1]
         work: list[tuple[UOp, bool]] = [(u, False)]
+        pop, push = work.pop, work.append
         while work:
-            x, ready = work.pop()
-            if self._visible(x, stack) is not None:
+            x, ready = pop()
+            if (p := placed.get(x)) is not None and p[0] in stack:
                 continue
             if ready:
                 self._place(x, stack)
@@ -315,23 +331,34 @@ class Scheduler:
             elif x.op is Ops.RANGE:
                 raise KernelError("internal scheduling error: range used outside its loop", x)
             else:
-                work.append((x, True))
-                work.extend((s, False) for s in reversed(x.src))
+                push((x, True))
+                work.extend([(s, False) for s in reversed(x.src)])
         v = self._visible(u, stack)
         assert v is not None
         return v
 
     def _place(self, u: UOp, stack: list[_Block]) -> UOp:
         """u into the shallowest open block that holds its ranges and its (placed) sources."""
-        srcs = tuple(self._visible(s, stack) for s in u.src)
         depth = len(stack) - 1 if self._pinned(u) else min(len(self._nest(u)), len(stack) - 1)
-        for s in u.src:
-            depth = max(depth, self._depth_of(s, stack))
-        nu = u if all(a is b for a, b in zip(srcs, u.src)) else u.replace(src=srcs)
-        stack[depth].insert(nu)
-        self.placed[u] = (stack[depth], nu)
+        placed = self.placed
+        if u.src:
+            srcs = []
+            for s in u.src:  # each source is placed (emitted first) in one of the open blocks
+                p = placed.get(s)
+                if p is None or p[0] not in stack:
+                    raise KernelError("internal scheduling error: a source is not visible", s)
+                srcs.append(p[1])
+                if (d := stack.index(p[0])) > depth:
+                    depth = d
+            src = tuple(srcs)
+            nu = u if src == u.src else UOp(u.op, u.dtype, src, u.arg)
+        else:
+            nu = u
+        blk = stack[depth]
+        blk.insert(nu)
+        placed[u] = (blk, nu)
         if nu is not u:
-            self.placed[nu] = (stack[depth], nu)
+            placed[nu] = (blk, nu)
         return nu
 
     def _siblings(self, red: UOp, depth: int, stack: list[_Block]) -> list[UOp]:
@@ -340,8 +367,8 @@ class Scheduler:
         if red not in self.node_set or self._pinned(red):
             return []
         group, deps = [red], [set(red.toposort())]
-        for u in self.nodes:
-            if (u.op is not Ops.REDUCE or u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
+        for u in self.reduces:
+            if (u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
                     or min(len(self._nest(u)), len(stack) - 1) != depth  # red's own depth rule
                     or any(r != _GUARD and self._visible(r, stack) is None for r in self._free(u))):
                 continue
@@ -388,7 +415,7 @@ class Scheduler:
             b_outer.items.append(b_inner)
         for g, x, acc in zip(group, xs, accs):
             val = self._emit(x, inner)
-            comb = decompose(UOp(g.arg, g.dtype, (acc, val)), self.caps.ops)
+            comb = decompose(UOp(g.arg, g.dtype, (acc, val)), self.caps.ops, stable=self.decomposed)
             # the update reads the accumulator inside the loop: seen from there, even when the value does not
             # depend on the reduce range ((x * 0).sum(r) folds to a constant), it must not be hoisted out
             self.placed[acc] = (inner[-1], acc)

@@ -64,11 +64,16 @@ def user_site() -> str:
     return _user_site()
 
 
-def _gone(key: tuple) -> Callable[[weakref.ref], None]:
-    def drop(ref: weakref.ref) -> None:
-        if _CACHE.get(key) is ref:  # not a newer node's entry
-            del _CACHE[key]
-    return drop
+class _Ref(weakref.ref):
+    """The weak reference of a node's _CACHE entry, holding its key: one C-level object per node (a closure per
+    node, or weakref.KeyedRef's Python __init__, cost half of making a node)."""
+
+    __slots__ = ("key",)
+
+
+def _gone(ref: _Ref) -> None:
+    if _CACHE.get(ref.key) is ref:  # not a newer node's entry
+        del _CACHE[ref.key]
 
 
 def _user_site() -> str:
@@ -90,19 +95,20 @@ class UOp:
     arg: Any
 
     def __new__(cls, op: Ops, dtype: DType = dtypes.void, src: tuple[UOp, ...] = (), arg: Any = None) -> UOp:  # noqa: PYI034
-        key = (op, dtype, src, arg if not isinstance(arg, float) or not math.isnan(arg) else "nan")
+        key = (op, dtype, src, "nan" if isinstance(arg, float) and arg != arg else arg)
         if (ref := _CACHE.get(key)) is not None and (ret := ref()) is not None:
             if not ret._site and not getattr(_LOCAL, "lowering", False):  # first made by lowering, now by a user
-                object.__setattr__(ret, "_site", _user_site())
+                _set_site(ret, _user_site())
             return ret
-        self = object.__new__(cls)
-        object.__setattr__(self, "op", op)
-        object.__setattr__(self, "dtype", dtype)
-        object.__setattr__(self, "src", src)
-        object.__setattr__(self, "arg", arg)
-        object.__setattr__(self, "_key", None)
-        object.__setattr__(self, "_site", "" if getattr(_LOCAL, "lowering", False) else _user_site())
-        _CACHE[key] = weakref.ref(self, _gone(key))
+        self = _object_new(cls)  # the slots' own setters: object.__setattr__ per field was a third of a new node
+        _set_op(self, op)
+        _set_dtype(self, dtype)
+        _set_src(self, src)
+        _set_arg(self, arg)
+        _set_key(self, None)
+        _set_site(self, "" if getattr(_LOCAL, "lowering", False) else _user_site())
+        ref = _CACHE[key] = _Ref(self, _gone)
+        ref.key = key
         return self
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -138,7 +144,7 @@ class UOp:
                 h = hashlib.sha256(repr((u.op.name, u.dtype.name, u.dtype.count, _arg_repr(u.arg))).encode())
                 for s in u.src:
                     h.update(s._key)
-                object.__setattr__(u, "_key", h.digest())
+                _set_key(u, h.digest())
         return self._key
 
     # ---- graph helpers
@@ -305,6 +311,9 @@ class UOp:
 
 
 SymInt = int | UOp
+_object_new = object.__new__
+_set_op, _set_dtype, _set_src, _set_arg = UOp.op.__set__, UOp.dtype.__set__, UOp.src.__set__, UOp.arg.__set__  # type: ignore[attr-defined]
+_set_key, _set_site = UOp._key.__set__, UOp._site.__set__  # type: ignore[attr-defined]
 
 
 def _from_table(table: tuple) -> UOp:

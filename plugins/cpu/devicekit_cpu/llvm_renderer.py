@@ -123,9 +123,10 @@ class _Emitter:
         self.accs: dict = {}  # DEFINE_ACC / ASSIGN uop -> (alloca name, dtype)
         # values that depend on memory or accumulators: index math without them gets `nsw`
         self.data: set = set()
+        data = self.data
         for u in self.uops:
-            if u.op in (Ops.LOAD, Ops.DEFINE_ACC, Ops.ASSIGN) or any(s in self.data for s in u.src):
-                self.data.add(u)
+            if u.op in (Ops.LOAD, Ops.DEFINE_ACC, Ops.ASSIGN) or not data.isdisjoint(u.src):
+                data.add(u)
         self.acc_update: set = set()  # ALU uops whose value is stored straight back into an accumulator they read
         feeders: set = set()  # the a*b of acc + a*b: `contract` only (fma), never `reassoc`
         for u in self.uops:
@@ -154,8 +155,9 @@ class _Emitter:
         self.block = lbl
 
     def ins(self, expr: str) -> str:
-        t = self.tmp()
-        self.emit(f"{t} = {expr}")
+        self.n += 1  # tmp() and emit() inlined: one call per instruction, not three
+        t = f"%t{self.n}"
+        self.lines.append(f"  {t} = {expr}")
         return t
 
     def v(self, u) -> str:
@@ -189,7 +191,7 @@ class _Emitter:
         fl = sdt.is_float
         sig = sdt.is_int and not sdt.is_unsigned
         fm = ("contract " if u in self.fma_only else "reassoc contract ") if u in self.acc_update and fl else ""
-        nsw = "nsw " if sdt == dtypes.index and u not in self.data else ""
+        nsw = "nsw " if (sdt is dtypes.index or sdt == dtypes.index) and u not in self.data else ""
         if op is Ops.NEG:
             if fl:
                 return self.ins(f"fneg {t} {a[0]}")
@@ -438,7 +440,7 @@ class _Emitter:
             if b.op in (Ops.ADD, Ops.MUL, Ops.MAX) and any(s in accs for s in b.src) and b not in self.acc_update:
                 return None
         for later in self.uops[q + 1:]:
-            if any(s in inside for s in later.src):
+            if not inside.isdisjoint(later.src):
                 return None
         # keep the partial accumulators in registers: about 256 bytes of them (8 AVX2 registers) in all
         acc_bytes = sum(a.dtype.nbytes for a in accs)
