@@ -2,8 +2,10 @@
 
 An OpenCL compiler lives in the driver, so it needs the device present: the factory raises (platform.Unavailable)
 where there is none, the registry skips the pair with that reason, and `dk.target("OPENCL")` says why. The bytes are
-the binary the driver made for this device; `identity()` names the platform, the device, the driver version and the
-build options, so the compile cache never hands one driver's binary to another (nor PoCL 3.0's to PoCL 5).
+the binary the driver made for this device, inside binary.py's record (length, device key, sha256), which the runtime
+checks before the driver sees them (PoCL crashes on a truncated binary); `identity()` names the platform, the device,
+the driver version, the build options and the record's format, so the compile cache never hands one driver's binary
+to another (nor PoCL 3.0's to PoCL 5).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from devicekit.compile import Compiler
 from devicekit.errors import CompileError
 
-from . import context, settings
+from . import binary, context, settings
 
 # precise math: results must match the PYTHON reference, so never -cl-fast-relaxed-math, -cl-mad-enable or
 # -cl-denorms-are-zero; correctly rounded float division and sqrt where the device offers them
@@ -36,7 +38,8 @@ class OpenCLCompiler(Compiler):
         dev = self.ctx.device
         self.options = build_options(dev)
         self._identity = (f"opencl|{dev.platform.name}|{dev.platform.version}|{dev.name}|{dev.version}|"
-                          f"driver {dev.driver_version}|{' '.join(self.options)}")
+                          f"driver {dev.driver_version}|{' '.join(self.options)}|{binary.MAGIC.decode()}")
+        self._binary_key = self.ctx.binary_key
 
     def identity(self) -> str:
         return self._identity
@@ -60,7 +63,7 @@ class OpenCLCompiler(Compiler):
         binaries = prg.get_info(cl.program_info.BINARIES)
         if not binaries or not binaries[0]:
             raise CompileError(f"{self.ctx.device.name.strip()}: the driver returned no program binary", "", src)
-        return bytes(binaries[0])
+        return binary.wrap(bytes(binaries[0]), self._binary_key)
 
     def __reduce__(self):
         return (type(self), (self.index,))

@@ -3,6 +3,7 @@ allocator and runtime (a cl_mem or cl_program belongs to one context: OPENCL:1's
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,13 @@ class Ctx:
     queue: Any  # pyopencl.CommandQueue (in order, profiling on)
     lock: threading.Lock = field(default_factory=threading.Lock)
     _limits: Limits | None = None
+
+    @functools.cached_property
+    def binary_key(self) -> str:
+        """What this device's program binaries are specific to (binary.device_key), read once: the compiler writes it
+        into each record and the runtime refuses a record with another."""
+        from .binary import device_key
+        return device_key(self.device)
 
     @property
     def name(self) -> str:

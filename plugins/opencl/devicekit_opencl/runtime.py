@@ -31,6 +31,7 @@ from devicekit.render.signature import launch_shared
 from devicekit.runtime import Program
 
 from . import context, opencl_sizes
+from .binary import unwrap
 
 _NP = {"bool": np.uint8, "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
        "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64, "float16": np.float16,
@@ -44,7 +45,7 @@ class OpenCLProgram(Program):
         self.ctx = ctx
         entry = compiled.spec.entry
         try:
-            prg = cl.Program(ctx.context, [ctx.device], [bytes(compiled.lib)])
+            prg = cl.Program(ctx.context, [ctx.device], [unwrap(compiled.lib, ctx.binary_key, compiled.spec.name)])
             prg.build(devices=[ctx.device])
             kernel = cl.Kernel(prg, entry)
         except cl.Error as e:
