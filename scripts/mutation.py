@@ -191,19 +191,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sample", action="store_true", help="the fixed CI sample only")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch copy (to inspect mutants)")
+    ap.add_argument("--mutants", nargs="+", metavar="NAME",
+                    help="only these mutants (full names or globs: devicekit.ir.verify.x__check_races__mutmut_*)")
     ap.add_argument("--min-score", type=float, default=0.0, help="exit 1 below this percentage killed")
     ap.add_argument("--mutant-wall-s", type=float, default=MUTANT_WALL_S,
                     help=f"a mutant's tests are stopped (counted killed: timeout) after {MUTANT_WALL_FACTOR:g} x their "
                          "clean time + this many seconds")
     args = ap.parse_args(argv)
-    plan = [(SAMPLE[0], SAMPLE[1])] if args.sample else [(m, SCOPE.get(m)) for m in (args.modules or TARGETS)]
+    plan = [(SAMPLE[0], SAMPLE[1])] if args.sample else [(m, args.mutants or SCOPE.get(m))
+                                                         for m in (args.modules or TARGETS)]
     worst = 100.0
     for module, names in plan:
         res = run(module, names, args.jobs, args.keep, args.mutant_wall_s)
         killed, total, pct = score(res)
         worst = min(worst, pct)
-        scope = "  [sample]" if args.sample else ("  [scope: " + ", ".join(n.rsplit(".", 1)[-1] for n in names) + "]"
-                                                  if names else "")
+        scope = "  [sample]" if args.sample else "" if not names else f"  [{len(names)} mutants named]" \
+            if len(names) > 8 else "  [scope: " + ", ".join(n.rsplit(".", 1)[-1] for n in names) + "]"
         print(f"{module}: {killed}/{total} killed ({pct:.1f}%)" + scope)
         for status, ms in sorted(res.items()):
             if status not in ("killed",):
