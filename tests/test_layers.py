@@ -22,9 +22,10 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("memory/runtime", ["devicekit.memory", "devicekit.alloc", "devicekit.runtime", "devicekit.signature",
                         "devicekit.launch_sizes"]),  # buffers, programs, the launch checks
     ("targets/plugin", ["devicekit.targets", "devicekit.plugin", "devicekit.hookspecs", "devicekit.backend",
-                        "devicekit.kernels", "devicekit.reference"]),  # what a plugin implements; the kernel library
+                        "devicekit.reference"]),  # what a plugin implements; the PYTHON device
     ("registry", ["devicekit.registry"]),
-    ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
+    # the kernel library sizes its kernels for the default device's capabilities (through the registry)
+    ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit.kernels", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
     ("tools", ["devicekit.cli", "devicekit.bench", "devicekit.benchmarking", "devicekit.bench_numba",
                "devicekit.bench_machine", "devicekit.bench_devices", "devicekit.bench_peers",
                "devicekit.inspect_kernel", "devicekit.testing"]),
