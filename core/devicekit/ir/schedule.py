@@ -17,7 +17,7 @@ from .dtypes import dtypes
 from .ops import Ops
 from .order import is_ordered_load, stmt_index
 from .passes import decompose
-from .rewrite import substitute
+from .rewrite import substitute, substitute_memo
 from .uop import KernelError, UOp, make_alu, memo_order
 
 KIND_RANK = {"global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
@@ -63,11 +63,14 @@ class Scheduler:
             self.order.insert(0, _GUARD)
         self.written = {u.src[0].src[0] for u in self.nodes if u.op is Ops.STORE}
         self.pinned_memo: dict[UOp, bool] = {}
+        self._fill_pinned(self.nodes)
+        self.below: dict[UOp, set[UOp]] = {}  # a reduction's nodes (`_siblings` asks again for each loop)
         self.decomposed: set[UOp] = set()  # what decompose left as it was (each reduce's update walks its value)
         self.placed: dict[UOp, tuple[_Block, UOp]] = {}
         self.origin: dict[UOp, UOp] = {}  # copied range -> original range
         self.opened: set[UOp] = set()
         self.nest_memo: dict[UOp, tuple] = {}
+        self.loopnest_memo: dict[Any, tuple] = {}
         self.acc_ids = itertools.count()
         self.sub: dict[UOp, UOp] = {}  # the statement's reopened loops: original range -> its copy
         self.records: dict[int, tuple] = {}  # bounds-check slot -> (its register, the error param, slot, arg)
@@ -108,22 +111,30 @@ class Scheduler:
         """Loads from buffers this kernel writes (and what depends on them) stay where they are used."""
         if (p := self.pinned_memo.get(u)) is not None:
             return p
-        for x in memo_order(u, self.pinned_memo):
-            own = x.op is Ops.LOAD and x.src[0].src[0] in self.written
-            self.pinned_memo[x] = own or any(self.pinned_memo[s] for s in x.src)
+        self._fill_pinned(memo_order(u, self.pinned_memo))
         return self.pinned_memo[u]
+
+    def _fill_pinned(self, order: Any) -> None:
+        memo, written = self.pinned_memo, self.written
+        for x in order:
+            memo[x] = (x.op is Ops.LOAD and x.src[0].src[0] in written) or any(memo[s] for s in x.src)
 
     def _orig(self, r: Any) -> Any:
         return self.origin.get(r, r)
 
     def _loopnest(self, r: Any) -> tuple:
-        r = self._orig(r)
+        r = self.origin.get(r, r)
+        if (n := self.loopnest_memo.get(r)) is not None:  # the loops of an original range never change
+            return n
         if r == _GUARD or r in self.order:
-            return tuple(self.order[: self.order.index(r) + 1])
-        red = self.reduce_of.get(r)
-        if red is None:
-            raise KernelError("range has no enclosing loop (internal scheduling error)", r)
-        return self._nest(red) + (r,)
+            n = tuple(self.order[: self.order.index(r) + 1])
+        else:
+            red = self.reduce_of.get(r)
+            if red is None:
+                raise KernelError("range has no enclosing loop (internal scheduling error)", r)
+            n = self._nest(red) + (r,)
+        self.loopnest_memo[r] = n
+        return n
 
     def _stmt_nest(self, st: UOp) -> tuple:
         """The loops a statement runs in: its own ranges in canonical order (inside the guard when there is one),
@@ -366,13 +377,17 @@ class Scheduler:
         (a register-tiled matmul keeps several accumulators in one k loop)."""
         if red not in self.node_set or self._pinned(red):
             return []
-        group, deps = [red], [set(red.toposort())]
+        below = self.below
+        if (rd := below.get(red)) is None:
+            rd = below[red] = set(red.toposort())
+        group, deps = [red], [rd]
         for u in self.reduces:
             if (u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
                     or min(len(self._nest(u)), len(stack) - 1) != depth  # red's own depth rule
                     or any(r != _GUARD and self._visible(r, stack) is None for r in self._free(u))):
                 continue
-            ud = set(u.toposort())
+            if (ud := below.get(u)) is None:
+                ud = below[u] = set(u.toposort())
             if any(g in ud for g in group) or any(u in d for d in deps):
                 continue
             group.append(u)
@@ -391,7 +406,8 @@ class Scheduler:
                 sub[r] = c
                 self.reduce_of[c] = red
             ranges[i] = c
-        xs = [substitute(g.src[0], sub) if sub else g.src[0] for g in group]
+        at: dict[UOp, UOp] = {}  # one memo for the group: the rows of a tile share their loads of b
+        xs = [substitute_memo(g.src[0], sub, at) if sub else g.src[0] for g in group]
         for r in ranges:
             self._emit(r.src[0], stack[: depth + 1])
             self._emit(r.src[1], stack[: depth + 1])

@@ -414,17 +414,18 @@ def memo_order(root: UOp, memo: dict, leaf: Callable[[UOp], bool] | None = None)
     order: list[UOp] = []
     seen: set[UOp] = set()
     stack: list[tuple[UOp, bool]] = [(root, False)]
+    pop, push, add = stack.pop, stack.append, seen.add
     while stack:
-        u, done = stack.pop()
+        u, done = pop()
         if done:
             order.append(u)
             continue
         if u in seen or u in memo:
             continue
-        seen.add(u)
-        stack.append((u, True))
-        if leaf is None or not leaf(u):
-            stack.extend((s, False) for s in reversed(u.src) if s not in seen and s not in memo)
+        add(u)
+        push((u, True))
+        if (leaf is None or not leaf(u)) and u.src:
+            stack.extend([(s, False) for s in reversed(u.src) if s not in seen and s not in memo])
     return order
 
 
