@@ -102,15 +102,15 @@ def softmax(dtype: DType = dtypes.float32, vec: int | None = None, name: str = "
     stays in L1), a vector sum of those, and one pass that scales them by 1 / sum. The exp is the cost (the core's
     exp2 is ~30 vector ops, a max or a sum one): the three-pass form computed it twice per element (4096 x 1024
     float32 on a Rocket Lake Xeon: 6.0 -> 1.5-1.8 ms). float64 is computed in float64. `vec` lanes per step (1..16):
-    by default `_register_lanes` of `device` (16 float32 on AVX-512, 8 on AVX2 and without a device); each pass is a
-    vector body and a scalar tail."""
+    by default `_register_lanes` of `device` (None: the default device's Target, as `matmul`; 16 float32 on AVX-512,
+    8 on AVX2 and where the register file is unknown); each pass is a vector body and a scalar tail."""
     k = ir.KernelBuilder(name)
     m, n = k.var("m", 1), k.var("n", 1)
     x = k.param("x", dtype, m * n)
     out = k.param("out", dtype, m * n, writable=True)
     ct = dtype if dtype in (dtypes.float32, dtypes.float64) else dtypes.float32
     if vec is None:
-        vec = _register_lanes(device, ct.itemsize)
+        vec = _register_lanes(_default_target(device), ct.itemsize)
     if not isinstance(vec, int) or isinstance(vec, bool) or not 1 <= vec <= 16:
         raise ValueError(f"softmax vec must be an int in 1..16 (lanes of one vector), got {vec!r}")
     f = (lambda v: v.cast(ct)) if dtype != ct else (lambda v: v)
@@ -233,10 +233,17 @@ def _register_lanes(device: Any, itemsize: int) -> int:
     return max(2, min(16, min(64, regs // 16 or 32) // itemsize))
 
 
-def _avx512_like(device: Any) -> bool:
-    """Whether `device=` has AVX-512's 2 KB of vector registers (32 x 64 bytes): 16-lane defaults pay there."""
-    caps = _capabilities(device)
-    return caps is not None and caps.vector_register_bytes >= 2048
+def _default_target(device: Any) -> Any:
+    """`device`, or the default device's Target when it is None (what a kernel built without one most likely runs
+    on: DEVICEKIT_DEVICE, else the available kind of highest priority); None when there is no usable one."""
+    if device is not None:
+        return device
+    try:
+        from .registry import get_registry
+        reg = get_registry()
+        return reg.target(reg.default_spec())
+    except Exception:  # noqa: BLE001 - no usable default device: the kernel is built for none
+        return None
 
 
 def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
@@ -246,25 +253,31 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     of tn lanes (tn <= 16) that share one k loop, so each k step loads tn contiguous values of b once and tm values
     of a, and does tm vector multiply-adds. `epilogue(value, column)` rewrites each output (bias, relu).
 
-    `b_layout="rows"` (default 8x8 tiles; 16 x 16 where `device` has AVX-512's 2 KB of vector registers, 1.9x
-    faster at 1024^3 on a Rocket Lake Xeon): param `b` is b itself; tiles shrink to divide M and N.
+    `device` is the Device, Target or Capabilities the kernel will run on; None: the default device's Target
+    (DEVICEKIT_DEVICE, else the kind of highest priority), so `matmul(1024, 1024, 1024)` as a user calls it gets
+    the tiles of the machine it most likely runs on (on a Rocket Lake Xeon 2.0x faster than the 8 x 8 it got).
+    Default tiles come from its register file (`Capabilities.vector_register_bytes`), never from a vendor: tn is
+    `_register_lanes` (16 float32 on AVX-512, 8 on AVX2 and without one) and tm fills half the file with
+    accumulators (`_panel_rows`: 16 rows on AVX-512, 8 on AVX2; 8 without one). Explicit tm and tn are kept.
+    `b_layout="rows"` (default): param `b` is b itself; tiles shrink to divide M and N.
     `b_layout="panels"` (default tn 16): param `bp` is `pack_b(K, N, tn=tn)`'s output, so each k step reads one
-    contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored). Its
-    default tm fills half the vector registers of `device` (the Device or Target it will run on; None: 4, right for
-    AVX2): 4 on AVX2, 16 on AVX-512 for float32. On a 2-core EPYC this ran a 1024^3 float32 matmul 2.3x faster than the
-    rows layout (bench/run.py has the figures). With enough panels they are walked in groups (`_panel_group`), the
-    group outermost. Either way tm shrinks to divide M."""
+    contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored), the
+    fastest form (a weight packed once). Its default tm fills half the vector registers (4 without a device: AVX2's
+    rule). On a 2-core EPYC this ran a 1024^3 float32 matmul 2.3x faster than the rows layout (bench/run.py has
+    the figures). With enough panels they are walked in groups (`_panel_group`), the group outermost. Either way
+    tm shrinks to divide M."""
     _check_dims("matmul", M=M, N=N, K=K)
     if b_layout not in ("rows", "panels"):
         raise ValueError(f"matmul b_layout must be 'rows' or 'panels', got {b_layout!r}")
     panels = b_layout == "panels"
+    device = _default_target(device)
     acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
-    wide = _avx512_like(device)
+    known = bool(getattr(_capabilities(device), "vector_register_bytes", 0))
     if panels:
         tn = _panel_width(16 if tn is None else tn)
-    else:  # rows: 8 x 8 tiles, or 16 lanes by the register file's rows where `device` has AVX-512's registers
-        tn = _pick_tile(N, min((16 if wide else 8) if tn is None else tn, 16))
-    tm = _pick_tile(M, (_panel_rows(device, tn, acc_t.itemsize) if panels or wide else 8) if tm is None else tm)
+    else:  # rows: one register of lanes by rows filling half the file; 8 x 8 where the file is unknown
+        tn = _pick_tile(N, min(_register_lanes(device, acc_t.itemsize) if tn is None else tn, 16))
+    tm = _pick_tile(M, (_panel_rows(device, tn, acc_t.itemsize) if panels or known else 8) if tm is None else tm)
     nj = -(-N // tn)
     k = ir.KernelBuilder(name)
     a = k.param("a", dtype, M * K)
@@ -304,13 +317,19 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
 def mlp_layer(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
               name: str = "mlp_layer", b_layout: str = "rows", device: Any = None) -> ir.Kernel:
     """relu(x @ w + bias): one fused kernel; params a (x, M x K), b (w, K x N; `bp`, w packed by `pack_b`, with
-    b_layout="panels"), bias (N), c (out, M x N)."""
+    b_layout="panels"), bias (N), c (out, M x N). Tiles and the default device as `matmul`'s."""
     return matmul(M, N, K, dtype, tm, tn, epilogue=lambda v, col: ir.maximum(v, 0.0), bias=True, name=name,
                   b_layout=b_layout, device=device)
 
 
+# a device whose register file is unknown: all_kernels() builds the same kernels whatever the default device is
+_ANY_DEVICE = Capabilities(dtypes=frozenset(), ops=frozenset())
+
+
 def all_kernels() -> dict[str, Callable[[], ir.Kernel]]:
-    """Small instances of every kernel of the library, by name: what conformance suites and tests iterate."""
+    """Small instances of every kernel of the library, by name: what conformance suites and tests iterate. Built
+    for `_ANY_DEVICE`, so each is the same kernel on every machine and device (not the default device's tiles)."""
+    d = _ANY_DEVICE
     return {
         "elementwise_fma": lambda: elementwise("a * b + c"),
         "elementwise_math": lambda: elementwise("where(a < 0.0, exp2(a), sqrt(a) + sin(b))", name="ew_math"),
@@ -318,13 +337,14 @@ def all_kernels() -> dict[str, Callable[[], ir.Kernel]]:
         "reduce_sum": lambda: reduce("sum"),
         "reduce_max": lambda: reduce("max"),
         "reduce_sum_axis0": lambda: reduce("sum", axis=0),
-        "softmax": lambda: softmax(),
+        "softmax": lambda: softmax(device=d),
         "transpose": lambda: transpose(),
-        "matmul": lambda: matmul(24, 20, 16),
-        "mlp_layer": lambda: mlp_layer(16, 12, 8),
+        "matmul": lambda: matmul(24, 20, 16, device=d),
+        "mlp_layer": lambda: mlp_layer(16, 12, 8, device=d),
         "pack_b": lambda: pack_b(16, 20),
-        "matmul_panels": lambda: matmul(24, 20, 16, b_layout="panels", name="matmul_panels"),
-        "mlp_layer_panels": lambda: mlp_layer(16, 12, 8, tn=8, b_layout="panels", name="mlp_layer_panels"),
+        "matmul_panels": lambda: matmul(24, 20, 16, b_layout="panels", name="matmul_panels", device=d),
+        "mlp_layer_panels": lambda: mlp_layer(16, 12, 8, tn=8, b_layout="panels", name="mlp_layer_panels",
+                                               device=d),
     }
 
 

@@ -129,7 +129,7 @@ def test_linear_form_stays_small(name, caps):
 
 def test_contiguous_lanes_become_vector_loads_and_stores_only_when_aligned():
     from devicekit.ir.ops import Ops
-    lk = lower(kernels.matmul(64, 64, 64), GPU)
+    lk = lower(kernels.matmul(64, 64, 64, device=GPU), GPU)
     vec_loads = [u for u in lk.uops if u.op is Ops.LOAD and u.dtype.count == 8]
     vec_stores = [u for u in lk.uops if u.op is Ops.STORE and u.src[1].dtype.count == 8]
     assert len(vec_loads) == 1 and len(vec_stores) == 8  # one row of b per k step; the tile goes out by rows
@@ -143,7 +143,7 @@ def test_contiguous_lanes_become_vector_loads_and_stores_only_when_aligned():
 
 @pytest.mark.parametrize("regs, dtype, rows", [(2048, dtypes.float32, 16), (512, dtypes.float32, 4),
                                                (2048, dtypes.float64, 8), (0, dtypes.float32, 4),
-                                               (None, dtypes.float32, 4), (256, dtypes.float32, 4)])
+                                               (256, dtypes.float32, 4)])  # None: test_kernels_matmul.py
 def test_panels_tile_rows_fill_half_the_device_vector_registers(regs, dtype, rows):
     """The default panels tile is rows x 16 lanes with rows x 16 accumulators in half the device's vector register
     file (AVX-512's 32 x 64 bytes: 16 rows; AVX2's 16 x 32: 4, as without a device). A 4-row tile on AVX-512 ran a
@@ -156,7 +156,7 @@ def test_panels_tile_rows_fill_half_the_device_vector_registers(regs, dtype, row
     assert len(kernels.matmul(12, 48, 8, dtype, b_layout="panels", device=dev).sink.src) % 16 == 0  # tm divides M
 
 
-@pytest.mark.parametrize("regs, tile", [(2048, (16, 16)), (512, (8, 8)), (0, (8, 8)), (None, (8, 8))])
+@pytest.mark.parametrize("regs, tile", [(2048, (16, 16)), (512, (8, 8)), (0, (8, 8))])  # None: the default device
 def test_rows_tiles_follow_the_device_vector_registers(regs, tile):
     """The rows layout's default tile: 8 x 8, or 16 rows x 16 lanes where the device has AVX-512's 2 KB of vector
     registers (1.9x faster at 1024^3 on a Rocket Lake Xeon); softmax's lanes likewise 16 there, else 8."""
