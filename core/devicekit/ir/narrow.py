@@ -275,3 +275,50 @@ def narrow_check(lk, target: str, why: str = "has no 64-bit integers") -> None:
         lo, hi = value_bounds(g)
         raise KernelError(f"{target} does not support 64-bit integer values: {Wide(g, lo, hi).describe()}, outside "
                           f"int32 for some launches the var bounds allow (the target {why})", g)
+
+
+def _i32(dt: DType) -> DType:
+    return dtypes.int32 if dt.count == 1 else dtypes.int32.vec(dt.count)
+
+
+def narrowed(lk):
+    """`lk` with its int64 values computed in int32, for a backend that has int64 but runs int32 index arithmetic
+    faster (OpenCL, CUDA, Metal on a GPU); None where that is not proven exact for every launch its var bounds allow
+    (`fits_32`: no launch-time guards), or where the kernel uses the bounds-check sentinel, shifts an int64 by an
+    amount not proven to be in [0, 31] (int32 masks it to 5 bits), or bitcasts an int64. Memory keeps its dtypes:
+    an int64 buffer is stored an int32 value (C converts it exactly) and is never loaded (a loaded int64 is not
+    bounded, so `fits_32` fails). Vars and GPU indices keep their int64 wire type and are cast to int32 where
+    read; values that only size the launch (`launch_only`) are left as they were."""
+    from dataclasses import replace
+
+    uops = list(lk.uops)
+    if has_sentinel(uops) or not fits_32(lk):
+        return None
+    skip = launch_only(uops)
+    m: dict[UOp, UOp] = {}
+    inserted: dict[UOp, UOp] = {}
+    out: list[UOp] = []
+    for u in uops:
+        if u in inserted:  # the kernel's own cast of a var or index to int32: the one inserted after it
+            m[u] = inserted[u]
+            continue
+        dt = u.dtype
+        if u.op is Ops.BITCAST and (is_wide(dt) or is_wide(u.src[0].dtype)):
+            return None
+        retype = u.op not in _NOT_VALUES and dt.scalar() == dtypes.int64 and u not in skip
+        if retype and u.op in (Ops.SHL, Ops.SHR):
+            lo, hi = value_bounds(u.src[1])
+            if not (0 <= lo and hi <= 31):
+                return None
+        src = tuple(m.get(s, s) for s in u.src)
+        if retype and u.op in (Ops.VAR, Ops.SPECIAL):  # the wire/built-in stays int64, read as int32
+            nu = u if src == u.src else UOp(u.op, dt, src, u.arg)
+            cast = UOp(Ops.CAST, _i32(dt), (nu,))
+            m[u] = cast
+            inserted[cast] = cast
+            out += [nu, cast]
+            continue
+        nu = UOp(u.op, _i32(dt) if retype else dt, src, u.arg) if retype or src != u.src else u
+        m[u] = nu
+        out.append(nu)
+    return replace(lk, uops=out)

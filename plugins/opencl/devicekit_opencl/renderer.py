@@ -131,6 +131,7 @@ class OpenCLRenderer(CStyleRenderer):
     shared_max = 16384  # bytes of __local memory (CL_DEVICE_LOCAL_MEM_SIZE; 16 KiB is OpenCL 1.2's minimum)
     max_buffers = 128  # two kernel args per buffer, plus the vars (CL_DEVICE_MAX_PARAMETER_SIZE >= 1024 bytes)
     passes: ClassVar[tuple] = (hoist_locals,)  # __local arrays only at kernel function scope
+    narrow: ClassVar[bool] = False  # int64 index arithmetic in int32 where proven exact (render_linear)
 
     kernel_prefix: ClassVar[str] = "__kernel "
     buffer_prefix: ClassVar[str] = "__global "
@@ -149,8 +150,11 @@ class OpenCLRenderer(CStyleRenderer):
 
     def __init__(self, fp16: bool = False, fp64: bool = True, local_max: tuple[int, ...] | None = None,
                  local_total_max: int | None = None, shared_max: int | None = None,
-                 extensions: tuple[str, ...] | None = None, version: int = 120, image_support: bool = False):
+                 extensions: tuple[str, ...] | None = None, version: int = 120, image_support: bool = False,
+                 narrow: bool = False):
         self.fp16, self.fp64 = fp16, fp64
+        if narrow:
+            self.narrow = True
         if extensions is None:  # no device named: OpenCL 1.2's core extensions and the fp flags
             extensions = _CORE_EXTENSIONS + ("cl_khr_fp64",) * fp64 + ("cl_khr_fp16",) * fp16
         self.extensions, self.version, self.image_support = tuple(extensions), int(version), bool(image_support)
@@ -175,7 +179,7 @@ class OpenCLRenderer(CStyleRenderer):
 
     def __reduce__(self):
         return (type(self), (self.fp16, self.fp64, self.local_max, self.local_total_max, self.shared_max,
-                             self.extensions, self.version, self.image_support))
+                             self.extensions, self.version, self.image_support, self.narrow))
 
     def source_macros(self) -> tuple[str, ...]:
         """What the device's compiler predefines, as libclang flags for the signature reader: the extension macros
@@ -195,6 +199,15 @@ class OpenCLRenderer(CStyleRenderer):
         from .source import parse_opencl_source
         return parse_opencl_source(src, entry, sizes=sizes, global_size=global_size, local_size=local_size,
                                    shared_bytes=shared_bytes, device=self.device, macros=self.source_macros())
+
+    def render_linear(self, lk, name: str) -> str:
+        """With `narrow`, int64 index arithmetic computed in int32 where `ir.narrow.narrowed` proves it exact for
+        every launch the var bounds allow (no launch guards); off by default: on PoCL (a CPU) it measured no faster
+        (docs/architecture.md, OPENCL)."""
+        if self.narrow:
+            from devicekit.ir.narrow import narrowed
+            lk = narrowed(lk) or lk
+        return super().render_linear(lk, name)
 
     # ---- types and literals
     def render_const(self, value, dt: DType) -> str:
