@@ -36,13 +36,13 @@ def _var_gemm(name: str):
 
 def test_search_keeps_a_candidate_that_computes_the_product(monkeypatch, tmp_path):
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(search, "_CHOSEN", {})
+    monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
     kern = _var_gemm("search_gemm")
     cpu = dk.device("CPU")
     prog = dk.search(kern, cpu, n=96)
     assert prog.spec.get_meta("opts"), "a candidate the optimizer rewrote (as written is far slower at 96)"
     key = search._key(kern, cpu, cpu.compiler, [96])
-    assert search._CHOSEN[key] in ("heuristic", *([r, lane] for r in search.ROWS for lane in search.LANES))
+    assert search._CHOSEN.get(key) in ("heuristic", *([r, lane] for r in search.ROWS for lane in search.LANES))
     rng = np.random.default_rng(1)
     a, b = (rng.standard_normal(96 * 96).astype(np.float32) for _ in range(2))
     got = dk.run(prog, a=a, b=b, n=96)["c"]
@@ -107,7 +107,7 @@ def test_with_tiles_sets_the_tile_and_the_key():
 def test_run_searches_when_asked(monkeypatch, tmp_path):
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("DEVICEKIT_SEARCH", "1")
-    monkeypatch.setattr(search, "_CHOSEN", {})
+    monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
     kern = _var_gemm("search_by_run")
     rng = np.random.default_rng(2)
     a, b = (rng.standard_normal(40 * 40).astype(np.float32) for _ in range(2))
@@ -125,14 +125,14 @@ def test_a_stored_choice_that_makes_no_sense_is_searched_again(monkeypatch, tmp_
     this version does not understand (another version's candidates, damage before it was written) is searched
     again and replaced."""
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(search, "_CHOSEN", {})
+    monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
     kern = _var_gemm("search_stale_entry")
     cpu = dk.device("CPU")
     key = search._key(kern, cpu, cpu.compiler, [24])
     store = search._store(cpu.compiler)
     store.put(search._cache_key(key), stored, replace=True)
     prog = dk.search(kern, cpu, n=24)
-    choice = search._CHOSEN[key]
+    choice = search._CHOSEN.get(key)
     assert search.valid_choice(choice)
     assert store.get(search._cache_key(key)) != stored  # replaced by the new search's choice
     assert prog.spec.name == "search_stale_entry"
@@ -143,7 +143,7 @@ def test_a_stored_choice_that_makes_no_sense_is_searched_again(monkeypatch, tmp_
 def test_a_bad_stored_choice_is_said_at_debug_level(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("DEVICEKIT_DEBUG", "1")
-    monkeypatch.setattr(search, "_CHOSEN", {})
+    monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
     kern = _var_gemm("search_bool_entry")
     cpu = dk.device("CPU")
     key = search._key(kern, cpu, cpu.compiler, [24])

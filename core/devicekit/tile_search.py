@@ -19,12 +19,14 @@ import time
 from typing import Any
 
 from .debug import dprint
+from .lru import LRU
 
 ROWS = (1, 2, 4, 8, 16)
 LANES = (1, 4, 8, 16)
 SLOWER = 3.0  # a candidate this many times slower than the best after one run is not timed further
 SEARCH_RULE = "search-1"  # part of the key: a change of the candidates or of what is measured starts afresh
-_CHOSEN: dict[tuple, Any] = {}  # key -> "heuristic" or [rows, lanes]
+CHOSEN_MEMO_SIZE = 1024  # choices kept in memory; an evicted one is read back from the compile cache
+_CHOSEN: LRU[tuple, Any] = LRU(CHOSEN_MEMO_SIZE)  # key -> "heuristic" or [rows, lanes], bounded like every memo
 
 
 def search(kernel: Any, device: Any = None, /, reps: int = 3, pair: int | str | None = None, **vals: Any):
@@ -115,8 +117,8 @@ def _cache_key(key: tuple):
 
 
 def _recall(key: tuple, compiler) -> Any:
-    if key in _CHOSEN:
-        return _CHOSEN[key]
+    if (choice := _CHOSEN.get(key)) is not None:
+        return choice
     raw = _store(compiler).get(_cache_key(key))
     if raw is None:
         return None
@@ -128,8 +130,7 @@ def _recall(key: tuple, compiler) -> Any:
         shown = repr(choice)[:80] if choice is not _BAD else f"{bytes(raw[:40])!r} (not JSON)"
         dprint(1, f"stored dk.search choice {shown} is not one this version makes: searching again")
         return None
-    _CHOSEN[key] = choice
-    return choice
+    return _CHOSEN.put(key, choice)
 
 
 _BAD = object()
@@ -144,7 +145,7 @@ def valid_choice(choice: Any) -> bool:
 
 
 def _remember(key: tuple, compiler, choice: Any) -> None:
-    _CHOSEN[key] = choice
+    _CHOSEN.put(key, choice)
     _store(compiler).put(_cache_key(key), json.dumps(choice).encode(), replace=True)
 
 

@@ -77,7 +77,7 @@ CHOICE_CORPUS = [b"[true, 4]", b"[1.0, 4]", b"[4, true]", b"[2, 4.0]", b"[false,
 def test_every_hostile_stored_search_choice_is_a_miss(monkeypatch, tmp_path, stored):
     """`_recall` treats it as a miss (the search runs again and replaces it); without the search, directly."""
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(search, "_CHOSEN", {})
+    monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
     cpu = dk.device("CPU")
     key = search._key(type("K", (), {"key": b"hostile"})(), cpu, cpu.compiler, [24])
     search._store(cpu.compiler).put(search._cache_key(key), stored, replace=True)
@@ -89,7 +89,7 @@ def test_every_hostile_stored_search_choice_is_a_miss(monkeypatch, tmp_path, sto
 def test_good_stored_choices_are_reused(monkeypatch, tmp_path, good):
     import json
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(search, "_CHOSEN", {})
+    monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
     cpu = dk.device("CPU")
     key = search._key(type("K", (), {"key": b"good"})(), cpu, cpu.compiler, [24])
     search._store(cpu.compiler).put(search._cache_key(key), good, replace=True)
