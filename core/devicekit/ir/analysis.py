@@ -277,15 +277,21 @@ def unproven_indexes(nodes: list[UOp], vars_) -> list[UOp]:
     bounds = _var_bound_polys(_index_vars(vars_))
     out: list[UOp] = []
     memos: list[dict] = [{} for _ in samples or ()]
+    sizes: list[dict] = [{} for _ in samples or ()]  # per sample: a param's size (asked once per index)
     for ix in indexes:
         if _proven_symbolically(ix, lows, sym, bounds):
             continue
         if ix not in ok or samples is None:
             out.append(ix)
             continue
-        for env, memo in zip(samples, memos):
+        size = ix.src[0].src[0]
+        for env, memo, known in zip(samples, memos, sizes):
             iv = interval(ix.src[1], env, memo)
-            if iv is not None and (iv[0] < 0 or iv[1] >= sym_eval(ix.src[0].src[0], env)):
+            if iv is None:
+                continue
+            if (n := known.get(size)) is None:
+                n = known[size] = sym_eval(size, env)
+            if iv[0] < 0 or iv[1] >= n:
                 out.append(ix)
                 break
     return out

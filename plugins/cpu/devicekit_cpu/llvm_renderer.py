@@ -110,6 +110,14 @@ class _Emitter:
         self.stream_bytes = stream_bytes
         self.metadata: list[str] = []
         self.uops = list(lk.uops)
+        # where each value is last used, where each loop ends: split_plan asked both by scanning the op list
+        self.last_use: dict = {}
+        self.ends: dict = {}
+        for pos, u in enumerate(self.uops):
+            for s in u.src:
+                self.last_use[s] = pos
+            if u.op is Ops.ENDRANGE:
+                self.ends.setdefault(u.src[0], []).append(pos)
         self.lines: list[str] = []
         self.allocas: list[str] = []
         self.decls: set[str] = set()
@@ -413,10 +421,8 @@ class _Emitter:
         u = self.uops[i]
         if u.arg[1] != "reduce" or settings.get("DEVICEKIT_CPU_SPLIT") == 1:
             return None
-        try:
-            q = next(j for j in range(i + 1, len(self.uops))
-                     if self.uops[j].op is Ops.ENDRANGE and self.uops[j].src[0] is u)
-        except StopIteration:
+        q = next((j for j in self.ends.get(u, ()) if j > i), None)  # the first ENDRANGE of u after it
+        if q is None:
             return None
         body = self.uops[i + 1:q]
         if not body or len(body) > 256 or any(b.op not in self._BODY_OK for b in body):
@@ -439,9 +445,9 @@ class _Emitter:
                 return None
             if b.op in (Ops.ADD, Ops.MUL, Ops.MAX) and any(s in accs for s in b.src) and b not in self.acc_update:
                 return None
-        for later in self.uops[q + 1:]:
-            if not inside.isdisjoint(later.src):
-                return None
+        last = self.last_use
+        if any(last.get(x, -1) > q for x in inside):  # a value of the loop used after it
+            return None
         # keep the partial accumulators in registers: about 256 bytes of them (8 AVX2 registers) in all
         acc_bytes = sum(a.dtype.nbytes for a in accs)
         forced = settings.get("DEVICEKIT_CPU_SPLIT")
