@@ -1,9 +1,11 @@
 """Load compiled bytes in process: object code into llvmlite's JIT, shared objects through dlopen.
 
 Both first pass `elfcheck.check` (on ELF hosts) unless the bytes are trusted (`CompiledSpec.trusted`): damaged
-bytes raise MalformedObjectError instead of aborting LLVM's object reader or crashing the dynamic loader. Neither leaves a file behind: a .so is written to a uniquely
-named file in a private temp dir, dlopened and removed at once (the mapping keeps the code alive). A unique path matters: the dynamic loader reuses an already
-loaded library whose path string matches, so /proc/self/fd/N paths (reused fd numbers) are not safe.
+bytes raise MalformedObjectError instead of aborting LLVM's object reader or crashing the dynamic loader. Neither
+leaves a file behind: a .so is written to a uniquely named file in a private dir under devicekit's temp root
+(`compile.subproc.compiler_tmpdir`, as the compilers' own: a dir a crashed process left there is removed by the next
+one), dlopened and removed at once (the mapping keeps the code alive). A unique path matters: the dynamic loader reuses
+an already loaded library whose path string matches, so /proc/self/fd/N paths (reused fd numbers) are not safe.
 
 A shared object is dlclosed when its last keepalive goes (`SharedObject`): ctypes never closes what it opens, and
 each library holds ~5 memory mappings, so a process that built ~13,000 distinct c-pair kernels reached the kernel's
@@ -17,8 +19,8 @@ import os
 import sys
 import weakref
 
+from devicekit.compile.subproc import compiler_tmpdir
 from devicekit.errors import CompileError
-from devicekit.forksafe import private_tmpdir
 
 
 class LoadError(CompileError, RuntimeError):
@@ -71,7 +73,7 @@ def _map_count() -> int | None:
 
 def load_shared(lib: bytes, symbol: str) -> tuple[object, int]:
     """(keepalive, address) of `symbol` in a shared object."""
-    with private_tmpdir(prefix="devicekit_so_") as d:
+    with compiler_tmpdir(prefix="devicekit_so_") as d:  # under devicekit's temp root: a crashed process's is swept
         path = os.path.join(d, f"k{os.getpid()}_{id(lib):x}{'.dylib' if sys.platform == 'darwin' else '.so'}")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
         try:
