@@ -6,69 +6,28 @@ built, pycuda when a CUDA device (allocator or runtime) is built; listing device
 
 from __future__ import annotations
 
-from devicekit.hookspecs import hookimpl
-from devicekit.plugin import AllocatorFactory, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+from devicekit.backend import Backend, Pair
 
 from . import settings as _settings  # noqa: F401 - declares DEVICEKIT_CUDA_* (devicekit info shows them)
 
 DEVICEKIT_API = (1, 0)
-KIND = "CUDA"
+RENDERER = "devicekit_cuda.renderer:CUDARenderer()"
 
 
-def _probe():
-    from .probe import runtime_status
-    return runtime_status()
-
-
-def _count() -> int:
-    from .probe import count
-    return count()
-
-
-def _renderer(spec):
-    from .renderer import CUDARenderer
-    return CUDARenderer()
-
-
-def _compiler_nvjitlink(spec):
+def _nvjitlink(spec):
     from .compiler import make
     return make(spec, "nvjitlink")
 
 
-def _compiler_ptxas(spec):
+def _ptxas(spec):
     from .compiler import make
     return make(spec, "ptxas")
 
 
-def _allocator(spec):
-    from .allocator import CUDAAllocator
-    return CUDAAllocator(spec.index)
-
-
-def _runtime(spec):
-    from .runtime import factory
-    return factory(spec)
-
-
-@hookimpl
-def devicekit_device_kinds():
-    return [DeviceKind(KIND, "NVIDIA GPU: CUDA C -> NVRTC -> PTX -> cubin (nvJitLink or ptxas), run via pycuda",
-                       priority=50, probe=_probe, count=_count, memo=True)]
-
-
-@hookimpl
-def devicekit_allocator(spec):
-    return AllocatorFactory(_allocator, priority=0) if spec.kind == KIND else None
-
-
-@hookimpl
-def devicekit_compiler_pairs(spec):
-    if spec.kind != KIND:
-        return []
-    return [CompilerPairFactory("nvrtc", _renderer, _compiler_nvjitlink, priority=20),
-            CompilerPairFactory("nvrtc-ptxas", _renderer, _compiler_ptxas, priority=10)]
-
-
-@hookimpl
-def devicekit_runtime_factory(spec):
-    return RuntimeFactoryDecl(_runtime, priority=0) if spec.kind == KIND else None
+DEVICEKIT_BACKEND = Backend(
+    "CUDA", "NVIDIA GPU: CUDA C -> NVRTC -> PTX -> cubin (nvJitLink or ptxas), run via pycuda", priority=50,
+    probe="devicekit_cuda.probe:runtime_status", count="devicekit_cuda.probe:count", memo=True,
+    pairs=[Pair("nvrtc", RENDERER, _nvjitlink, 20), Pair("nvrtc-ptxas", RENDERER, _ptxas, 10)],
+    allocator="devicekit_cuda.allocator:CUDAAllocator(spec.index)",
+    runtime="devicekit_cuda.runtime:factory",
+)
