@@ -8,55 +8,20 @@ preferred when its toolchain is installed) and "metal" (in process, MTLDevice.ne
 
 from __future__ import annotations
 
+from devicekit.backend import Backend, LazyRef, Pair
 from devicekit.hookspecs import hookimpl
-from devicekit.plugin import AllocatorFactory, Availability, CompilerPairFactory, DeviceKind, RuntimeFactoryDecl
+from devicekit.plugin import Availability, CompilerPairFactory
 
 from . import env
 
 DEVICEKIT_API = (1, 0)
 KIND = "METAL"
+RENDERER = "devicekit_metal.renderer:MetalRenderer()"
 
 
 def _probe() -> Availability:
     reason = env.unavailable_reason()
     return Availability.no(reason) if reason else Availability.yes()
-
-
-def _count() -> int:
-    # listing devices must not import Metal: the system default GPU is METAL (every Apple-silicon Mac has one GPU).
-    # METAL:N for N > 0 (Intel Macs with several GPUs) opens MTLCopyAllDevices()[N] when asked for explicitly.
-    return 1
-
-
-@hookimpl
-def devicekit_device_kinds():
-    return [DeviceKind(KIND, "Apple GPU through Metal (MSL renderer; Metal compiler and runtime via pyobjc)",
-                       priority=50, probe=_probe, count=_count)]
-
-
-def _renderer(spec):
-    from .renderer import MetalRenderer
-    return MetalRenderer()
-
-
-def _inprocess_compiler(spec):
-    from .compiler import MetalCompiler
-    return MetalCompiler(spec.index)
-
-
-def _xcrun_compiler(spec):
-    from .compiler import MetalXcrunCompiler
-    return MetalXcrunCompiler()
-
-
-@hookimpl
-def devicekit_compiler_pairs(spec):
-    if spec.kind != KIND:
-        return []
-    pairs = [CompilerPairFactory("metal", _renderer, _inprocess_compiler, priority=0)]
-    if env.is_macos():
-        pairs.append(CompilerPairFactory("xcrun", _renderer, _xcrun_compiler, priority=10))
-    return pairs
 
 
 def _allocator(spec):
@@ -72,11 +37,19 @@ def _runtime(spec):
     return lambda compiled: MetalProgram(compiled, ctx)
 
 
-@hookimpl
-def devicekit_allocator(spec):
-    return AllocatorFactory(_allocator) if spec.kind == KIND else None
+# no count: listing devices must not import Metal, and the system default GPU is METAL (every Apple-silicon Mac has
+# one GPU); METAL:N for N > 0 (Intel Macs with several GPUs) opens MTLCopyAllDevices()[N] when asked for explicitly
+DEVICEKIT_BACKEND = Backend(
+    KIND, "Apple GPU through Metal (MSL renderer; Metal compiler and runtime via pyobjc)", priority=50, probe=_probe,
+    pairs=[Pair("metal", RENDERER, "devicekit_metal.compiler:MetalCompiler(spec.index)", 0)],
+    allocator=_allocator, runtime=_runtime)
 
 
 @hookimpl
-def devicekit_runtime_factory(spec):
-    return RuntimeFactoryDecl(_runtime) if spec.kind == KIND else None
+def devicekit_compiler_pairs(spec):
+    """Xcode's metal + metallib, preferred where installed: offered on macOS only, which a record cannot say."""
+    if spec.kind != KIND or not env.is_macos():
+        return []
+    return [CompilerPairFactory("xcrun", LazyRef(RENDERER, "METAL pair 'xcrun' renderer", factory=True),
+                                LazyRef("devicekit_metal.compiler:MetalXcrunCompiler()", "METAL pair 'xcrun' compiler",
+                                        factory=True), priority=10)]

@@ -308,8 +308,10 @@ def test_xcrun_compile_error_has_log(fake_xcode, fake_metal):
 
 def test_pairs_on_macos_prefer_xcrun(fake_xcode):
     import devicekit_metal.plugin as p
+    from devicekit.backend import BackendHooks
     from devicekit.spec import DeviceSpec
-    pairs = sorted(p.devicekit_compiler_pairs(DeviceSpec("METAL")), key=lambda f: -f.priority)
+    offered = BackendHooks([p.DEVICEKIT_BACKEND]).devicekit_compiler_pairs(DeviceSpec("METAL"))  # the record's
+    pairs = sorted(offered + p.devicekit_compiler_pairs(DeviceSpec("METAL")), key=lambda f: -f.priority)
     assert [f.name for f in pairs] == ["xcrun", "metal"]
     assert pairs[0].compiler(DeviceSpec("METAL")).toolchain == "xcrun metal + metallib"
 

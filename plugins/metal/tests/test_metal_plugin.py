@@ -29,7 +29,7 @@ def _saxpy(dt=dtypes.float32):
 def test_plugin_module_is_light():
     import subprocess
     import sys
-    code = ("import sys, devicekit_metal.plugin as p; p.devicekit_device_kinds()[0].probe(); "
+    code = ("import sys, devicekit_metal.plugin as p; p.DEVICEKIT_BACKEND.device_kind().probe(); "
             "bad = [m for m in ('Metal', 'objc', 'Foundation', 'devicekit_metal.mtl', 'devicekit_metal.renderer') "
             "if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -100,11 +100,14 @@ def test_compile_raises_clear_error():
 @not_macos
 def test_no_xcrun_pair_off_macos():
     import devicekit_metal.plugin as p
+    from devicekit.backend import BackendHooks
     from devicekit.spec import DeviceSpec
-    names = [f.name for f in p.devicekit_compiler_pairs(DeviceSpec("METAL"))]
+    hooks = BackendHooks([p.DEVICEKIT_BACKEND])  # what the registry generates from the plugin's record
+    names = [f.name for f in hooks.devicekit_compiler_pairs(DeviceSpec("METAL")) + p.devicekit_compiler_pairs(
+        DeviceSpec("METAL"))]
     assert names == ["metal"]
-    assert p.devicekit_compiler_pairs(DeviceSpec("CPU")) == []
-    assert p.devicekit_allocator(DeviceSpec("CPU")) is None
+    assert p.devicekit_compiler_pairs(DeviceSpec("CPU")) == [] == hooks.devicekit_compiler_pairs(DeviceSpec("CPU"))
+    assert hooks.devicekit_allocator(DeviceSpec("CPU")) is None
 
 
 # ---------------------------------------------------------------- the renderer's MSL
