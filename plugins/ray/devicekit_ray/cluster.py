@@ -2,7 +2,8 @@
 lists its own devicekit devices in a task pinned to it, in parallel; the answers, in a stable order, are the RAY ids.
 
 Discovery runs once per registry (the probe and count() of the RAY kind); `forget()` makes the next registry ask
-again, so a node that joined (or came back) is a device on the next discovery."""
+again, so a node that joined (or came back) is a device on the next discovery. An unavailable answer lasts as long
+as the registry too, as every kind's does: a cluster started later is found after `devicekit_ray.rediscover()`."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ __all__ = ["Discovery", "RemoteDevice", "connected", "discover", "forget", "reac
 
 INTERNAL_KINDS = frozenset({"RAY"})  # never offered again by a node (a RAY inside RAY)
 DEFAULT_SKIPPED = frozenset({"PYTHON"})  # the reference interpreter: offered only when DEVICEKIT_RAY_KINDS names it
+# the registry keeps a kind's answer for its life (every kind's: docs/distributed.md, "A cluster that comes up later")
+LATER = ("; a cluster that comes up after this process listed devices is seen after devicekit_ray.rediscover() (or in a "
+         "new process)")
 
 
 @dataclass(frozen=True)
@@ -61,14 +65,15 @@ def reachable() -> str | None:
     address = settings.get("RAY_ADDRESS")
     if not address:
         return ("no Ray cluster: RAY_ADDRESS is not set and this process has not called ray.init(); devicekit never "
-                "starts a cluster (start one with `ray start --head` and set RAY_ADDRESS, or call ray.init() first)")
+                "starts a cluster (start one with `ray start --head` and set RAY_ADDRESS, or call ray.init() first)"
+                + LATER)
     if (why := _unanswered(address)) is not None:
-        return f"cannot connect to the Ray cluster at RAY_ADDRESS={address}: {why}"
+        return f"cannot connect to the Ray cluster at RAY_ADDRESS={address}: {why}{LATER}"
     try:
         import ray
         ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     except Exception as e:  # noqa: BLE001 - unreachable is an answer, not a failure
-        return f"cannot connect to the Ray cluster at RAY_ADDRESS={address}: {type(e).__name__}: {e}"
+        return f"cannot connect to the Ray cluster at RAY_ADDRESS={address}: {type(e).__name__}: {e}{LATER}"
     return None
 
 
