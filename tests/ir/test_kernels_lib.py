@@ -94,7 +94,7 @@ def test_panels_read_b_as_contiguous_vectors():
     """The point of the layout: one k step of a panels matmul is one 16-lane load (rows with tn=16: also 16 lanes, but
     N floats apart from the last k's; what differs is the index, so check it strides by tn)."""
     from devicekit.ir.ops import Ops
-    lk = lower(kernels.matmul(64, 64, 64, b_layout="panels"), CPU)
+    lk = lower(kernels.matmul(64, 64, 64, b_layout="panels", device=CPU), CPU)  # 2 panels a tile: test_kernels_matmul
     vec_loads = [u for u in lk.uops if u.op is Ops.LOAD and u.dtype.count == 16]
     assert len(vec_loads) == 1, lk
 
