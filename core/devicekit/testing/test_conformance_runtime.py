@@ -101,7 +101,11 @@ _TRUNCATED = """
 import sys, devicekit as dk
 from devicekit import kernels
 from devicekit.compile.compiler import CompiledSpec
-dev = dk.device(sys.argv[1])
+try:
+    dev = dk.device(sys.argv[1])
+except Exception as e:  # a device set up in the parent only (a fake driver): nothing to load here
+    print("unavailable:", type(e).__name__, e)
+    sys.exit(3)
 r, c = dev.compilers[0]
 good = c.compile(r.render(kernels.elementwise("a * b + c", name="dk_conf_truncated")))
 try:
@@ -125,5 +129,7 @@ def test_truncated_bytes_never_crash_the_loader(dk_device, dk_spec, dk_info):
     env = {k: v for k, v in os.environ.items() if k != "DEVICEKIT_TRACE_PLUGINS"}
     p = subprocess.run([sys.executable, "-c", _TRUNCATED, str(dk_spec)], capture_output=True, text=True,
                        timeout=120, env=env, check=False)
+    if p.returncode == 3 and p.stdout.startswith("unavailable:"):
+        pytest.skip(f"{dk_spec} cannot be opened in a fresh interpreter ({p.stdout.strip()[13:][:300]})")
     assert p.returncode == 0, f"loading truncated bytes ended the process (exit {p.returncode}): {p.stderr[-1500:]}"
 
