@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "CompileError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "FreedBufferError", "LaunchError",
+    "CompileError", "DataRangeError", "DeviceKitError", "DeviceNotFoundError", "DeviceUnavailableError", "FreedBufferError", "LaunchError",
     "PluginError", "ReadOnlyBufferError", "RemoteDeviceLost", "ResolutionError", "SettingError",
 ]
 
@@ -38,6 +38,11 @@ class DeviceUnavailableError(DeviceKitError, RuntimeError):
 class LaunchError(DeviceKitError, ValueError):
     """A launch's sizes are not ones the device can run (not ints, a local size of 0, over a device limit); raised
     before anything is enqueued, naming the size and the limit (devicekit.launch_sizes)."""
+
+
+class DataRangeError(DeviceKitError, ValueError):
+    """A launch read data outside what the device computes with (WEBGPU: an int64 value outside int32, where WGSL has
+    no 64-bit integers): a documented limit of the device, raised instead of returning results that are not valid."""
 
 
 class RemoteDeviceLost(DeviceKitError, RuntimeError):

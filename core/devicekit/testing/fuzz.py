@@ -113,7 +113,7 @@ class Runner:
 
     def check_one(self, label: str, kernel, inputs: dict, want: dict | None) -> tuple[str, str] | None:
         """(kind, message) when `kernel` misbehaves on target `label`, else None."""
-        from devicekit.errors import CompileError
+        from devicekit.errors import CompileError, DataRangeError
         from devicekit.ir import KernelError
 
         target = self.targets[label]
@@ -142,6 +142,8 @@ class Runner:
                                                             else "")
         except CompileError as e:
             return "compile-error", f"{e.message}: {str(e.log)[:400]}"
+        except DataRangeError as e:  # a documented data limit of the target (int64 data on WEBGPU): not a bug
+            return "unsupported", str(e).splitlines()[0]
         except KernelError as e:
             if "does not support" in str(e):  # a documented limit of the target (float64 on METAL): not a bug
                 return "unsupported", str(e).splitlines()[0]

@@ -214,7 +214,7 @@ class WebGPUProgram(Program):
         """The int64 load check (renderer: dk_ld64): a value outside int32 was read as int32's extreme of its sign,
         which no bindable buffer's index reaches. A bounds check that failed on it is the launch's answer
         (`Program.execute` raises its IndexError, naming the param; the index it reports is the saturated one);
-        otherwise a ValueError, since arithmetic on the value was proven for int32 only."""
+        otherwise a DataRangeError (a ValueError), since arithmetic on the value was proven for int32 only."""
         if self._read(flag, 0, 16)[:4] == bytes(4):
             return
         checks = self.spec.checks
@@ -223,7 +223,8 @@ class WebGPUProgram(Program):
             record = np.frombuffer(self._read(h.buf, h.offset - h.offset % 4, (h.nbytes + 3) & ~3), np.int64)
             if any(record[2 * k] for k in range(len(checks.sites))):
                 return
-        raise ValueError(f"{self.name}: an int64 value loaded from {', '.join(self._wide)} is outside int32: WEBGPU "
+        from devicekit.errors import DataRangeError
+        raise DataRangeError(f"{self.name}: an int64 value loaded from {', '.join(self._wide)} is outside int32: WEBGPU "
                          "computes index arithmetic in 32 bits (WGSL has no 64-bit integers), so the results of "
                          "this launch are not valid")
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 from devicekit import kernels
-from devicekit.errors import CompileError
+from devicekit.errors import CompileError, DataRangeError
 from devicekit.ir.uop import KernelError
 
 SAXPY = """
@@ -103,7 +103,7 @@ def test_int64_index_outside_int32_fails_the_launch(wg_device):
     x = np.arange(16, dtype=np.float32)
     ok = np.array([3, 1, 15], np.int64)
     np.testing.assert_array_equal(dk.run(gather_kernel(), wg_device, x=x, idx=ok, n=3, m=16)["out"], x[ok])
-    with pytest.raises(ValueError, match="outside int32"):
+    with pytest.raises(DataRangeError, match="outside int32"):
         dk.run(gather_kernel(checked=False), wg_device, x=x, idx=np.array([3, 2**32 + 1, 0], np.int64), n=3, m=16)
 
 
