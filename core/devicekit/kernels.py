@@ -8,6 +8,7 @@ one SIMD register), then fold the lanes: the summation order differs from numpy'
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -136,13 +137,38 @@ def softmax(dtype: DType = dtypes.float32, vec: int | None = None, name: str = "
     def bcast(s: UOp, like: UOp) -> UOp:
         return ir.vectorize(*([s] * like.dtype.count)) if like.dtype.count > 1 else s
 
-    each(lambda v: ir.exp(v - bcast(mx, v)), x, 0)
+    each(lambda v: (_exp_nonpositive if ct == dtypes.float32 else ir.exp)(v - bcast(mx, v)), x, 0)
     inv = 1.0 / _row_reduce(k, lambda r: f(out[row + r]), n, "sum", vec, ct)
     # the row's first element first: the sum (a load of out) is read where its first use runs, so that use is in
     # the row's loop body itself and the scaling loops after it see the same value (docs/ir.md, Memory order)
     out[row] = g(f(out[row]) * inv)
     each(lambda v: v * bcast(inv, v), out, 1)
     return k.build()
+
+
+_EXP2_TERMS = [math.log(2) ** i / math.factorial(i) for i in range(7)]  # 2**f on [-0.5, 0.5]: 1.2e-7 relative
+
+
+def _exp_nonpositive(d: UOp) -> UOp:
+    """exp(d) for float32 d <= 0 or NaN (x - max of a row): softmax's one exp per element, ~2/3 of the core's exp2
+    decomposition's ops (no overflow side, one power of two, a degree-6 series). d * log2(e) is clamped at -127,
+    where 2**n's exponent bits are 0: -inf and anything under 2**-126.5 give 0 (the core's exp2 keeps denormals,
+    which a softmax term below 1e-38 does not need); NaN gives NaN. Within 2 ulp of numpy's exp (float32)."""
+    def c(v: float | int, like: UOp) -> UOp:
+        u = UOp.const(like.dtype.scalar(), v)
+        return ir.vectorize(*([u] * like.dtype.count)) if like.dtype.count > 1 else u
+    i32 = dtypes.int32.vec(d.dtype.count) if d.dtype.count > 1 else dtypes.int32
+    t = d * c(1.4426950408889634, d)
+    t = ir.where(t < c(-127.0, d), c(-127.0, d), t)
+    nan = t.ne(t)
+    t0 = ir.where(nan, c(0.0, d), t)
+    n = -((c(0.5, d) - t0).cast(i32))  # round(t0): 0.5 - t0 > 0, so the cast truncates down
+    f = t0 - n.cast(d.dtype)
+    p = c(_EXP2_TERMS[-1], d)
+    for coef in reversed(_EXP2_TERMS[:-1]):
+        p = p * f + c(coef, d)
+    scale = ((n + c(127, n)) << c(23, n)).bitcast(d.dtype)
+    return ir.where(nan, t, p * scale)
 
 
 def transpose(dtype: DType = dtypes.float32, name: str = "transpose") -> ir.Kernel:
