@@ -26,7 +26,6 @@ if "CC" not in os.environ and not __import__("shutil").which("clang") and __impo
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import platform
 import statistics
@@ -467,10 +466,6 @@ def main() -> int:
         peer_notes[peer] = why or bench_peers.configuration(peer)
     nb_note = peer_notes["numba"]
     by_name = {c.name: c for c in cases(profile="large", proposals=True)}
-    # the library's matmul as a user first calls it: no device= hint, so its tiles are not the device's (issue 36)
-    by_name["matmul-default"] = dataclasses.replace(
-        by_name["matmul"], name="matmul-default", setup=None,
-        title="matmul 1024 f32, kernels.matmul(1024, 1024, 1024) as a user calls it")
     rows = []
     for row, name in ROWS.items():
         if want(row):

@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     # the kernel library sizes its kernels for the default device's capabilities (through the registry)
     ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit.kernels", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
     ("tools", ["devicekit.cli", "devicekit.bench", "devicekit.benchmarking", "devicekit.bench_numba",
-               "devicekit.bench_machine", "devicekit.bench_devices", "devicekit.bench_peers",
+               "devicekit.bench_machine", "devicekit.bench_devices", "devicekit.bench_peers", "devicekit.bench_report",
                "devicekit.inspect_kernel", "devicekit.testing"]),
 ]
 # the upward edges, each a late or TYPE_CHECKING-only import (the reasons are in docs/architecture.md, "Layers")
