@@ -85,3 +85,9 @@ def test_run_py_says_not_installed_in_a_missing_peers_column(tmp_path):
     assert cells[cols.index("numba")] == "not run", row
     assert "CPU: " in p.stdout and "load at start" in p.stdout and "load at end" in p.stdout
     assert np.isfinite(float(cells[cols.index("numpy")].split()[0]))
+
+
+def test_every_case_has_a_peer_version():
+    """A case added to the shared definition gets the peers' version of its product, not a "no version" cell."""
+    for case in cases(profile="quick", proposals=True):
+        assert bench_peers._base(case.name) in ("fma", "sum", "softmax", "matmul", "gather"), case.name

@@ -93,7 +93,7 @@ def version_for(case_name: str) -> Callable[[dict[str, Any]], Any] | None:
         return lambda d: k["sum"](d["x"])
     if case_name == "softmax":
         return lambda d: k["softmax"](d["x"], d["m"], d["n"])
-    if case_name in ("matmul", "matmul-naive"):  # numba's naive loops: the peer of the naive kernel too
+    if case_name in ("matmul", "matmul-default", "matmul-naive"):  # numba's naive loops: the peer of the naive kernel too
         return lambda d: k["matmul"](d["a"], d["b"], int(d["a"].size ** 0.5 + 0.5))
     if case_name in ("gather", "gather-unchecked"):
         return lambda d: k["gather"](d["x"], d["idx"])

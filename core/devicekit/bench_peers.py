@@ -19,7 +19,7 @@ import numpy as np
 __all__ = ["PEERS", "Peer", "PeerTime", "best_peer", "configuration", "missing", "time_peer"]
 
 PEERS = ("numba", "torch", "torch.compile", "jax.jit")
-MATMULS = ("matmul", "matmul-packed", "matmul-packed-once", "matmul-naive", "matmul-naive-searched")
+MATMULS = ("matmul", "matmul-default", "matmul-packed", "matmul-packed-once", "matmul-naive", "matmul-naive-searched")
 
 
 @dataclass(frozen=True)
