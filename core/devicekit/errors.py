@@ -40,9 +40,10 @@ class LaunchError(DeviceKitError, ValueError):
     before anything is enqueued, naming the size and the limit (devicekit.launch_sizes)."""
 
 
-class DataRangeError(DeviceKitError, ValueError):
-    """A launch read data outside what the device computes with (WEBGPU: an int64 value outside int32, where WGSL has
-    no 64-bit integers): a documented limit of the device, raised instead of returning results that are not valid."""
+class DataRangeError(LaunchError):
+    """A launch's values or data fall outside what the device computes with (WEBGPU: index arithmetic or an int64 value
+    outside int32, where WGSL has no 64-bit integers): a documented limit of the device, raised instead of returning
+    results that are not valid."""
 
 
 class RemoteDeviceLost(DeviceKitError, RuntimeError):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import LaunchError
+from ..errors import DataRangeError
 from .dtypes import DType, dtypes
 from .ops import Ops
 from .rewrite import substitute
@@ -244,7 +244,7 @@ def narrow_plan(lk, target: str, why: str = "has no 64-bit integers", loads: boo
 
 def launch_check(guards: tuple[UOp, ...], var_vals: dict, target: str, kernel: str, fit_lo: int = FIT_LO) -> None:
     """Prove again, with the vars pinned to this launch's values, that every guard of `narrow_plan` fits in int32
-    (from `fit_lo`: I32_MIN where the kernel has no sentinel, `has_sentinel`); a LaunchError (a ValueError) naming the value and the
+    (from `fit_lo`: I32_MIN where the kernel has no sentinel, `has_sentinel`); a DataRangeError (a LaunchError, a ValueError) naming the value and the
     vars otherwise (nothing ran). Callers memoize by values."""
     if not guards:
         return
@@ -259,7 +259,7 @@ def launch_check(guards: tuple[UOp, ...], var_vals: dict, target: str, kernel: s
         if not (fit_lo <= lo and hi <= FIT_HI):
             vals = ", ".join(f"{u.arg[0]}={int(var_vals[u.arg[0]])}" for u in pins)
             what = f"var {g.arg[0]!r}" if g.op is Ops.VAR else f"the {g.op.name.lower()} value"
-            raise LaunchError(f"{kernel}: with {vals}, {what} reaches [{lo}, {hi}], outside int32: {target} computes "
+            raise DataRangeError(f"{kernel}: with {vals}, {what} reaches [{lo}, {hi}], outside int32: {target} computes "
                              "index arithmetic in 32 bits; launch it on smaller sizes")
 
 
