@@ -130,3 +130,14 @@ def test_rows_tile_spans_two_column_blocks_where_the_registers_allow(regs, N, ac
     assert len([u for u in mm.uops() if u.op is Ops.REDUCE]) == accs
     a_rows = {u for u in mm.uops() if u.op is Ops.LOAD and u.src[0].src[0].arg[1] == "a"}
     assert len(a_rows) == rows
+
+
+def test_explicit_tiles_do_not_resolve_the_default_device(monkeypatch):
+    """tm and tn given: the kernel is the user's tile whatever the default device is, and building it does not
+    probe the registry for one (a first call would load every plugin for nothing)."""
+    def refuse(device):
+        raise AssertionError("the default device was resolved")
+    monkeypatch.setattr(kernels, "_default_target", refuse)
+    assert _tile(kernels.matmul(64, 64, 8, tm=4, tn=8)) == (4, 8)
+    with pytest.raises(AssertionError, match="the default device was resolved"):
+        kernels.matmul(64, 64, 8, tm=4)

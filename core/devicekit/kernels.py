@@ -303,7 +303,8 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     if b_layout not in ("rows", "panels"):
         raise ValueError(f"matmul b_layout must be 'rows' or 'panels', got {b_layout!r}")
     panels = b_layout == "panels"
-    device = _default_target(device)
+    if tm is None or tn is None:  # explicit tiles need no device (nor the registry's probe of the default one)
+        device = _default_target(device)
     acc_t = dtypes.float32 if dtype in (dtypes.float16, dtypes.bfloat16) else dtype
     known = bool(getattr(_capabilities(device), "vector_register_bytes", 0))
     auto = tm is None and tn is None
