@@ -362,7 +362,8 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
     while k < len(stmts):
         st = stmts[k]
         done = False
-        if st.op is Ops.STORE and st.src[1].dtype.count == 1:
+        # a gated store (a row past a tile's end) never merges: _lanes_contiguous refuses an index with a gate
+        if st.op is Ops.STORE and st.src[1].dtype.count == 1 and st.src[0].op is Ops.INDEX and len(st.src[0].src) == 2:
             for n in reversed(_VEC_WIDTHS):
                 group = stmts[k:k + n]
                 if len(group) < n or any(g.op is not Ops.STORE or g.src[1].dtype.count != 1 or free[g] != free[st]
