@@ -221,3 +221,18 @@ def test_answer_type_reads_list_and_optional_and_refuses_the_rest():
     assert answer_type(opt) == (CompilerPairFactory, False)
     with pytest.raises(TypeError, match="hook spec bad returns .*expected list\\[X\\] or X \\| None"):
         answer_type(bad)
+
+
+def test_pieces_builds_a_records_parts_without_the_registry():
+    from devicekit.targets import Device
+
+    b = Backend("REC", **CPU_PIECES)
+    spec = DeviceSpec("REC")
+    dev = Device(spec, *b.pieces(spec, "c"))
+    x = np.arange(16, dtype=np.float32)
+    import devicekit as dk
+    assert np.array_equal(dk.run(saxpy(), dev, x=x)["out"], x * 2)
+    with pytest.raises(PluginError, match=r"Backend 'REC' has no pair 'llvm'; its pairs: \['c'\]"):
+        b.pieces(spec, "llvm")
+    with pytest.raises(PluginError, match="declares no allocator"):
+        Backend("REC", pairs=CPU_PIECES["pairs"]).pieces(spec, "c")

@@ -168,6 +168,17 @@ class Backend:
     def runtime_factory(self) -> RuntimeFactoryDecl | None:
         return RuntimeFactoryDecl(f) if (f := self._built["runtime"]) is not None else None
 
+    def pieces(self, spec: Any, pair: str) -> tuple[Any, Any, Any, Any]:
+        """(allocator, renderer, compiler, runtime) of the record built for `spec` with the pair named `pair`, without
+        the registry: a plugin's own tests build a Device from them on a fake driver."""
+        pf = {f.name: f for f in self._built["pairs"]}.get(pair)
+        if pf is None:
+            raise PluginError(f"Backend {self.kind!r} has no pair {pair!r}; its pairs: {sorted(p.name for p in self.pairs)}")
+        alloc, rt = self._built["allocator"], self._built["runtime"]
+        if alloc is None or rt is None:
+            raise PluginError(f"Backend {self.kind!r} declares no {'allocator' if alloc is None else 'runtime'}")
+        return alloc(spec), pf.renderer(spec), pf.compiler(spec), rt(spec)
+
 
 def backends_of(obj: Any) -> list[Backend]:
     """The Backend records a plugin object declares in `DEVICEKIT_BACKEND` (one, or a list): [] when it has none;

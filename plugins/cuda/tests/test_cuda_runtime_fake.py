@@ -41,8 +41,7 @@ def cuda(monkeypatch):
 
     def make(index=0):
         spec = DeviceSpec("CUDA", index)
-        return Device(spec, plugin._allocator(spec), plugin._renderer(spec), plugin._compiler_nvjitlink(spec),
-                      plugin._runtime(spec))
+        return Device(spec, *plugin.DEVICEKIT_BACKEND.pieces(spec, "nvrtc"))
     return make
 
 

@@ -77,8 +77,7 @@ def test_program_from_source_on_fake_driver(monkeypatch):
     monkeypatch.setattr(context, "_contexts", {})
     monkeypatch.setattr(fake, "KERNELS", host_compile_many([_spec()]))
     spec = DeviceSpec("CUDA")
-    dev = Device(spec, plugin._allocator(spec), plugin._renderer(spec), plugin._compiler_nvjitlink(spec),
-                 plugin._runtime(spec))
+    dev = Device(spec, *plugin.DEVICEKIT_BACKEND.pieces(spec, "nvrtc"))
     prog = dev.program_from_source(SRC, "scale")  # no sizes/dims: unchecked sizes, dims given at launch
     n, k = 300, 3
     x = np.linspace(-2, 2, n).astype(np.float32)
@@ -133,8 +132,7 @@ def test_cpp_linkage_scalars_first_and_dynamic_shared_on_fake_driver(monkeypatch
     monkeypatch.setattr(context, "_contexts", {})
     spec = CUDARenderer().parse_source(src, "shift_scale", shared_bytes="4 * 64")
     spec_dev = DeviceSpec("CUDA")
-    dev = Device(spec_dev, plugin._allocator(spec_dev), plugin._renderer(spec_dev),
-                 plugin._compiler_nvjitlink(spec_dev), plugin._runtime(spec_dev))
+    dev = Device(spec_dev, *plugin.DEVICEKIT_BACKEND.pieces(spec_dev, "nvrtc"))
     prog = dev.program_from_source(src, "shift_scale", shared_bytes="4 * 64", global_size=("(n + 63) // 64",),
                                    local_size=(64,))
     symbol = prog.spec.get_meta("symbol")
