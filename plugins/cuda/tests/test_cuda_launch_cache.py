@@ -38,8 +38,7 @@ def dev(monkeypatch):
     monkeypatch.setattr(fake, "KERNELS", _hosts)
     monkeypatch.setenv("DEVICEKIT_CUDA_ARCH", "sm_90")
     spec = DeviceSpec("CUDA", 0)
-    return Device(spec, plugin._allocator(spec), plugin._renderer(spec), plugin._compiler_nvjitlink(spec),
-                  plugin._runtime(spec))
+    return Device(spec, *plugin.DEVICEKIT_BACKEND.pieces(spec, "nvrtc"))
 
 
 def _set(dev, a, n=16):
