@@ -286,8 +286,7 @@ def _fake_cuda(kernel):
     mp.setenv("DEVICEKIT_CUDA_ARCH", "sm_90")
     fake.calls.clear()
     spec = DeviceSpec("CUDA", 0)
-    return Device(spec, plugin._allocator(spec), plugin._renderer(spec), plugin._compiler_nvjitlink(spec),
-                  plugin._runtime(spec))
+    return Device(spec, *plugin.DEVICEKIT_BACKEND.pieces(spec, "nvrtc"))
 
 
 if __name__ == "__main__":
