@@ -6,6 +6,7 @@ WGSL is not C; what changes and where:
     and each buffer's view offset (in elements) are the fields of one uniform struct at binding n (`dk_args`), local
     arrays are module-scope `var<workgroup>` arrays, and the entry is `@compute @workgroup_size(x, y, z) fn
     dku_<name>(@builtin(workgroup_id) ..., @builtin(local_invocation_id) ...)`: no pointer params (`render_kernel`).
+    Its first lines recompute the group id of a grid the runtime folded past 65,535 groups an axis (FOLD_PRELUDE).
   * statements: `let`/`var` declarations, `for (var r: i32 = ...)`, braces on every if and `select` for the gated
     load's conditional are respelled from the walk's C shapes by `wgsl_text` (the base has no hooks for them).
   * 64-bit integers: WGSL has none. Index and loop arithmetic (int64 in the IR) is rendered as i32 where
@@ -45,6 +46,21 @@ from .wgsl_text import statement
 TYPE_MAP = {"bool": "bool", "int32": "i32", "uint32": "u32", "float32": "f32", "float16": "f16", "int64": "i32"}
 UNIFORM_TYPES = {"int32": "i32", "uint32": "u32", "float32": "f32", "int64": "i32", "uint8": "u32"}  # uint8: bool
 _ZERO = {"i32": "0i", "u32": "0u", "f32": "0.0f", "f16": "0.0h"}
+# A grid with more workgroups on an axis than the adapter dispatches (max-compute-workgroups-per-dimension: 65535 on
+# most) is folded by the runtime (runtime.fold) into nx x ny x nz groups, as tinygrad, wonnx and burn do: the flat
+# group id is recomputed here and unflattened into the grid's own (g0, g1, g2), and the groups past its total return
+# before any work. The test is on uniforms and the workgroup id, so the code after it stays in uniform control flow
+# (workgroupBarrier). Unfolded launches (dk_fold 0) keep the dispatched id.
+GRID_FIELDS = ("dk_fold", "dk_nx", "dk_ny", "dk_g0", "dk_g1", "dk_total")
+FOLD_PRELUDE = [
+    "  var dk_gid: vec3<u32> = dk_wg;",
+    "  if (dk_args.dk_fold != 0u) {",
+    "    let dk_flat: u32 = dk_wg.x + dk_args.dk_nx * (dk_wg.y + dk_args.dk_ny * dk_wg.z);",
+    "    if (dk_flat >= dk_args.dk_total) { return; }",
+    "    let dk_g01: u32 = dk_args.dk_g0 * dk_args.dk_g1;",
+    "    dk_gid = vec3<u32>(dk_flat % dk_args.dk_g0, (dk_flat % dk_g01) / dk_args.dk_g0, dk_flat / dk_g01);",
+    "  }",
+]
 _F32_BITS = {"inf": "0x7f800000u", "-inf": "0xff800000u", "nan": "0x7fc00000u"}
 
 
@@ -316,7 +332,8 @@ class WGSLRenderer(CStyleRenderer):
         out = ["enable f16;"] if any(d.scalar() == dtypes.float16 for d in used) else []
         fields = [f"  dko_{p.name}: i32," for p in params if p.kind == "buffer"]
         fields += [f"  {p.name}: {UNIFORM_TYPES[p.dtype.name]}," for p in params if p.kind == "var"]
-        out += ["struct DkArgs {", *fields, "  dk_zero: u32,", "}"]  # dk_zero: always 0 (nan_exact's opaque reads)
+        fields += [f"  {f}: u32," for f in ("dk_zero", *GRID_FIELDS)]  # dk_zero: always 0 (nan_exact's opaque reads)
+        out += ["struct DkArgs {", *fields, "}"]
         nbuf = 0
         for p in params:
             if p.kind != "buffer":
@@ -338,9 +355,10 @@ class WGSLRenderer(CStyleRenderer):
         lines = [x for x in lines if not x.lstrip().startswith("var<workgroup>")]
         head = [f"  let {p.name}: {UNIFORM_TYPES[p.dtype.name]} = dk_args.{p.name};" for p in params if p.kind == "var"]
         head.append("  let dk_zero: u32 = dk_args.dk_zero;")
+        head += FOLD_PRELUDE
         size = ", ".join(str(d) for d in (k.local_size or (1,)))
         out.append(f"@compute @workgroup_size({size})")
-        out.append(f"fn {name}(@builtin(workgroup_id) dk_gid: vec3<u32>, "
+        out.append(f"fn {name}(@builtin(workgroup_id) dk_wg: vec3<u32>, "
                    "@builtin(local_invocation_id) dk_lid: vec3<u32>) {")
         return "\n".join(out + head + lines) + "\n}\n"
 

@@ -8,8 +8,13 @@
   min-storage-buffer-offset-alignment.
 - Bind groups are cached per Program by the buffers they bind (at most 64, oldest dropped). The uniform buffer is the
   Program's own: its write and the dispatch are submitted under the device's lock, so the queue sees them paired.
-- Limits: a grid over max-compute-workgroups-per-dimension, or a binding over max-storage-buffer-binding-size, is a
-  ValueError naming the limit; a zero extent runs nothing.
+- Grids: a generated kernel's grid with an axis over max-compute-workgroups-per-dimension (65535: a 1-D launch of
+  16M elements in 256-wide groups asks for 65536) is folded into nx x ny (x nz) groups (`fold`); the shader
+  recomputes the grid's group id from the flat id and masks the extra groups (renderer: FOLD_PRELUDE). A grid of
+  more groups than the fold reaches (2**31 - 1: the group id is an i32 in WGSL) is a LaunchError naming the limit;
+  so is a hand-written shader's grid over the limit (its group ids are its own).
+- Limits: a binding over max-storage-buffer-binding-size is a ValueError naming the limit; a zero extent runs
+  nothing.
 """
 
 from __future__ import annotations
@@ -25,10 +30,40 @@ from devicekit.runtime import Program
 
 from . import adapters
 from .compiler import shader_module
+from .renderer import GRID_FIELDS
 
 _NP = {"i32": np.int32, "u32": np.uint32, "f32": np.float32}
 _BY_DTYPE = {"int32": "i32", "uint32": "u32", "float32": "f32", "int64": "i32"}
 CACHE = 64
+FOLD_TOTAL = 2**31 - 1  # groups a folded grid may have: its flat group id is an i32 in the shader (gidx)
+
+
+def fold(groups: tuple[int, ...], limit: int, local: tuple[int, ...] = ()) -> tuple[tuple[int, int, int],
+                                                                                  tuple[int, ...]]:
+    """(the workgroups to dispatch, the DkArgs grid words) for a grid of `groups` on an adapter that dispatches at
+    most `limit` groups an axis. A grid within the limit is dispatched as it is (dk_fold 0); else its
+    g0 * g1 * g2 groups are folded to nx x ny x nz, nx = limit, with nx * ny * nz - total < nx * ny extra groups,
+    which the shader masks. Beyond FOLD_TOTAL groups (or limit**3), or an axis of more than FOLD_TOTAL invocations
+    (groups x `local`: the global id is an i32 too; unfolded grids stay below it, 65535 x 256 at most): LaunchError
+    naming the limit."""
+    g = tuple(groups) + (1,) * (3 - len(groups))
+    if all(x <= limit for x in g):
+        return g, (0,) * len(GRID_FIELDS)
+    total = g[0] * g[1] * g[2]
+    nx = min(total, limit)
+    ny = min(-(-total // nx), limit)
+    nz = -(-total // (nx * ny))
+    if total > FOLD_TOTAL or nz > limit:
+        raise LaunchError(f"{groups} workgroups ({total} in all); WEBGPU folds a grid into at most {limit} groups an "
+                          f"axis over 3 axes (max-compute-workgroups-per-dimension) and {FOLD_TOTAL} groups in all "
+                          "(the group id is a 32-bit integer in WGSL): launch fewer groups")
+    over = [i for i, (x, w) in enumerate(zip(g, local)) if x * int(w) > FOLD_TOTAL]
+    if over:
+        i = over[0]
+        raise LaunchError(f"{groups} workgroups of {tuple(local)}: axis {i} has {g[i] * int(local[i])} invocations; "
+                          f"WEBGPU computes the global id in 32 bits (at most {FOLD_TOTAL} an axis, the limit of a "
+                          "folded grid): launch fewer groups")
+    return (nx, ny, nz), (1, nx, ny, g[0], g[1], total)
 
 
 class WebGPUProgram(Program):
@@ -50,7 +85,7 @@ class WebGPUProgram(Program):
             self._ubind = nbuf
             self._wire = tuple(spec.get_meta("wgsl_args", ()))
             self._units = tuple(spec.get_meta("wgsl_units", ()))
-        nfields = (0 if self._source else nbuf + 1) + len(self._wire)  # + dk_zero, left 0 (renderer)
+        nfields = (0 if self._source else nbuf + 1 + len(GRID_FIELDS)) + len(self._wire)  # + dk_zero, grid
         self._ubytes = max(16, (4 * nfields + 15) & ~15)
         try:
             module = shader_module(ctx, src, repr(spec.name))
@@ -129,10 +164,12 @@ class WebGPUProgram(Program):
                 self._groups.popitem(last=False)
         return bg
 
-    def _uniform(self, binds: list, vals: list) -> bytes:
+    def _uniform(self, binds: list, vals: list, grid: tuple[int, ...] = ()) -> bytes:
         data = bytearray(self._ubytes)
         words = ([] if self._source else [np.int32(b[3]) for b in binds])
         words += [_NP[t](v) for t, v in zip(self._wire, vals)]
+        if not self._source:  # dk_zero (always 0), then the grid words (fold)
+            words += [np.uint32(0), *(np.uint32(x) for x in grid)]
         for i, w in enumerate(words):
             data[4 * i:4 * i + 4] = w.tobytes()
         return bytes(data)
@@ -141,9 +178,17 @@ class WebGPUProgram(Program):
         groups = tuple(int(g) for g in (global_size or (1,)))
         if len(groups) > 3:
             raise ValueError(f"{self.name}: WebGPU dispatches 3 dimensions of workgroups, got {groups}")
-        if any(g > self._max_groups for g in groups):
+        if self._source and any(g > self._max_groups for g in groups):
             raise LaunchError(f"{self.name}: {groups} workgroups; this adapter dispatches at most {self._max_groups} a "
-                             "dimension (max-compute-workgroups-per-dimension)")
+                             "dimension (max-compute-workgroups-per-dimension), and a hand-written shader's grid "
+                             "is not folded (its group ids are its own)")
+        if any(g <= 0 for g in groups):
+            dispatch, grid = groups, ()
+        else:
+            try:
+                dispatch, grid = fold(groups, self._max_groups, tuple(local_size or self.spec.local_size or ()))
+            except LaunchError as e:
+                raise LaunchError(f"{self.name}: {e}") from None
         if self._source and local_size:
             declared = tuple(self.spec.get_meta("wgsl_workgroup_size"))
             got = tuple(int(x) for x in local_size) + (1,) * (3 - len(local_size))
@@ -171,12 +216,12 @@ class WebGPUProgram(Program):
         cp = enc.begin_compute_pass()
         cp.set_pipeline(self._pipeline)
         cp.set_bind_group(0, bg)
-        cp.dispatch_workgroups(*(groups + (1,) * (3 - len(groups))))
+        cp.dispatch_workgroups(*dispatch)
         cp.end()
         t0 = time.perf_counter()
         with self.ctx.lock:  # the uniform write must meet its own dispatch on the queue
             if self._ubuf is not None:
-                dev.queue.write_buffer(self._ubuf, 0, self._uniform(binds, vals))
+                dev.queue.write_buffer(self._ubuf, 0, self._uniform(binds, vals, grid))
             dev.queue.submit([enc.finish()])
         if flag is not None:
             self._check_wide(flag, handles)
