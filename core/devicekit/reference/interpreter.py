@@ -306,9 +306,9 @@ class Interpreter:
         outer = [r for r in self.free[x] if r not in ranges]
         outer_elems = int(np.prod([self._live_extent(r, ctx) for r in outer], dtype=np.int64)) if outer else 1
         inner = int(np.prod([self.extent[r] for r in ranges], dtype=np.int64))
-        if inner == 0:
+        if inner == 0:  # the identity in every lane: a vector accumulator over an empty range has u.dtype.count
             ident = semantics.const_array(semantics.identity(u.arg, u.dtype), u.dtype)
-            return ident.reshape(self._shape1())
+            return np.full([*self._shape1()[:-1], u.dtype.count], ident, dtype=ident.dtype)
         # chunk the first reduced range; the others are evaluated whole
         r0 = ranges[0]
         rest = inner // self.extent[r0]
