@@ -70,16 +70,24 @@ def _special(u: UOp) -> bool:
     return u.op is Ops.CONST and (u.arg == 0 or not math.isfinite(u.arg))
 
 
-def _opaque(x: UOp, out: list[UOp]) -> UOp:
-    """x, read through `| dk_zero` on its bits: equal to x, but a value the compiler cannot see through."""
+def _opaque(x: UOp, out: list[UOp], site: int = 1) -> UOp:
+    """x, read through `| (dk_zero * site)` on its bits: equal to x, but a value the compiler cannot see through.
+    Each read site has its own multiplier, so two opaque reads of one value are not one expression to the compiler
+    (fuzz seed 60149: `(v * v' + 0) - v * v'` with both v' the same `v | dk_zero` was cancelled to 0 for a NaN v)."""
     n = x.dtype.count
     f = _f32(x, out)
     bits = UOp(Ops.BITCAST, _dt(dtypes.uint32, n), (f,))
     out.append(bits)
-    zero = ZERO if n == 1 else UOp(Ops.VECTORIZE, dtypes.uint32.vec(n), (ZERO,) * n)
+    z: UOp = ZERO
+    out.append(ZERO)
+    if site > 1:
+        k = UOp(Ops.CONST, dtypes.uint32, (), site)
+        z = UOp(Ops.MUL, dtypes.uint32, (ZERO, k))
+        out += [k, z]
+    zero = z if n == 1 else UOp(Ops.VECTORIZE, dtypes.uint32.vec(n), (z,) * n)
     hid = UOp(Ops.OR, bits.dtype, (bits, zero))
     back = UOp(Ops.BITCAST, f.dtype, (hid,))
-    out += [ZERO, zero, hid, back] if n > 1 else [ZERO, hid, back]
+    out += [zero, hid, back] if n > 1 else [hid, back]
     if f is x:
         return back
     res = UOp(Ops.CAST, x.dtype, (back,))
@@ -87,13 +95,15 @@ def _opaque(x: UOp, out: list[UOp]) -> UOp:
     return res
 
 
-def _hide(src: tuple[UOp, ...], out: list[UOp]) -> tuple[UOp, ...]:
-    """The operands of a float op with repeated reads and special constants made opaque (module doc)."""
+def _hide(src: tuple[UOp, ...], out: list[UOp], sites: list[int]) -> tuple[UOp, ...]:
+    """The operands of a float op with repeated reads and special constants made opaque (module doc); `sites`
+    counts the opaque reads of the kernel (each gets its own multiplier)."""
     seen: set[UOp] = set()
     new = []
     for s in src:
         if s.dtype.scalar().is_float and (s in seen or _special(s)):
-            new.append(_opaque(s, out))
+            sites[0] += 1
+            new.append(_opaque(s, out, sites[0]))
         else:
             new.append(s)
         seen.add(s)
@@ -107,10 +117,11 @@ def rewrite(lk):
         return lk
     out: list[UOp] = []
     mapping: dict[UOp, UOp] = {}
+    sites = [0]
     for u in uops:
         src = tuple(mapping.get(s, s) for s in u.src)
         if u.op in _ARITH and src[0].dtype.scalar().is_float:
-            src = _hide(src, out)
+            src = _hide(src, out, sites)
         nu = u if src == u.src else u.replace(src=src)
         if u.op in (Ops.CMPNE, Ops.CMPEQ, Ops.MAX) and src[0].dtype.scalar().is_float:
             out.append(nu)
