@@ -311,7 +311,7 @@ def main() -> int:
     if args.cpu:
         CLOCK = time.thread_time
     ex = _example()
-    from devicekit import bench_machine
+    from devicekit.bench import machine as bench_machine
     load0 = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# a framework's MLP step on the CPU device: {bench_machine.cpu_model()}; python {sys.version.split()[0]}, "
           f"{os.cpu_count()} cpus, load at start {load0:.2f}, {'thread CPU time' if args.cpu else 'wall time'}")

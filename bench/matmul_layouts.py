@@ -34,7 +34,7 @@ def main(sizes: list[int]) -> None:
 def one_size(dev, s: int) -> str:
     """One table row: every time the best of 5 launches after a warm-up; both results checked against numpy."""
     from devicekit import kernels
-    from devicekit.benchmarking import _buffers, best
+    from devicekit.bench.definition import _buffers, best
 
     rng = np.random.default_rng(s)
     inputs = {"a": rng.standard_normal(s * s).astype(np.float32), "b": rng.standard_normal(s * s).astype(np.float32)}

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from devicekit import bench_machine
-from devicekit.benchmarking import best
+from devicekit.bench import machine as bench_machine
+from devicekit.bench.definition import best
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:

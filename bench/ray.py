@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.update(ENV)
     os.environ.pop("RAY_ADDRESS", None)
-    from devicekit import bench_machine
+    from devicekit.bench import machine as bench_machine
     load0 = bench_machine.load()
     if (busy := bench_machine.busy_warning()) is not None:
         print(busy, file=sys.stderr)

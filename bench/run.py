@@ -34,8 +34,10 @@ import tempfile
 import time
 
 import numpy as np
-from devicekit import bench_devices, bench_machine, bench_peers
-from devicekit.benchmarking import best, cases, final, prepare
+from devicekit.bench import devices as bench_devices
+from devicekit.bench import machine as bench_machine
+from devicekit.bench import peers as bench_peers
+from devicekit.bench.definition import best, cases, final, prepare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(HERE, "README.md")
@@ -117,7 +119,7 @@ ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "matmul-default": "mat
 
 
 def bench_case(dk, tg, case, reps, peers, compare: bool = True) -> dict:
-    """{column: best time (seconds) or the reason there is none} of one case of devicekit.benchmarking (the
+    """{column: best time (seconds) or the reason there is none} of one case of devicekit.bench.definition (the
     definition `devicekit bench` uses, here at its "large" sizes): devicekit, then (when `compare`) each peer and the
     OPENCL and WEBGPU devices. Every result is checked against numpy: devicekit's must match (else an error), a
     peer's or another device's that does not is reported as "wrong", not timed."""
@@ -225,7 +227,7 @@ def bench_search(dk) -> tuple[float, tuple]:
     """dk.search of the naive 1024 matmul in a fresh memory-only cache: (seconds, the optimizer's opts chosen). The
     choice stays in tile_search's memory, so the benchmark case that follows times it without searching again."""
     from devicekit import tile_search
-    from devicekit.benchmarking import naive_matmul
+    from devicekit.bench.definition import naive_matmul
     tile_search._CHOSEN.clear()
     with fresh_cache(dk.cpu.compiler):
         t0 = time.perf_counter()
@@ -515,7 +517,7 @@ def main() -> int:
         singles.append(("its final build (O3) + load, once it has run enough", upgraded,
                         (f"Program.upgrade: after {TIER_LAUNCHES} launches or 2^{TIER_WORK.bit_length() - 1} "
                         "estimated operations")))
-        from devicekit.bench_numba import first_call_seconds
+        from devicekit.bench.numba_versions import first_call_seconds
         nb_first = [first_call_seconds(time.time_ns() % 1000003 + i + 0.5) for i in range(3)]
         if nb_first[0] is None:
             singles.append(("new kernel: numba first call (parallel njit a*b+c)", None, nb_note))

@@ -1,4 +1,4 @@
-"""The peer columns of bench/run.py (devicekit.bench_peers): a missing peer is "not installed", never an error; a
+"""The peer columns of bench/run.py (devicekit.bench.peers): a missing peer is "not installed", never an error; a
 peer's answer is checked against numpy before it is timed; numba runs at its fastest configuration; the fastest peer
 is the ratio's reference; the header names the CPU model."""
 
@@ -10,8 +10,10 @@ import sys
 
 import numpy as np
 import pytest
-from devicekit import bench_machine, bench_peers, settings
-from devicekit.benchmarking import cases
+from devicekit import settings
+from devicekit.bench import machine as bench_machine
+from devicekit.bench import peers as bench_peers
+from devicekit.bench.definition import cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLOW = settings.get("DEVICEKIT_SLOW")  # every case for every peer (numba's parallel compiles: ~30 s on two cores)
@@ -47,7 +49,7 @@ def test_a_peer_is_checked_against_numpy_before_it_is_timed(peer, module):
 
 def test_numba_runs_its_fastest_configuration():
     pytest.importorskip("numba")
-    from devicekit.bench_numba import _kernels
+    from devicekit.bench.numba_versions import _kernels
     k = _kernels()
     for name in ("sum", "softmax", "matmul"):  # reductions vectorize only with fastmath
         assert k[name].targetoptions.get("fastmath") is True, name

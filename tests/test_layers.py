@@ -26,9 +26,9 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("registry", ["devicekit.registry"]),
     # the kernel library sizes its kernels for the default device's capabilities (through the registry)
     ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit.kernels", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
-    ("tools", ["devicekit.cli", "devicekit.bench", "devicekit.benchmarking", "devicekit.bench_numba",
-               "devicekit.bench_machine", "devicekit.bench_devices", "devicekit.bench_peers", "devicekit.bench_report",
-               "devicekit.inspect_kernel", "devicekit.testing"]),
+    # the command, the benchmark tools (one package: definition, report, peers, numba_versions, devices, machine),
+    # the inspector and the conformance kit
+    ("tools", ["devicekit.cli", "devicekit.bench", "devicekit.inspect_kernel", "devicekit.testing"]),
 ]
 # the upward edges, each a late or TYPE_CHECKING-only import (the reasons are in docs/architecture.md, "Layers")
 ALLOWED_UPWARD = {
@@ -103,6 +103,17 @@ def test_every_module_has_a_layer():
 
 def test_no_lower_layer_imports_an_upper_one():
     assert violations(core_modules()) == []
+
+
+def test_the_benchmark_tools_are_one_package_in_the_tools_layer():
+    """The benchmark's modules live in devicekit.bench (not loose at the core's root), all of it in the tools layer,
+    so nothing a user's program imports can reach them."""
+    names = core_modules()
+    bench = sorted(n for n in names if n == "devicekit.bench" or n.startswith("devicekit.bench."))
+    assert "devicekit.bench.definition" in bench and "devicekit.bench.report" in bench
+    assert {layer_of(n) for n in bench} == {[n for n, _ in LAYERS].index("tools")}
+    loose = sorted(n for n in names if n.count(".") == 1 and n.split(".")[1].startswith(("bench_", "benchmarking")))
+    assert loose == [], f"benchmark modules at the core's root: {loose}"
 
 
 def test_the_check_sees_upward_imports_wherever_they_are():

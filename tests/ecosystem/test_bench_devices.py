@@ -5,7 +5,7 @@ column, never an error."""
 from __future__ import annotations
 
 import pytest
-from devicekit import bench_devices
+from devicekit.bench import devices as bench_devices
 from devicekit.registry import devices
 
 

@@ -9,7 +9,8 @@ import re
 import numpy as np
 import pytest
 from devicekit import cli
-from devicekit.benchmarking import BenchResult, Progress, format_table
+from devicekit.bench.definition import BenchResult
+from devicekit.bench.report import Progress, format_table
 
 BLOCK = ("import sys; sys.modules.update(dict.fromkeys({mod!r}.split())); from devicekit.cli import main; "
          "sys.exit(main({argv!r}))")  # the modules named in `mod` cannot be imported
@@ -48,7 +49,7 @@ def test_bench_numba_column(run_py):
 
 
 def test_a_busy_machine_is_flagged():
-    from devicekit import bench_machine
+    from devicekit.bench import machine as bench_machine
     assert bench_machine.busy_warning(0.3, 2) is None
     warning = bench_machine.busy_warning(3.5, 2)
     assert warning.startswith("warning: the machine is busy (load 3.50 on 2 CPUs)") and "vs numpy" in warning
@@ -110,7 +111,7 @@ def test_bench_unknown_device(capsys):
 
 
 def test_a_failing_device_is_an_error_row_not_a_crash(monkeypatch):
-    from devicekit import benchmarking
+    from devicekit.bench import definition as benchmarking
 
     def broken(case, dev, inputs):
         raise RuntimeError("device fell over")
@@ -139,11 +140,11 @@ def test_wrong_results_show_as_mismatch(run_py):
 
 
 def test_bench_script_rows_come_from_the_shared_definition():
-    """bench/run.py's rows (and the bars it checks them against) are the titles of devicekit.benchmarking's cases
+    """bench/run.py's rows (and the bars it checks them against) are the titles of devicekit.bench.definition's cases
     at the "large" profile: one definition for the script and `devicekit bench`."""
     import importlib.util
 
-    from devicekit.benchmarking import cases
+    from devicekit.bench.definition import cases
 
     from .conftest import ROOT
     spec = importlib.util.spec_from_file_location("dk_bench_run", ROOT / "bench" / "run.py")
@@ -160,7 +161,7 @@ def test_every_case_is_right_on_cpu_and_a_wrong_answer_is_caught():
     """The quick profile with the proposals (two-stage sum, pack + matmul) matches numpy on the CPU device; the
     same check flags an off-by-one answer."""
     import devicekit as dk
-    from devicekit.benchmarking import _device_time, cases, time_numpy
+    from devicekit.bench.definition import _device_time, cases, time_numpy
 
     cpu_device = dk.device("CPU")
     for case in cases(quick=True, proposals=True):
@@ -209,7 +210,7 @@ def test_plot_legend_covers_no_bar(tmp_path):
     pytest.importorskip("matplotlib")
     import matplotlib
     matplotlib.use("Agg")
-    from devicekit import benchmarking
+    from devicekit.bench.report import plot
     from matplotlib import pyplot as plt
 
     rows = [BenchResult(k, "n=4", dev, 1e-3, t, 64, "GB/s", True) for k in ("fma", "sum", "softmax")
@@ -218,7 +219,7 @@ def test_plot_legend_covers_no_bar(tmp_path):
     orig = plt.close
     plt.close = lambda fig=None: made.append(fig)  # keep the figure to measure it
     try:
-        benchmarking.plot(rows, str(tmp_path / "b.png"))
+        plot(rows, str(tmp_path / "b.png"))
     finally:
         plt.close = orig
     (fig,) = made

@@ -108,9 +108,10 @@ def cmd_cache(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .. import bench_machine
-    from ..bench_numba import unavailable as numba_unavailable
-    from ..benchmarking import Progress, cases, check_plot_path, format_table, plot, run_bench
+    from ..bench import machine as bench_machine
+    from ..bench.definition import cases, run_bench
+    from ..bench.numba_versions import unavailable as numba_unavailable
+    from ..bench.report import Progress, check_plot_path, format_table, plot
     from ..errors import DeviceKitError
     from ..registry import devices
 
@@ -161,7 +162,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(bench_machine.describe())  # after the run: numba's OpenMP pool is loaded by then
         print(format_table(results, numba_note))
         if not args.device:  # what each accelerator column ran on (OPENCL, WEBGPU), or why it is absent
-            from ..bench_devices import notes
+            from ..bench.devices import notes
             print("\n".join(notes(infos)))
         if (busy := bench_machine.busy_warning()) is not None:
             print(busy)

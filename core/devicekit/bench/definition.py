@@ -2,7 +2,7 @@
 softmax, matmul; plus proposals for bench/run.py) at three sizes, each with its inputs, its numpy version (timed and
 used as the expected result), its tolerance, the work it does and, for bench/run.py, its tinygrad expression. Also
 the timing rule (best of a few launches after a warm-up) and running every case on devices; the CLI's table, plot
-and progress bar are in bench_report.py (re-exported here).
+and progress bar are in report.py.
 
 Profiles: "quick" (a smoke run in seconds), "standard" (`devicekit bench`: a full run on every device in well under a
 minute on two cores), "large" (bench/run.py: sizes where one launch takes milliseconds on a CPU)."""
@@ -16,11 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .bench_report import Progress, check_plot_path, format_columns, format_table, plot
-
-__all__ = ["PROFILES", "BenchCase", "BenchResult", "Progress", "Prepared", "best", "cases", "check_plot_path",
-           "format_columns", "format_table", "plot",
-           "prepare", "run_bench", "time_numba", "time_numpy"]
+__all__ = ["PROFILES", "BenchCase", "BenchResult", "Prepared", "best", "cases", "prepare", "run_bench", "time_numba",
+           "time_numpy"]
 
 PROFILES = ("quick", "standard", "large")
 
@@ -75,7 +72,7 @@ class BenchResult:
     unit: str
     ok: bool
     error: str = ""
-    numba_seconds: float | None = None  # the case's parallel numba version on the same data (bench_numba.py)
+    numba_seconds: float | None = None  # the case's parallel numba version on the same data (numba_versions.py)
 
     @property
     def rate(self) -> float | None:
@@ -117,7 +114,7 @@ def _normal(seed: int, *shape: int) -> np.ndarray:
 def _buffers(dev: Any, program: Any, inputs: dict[str, Any], extra: dict[str, Any] | None = None) -> tuple[list, list]:
     """(buffers in param order, var values) for `program`: inputs copied in, other params allocated; `extra` names
     buffers to pass as they are."""
-    from .memory import Buffer
+    from ..memory import Buffer
 
     spec = program.spec
     vals = [int(inputs[v.name]) for v in spec.vars]
@@ -161,7 +158,7 @@ def _total_sum_setup(parts: int) -> Callable[[Any, dict[str, Any]], Prepared]:
     """A full sum as two launches of one row-sum kernel: `parts` rows of n/parts (on the device's threads), then
     the sum of the `parts` partials."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
-        from . import kernels
+        from .. import kernels
 
         program = final(dev.compile(kernels.reduce("sum", name="bench_sum")))
         n = inputs["x"].size
@@ -177,7 +174,7 @@ def _packed_setup(s: int, pack_timed: bool = True) -> Callable[[Any, dict[str, A
     """pack_b then the panels matmul; `pack_timed=False`: b packed once here (a weight, as an MLP's is), the matmul
     alone timed."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
-        from . import kernels
+        from .. import kernels
         pack, mm = kernels.pack_b(s, s), kernels.matmul(s, s, s, b_layout="panels", name="bench_matmul_panels",
                                                      device=dev)
         pp, pm = final(dev.compile(pack)), final(dev.compile(mm))
@@ -194,8 +191,8 @@ def _packed_setup(s: int, pack_timed: bool = True) -> Callable[[Any, dict[str, A
 def naive_matmul(s: int, optimize: bool = True):
     """c = a @ b written the obvious way, one output per lane: fast only through the core's optimizer (ir/optimize.py,
     issue 17's "naive kernels made fast by the core"); `optimize=False` is the kernel as written."""
-    from . import ir
-    from .ir import dtypes
+    from .. import ir
+    from ..ir import dtypes
     k = ir.KernelBuilder("bench_matmul_naive")
     a, b = k.param("a", dtypes.float32, shape=(s, s)), k.param("b", dtypes.float32, shape=(s, s))
     c = k.param("c", dtypes.float32, shape=(s, s), writable=True)
@@ -206,8 +203,8 @@ def naive_matmul(s: int, optimize: bool = True):
 
 def gather_kernel(checked: bool = True):
     """out[i] = x[idx[i]]: a data-dependent index, guarded at run time unless `checked` is False (docs/ir.md)."""
-    from . import ir
-    from .ir import dtypes
+    from .. import ir
+    from ..ir import dtypes
     k = ir.KernelBuilder("bench_gather" if checked else "bench_gather_unchecked")
     n, m = k.var("n", 1), k.var("m", 1)
     x, idx = k.param("x", dtypes.float32, m), k.param("idx", dtypes.int64, n)
@@ -227,7 +224,7 @@ def _made_for(make: Callable[[Any], Any], output: str = "out") -> Callable[[Any,
 def _searched_setup(make: Callable[[], Any]) -> Callable[[Any, dict[str, Any]], Prepared]:
     """The kernel with the tile dk.search times fastest on `dev` (the search itself is not timed here)."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
-        from .tile_search import search
+        from ..tile_search import search
         return _prepared(dev, search(make(), dev), inputs, "c")
     return setup
 
@@ -254,7 +251,7 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
     """The standard set: fma (bandwidth), sum (bandwidth), softmax (bandwidth + exp), matmul (compute), at the sizes
     of `profile` ("quick" when `quick`, else "standard" by default). `proposals` adds the kernels proposed for the
     library's packed-B matmul (`kernels.pack_b`, then `kernels.matmul(b_layout="panels")`) and the naive matmul the core's optimizer tiles, which bench/run.py reports."""
-    from . import kernels
+    from .. import kernels
 
     profile = profile or ("quick" if quick else "standard")
     if profile not in _SIZES:
@@ -343,9 +340,9 @@ def _device_time(case: BenchCase, dev: Any, inputs: dict[str, Any], reps: int = 
 
 def time_numba(case: BenchCase, inputs: dict[str, Any], want: np.ndarray, reps: int = 5,
                budget: float | None = 0.25) -> float | None:
-    """Best time of the case's numba version (bench_numba.py; compiled in the warm-up call), None when there is none
+    """Best time of the case's numba version (numba_versions.py; compiled in the warm-up call), None when there is none
     or it disagrees with numpy (a numba time for a wrong answer is no comparison)."""
-    from .bench_numba import version_for
+    from .numba_versions import version_for
     fn = version_for(case.name)
     if fn is None:
         return None
@@ -360,7 +357,7 @@ def run_bench(devices: list[str], quick: bool = False,
     """Every case on every device (spec strings), with numpy's and (when `numba` and it is installed) numba's time of
     the same case on the same data. A device or case that fails is a result with its error, never an exception: the
     other rows still run."""
-    from .registry import device as get_device
+    from ..registry import device as get_device
 
     results: list[BenchResult] = []
     for case in cases(quick):

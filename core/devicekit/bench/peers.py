@@ -191,7 +191,7 @@ def version_for(peer: Peer, case_name: str) -> Callable[[dict[str, Any]], Any] |
     """A function of the case's inputs running the peer's version (its result: an array-like), None when the peer
     has none for this case."""
     if peer == "numba":
-        from .bench_numba import version_for as numba_version
+        from .numba_versions import version_for as numba_version
         return numba_version(case_name)
     if peer in ("torch", "torch.compile"):
         return _torch_version(case_name, compiled=peer == "torch.compile")
@@ -208,9 +208,9 @@ def _numpy(x: Any) -> np.ndarray:
 
 def time_peer(peer: Peer, case: Any, inputs: dict[str, Any], want: np.ndarray, reps: int = 5,
               budget: float | None = None) -> PeerTime:
-    """The peer's best time on `case` (a benchmarking.BenchCase) after a warm-up call whose result must match
+    """The peer's best time on `case` (a definition.BenchCase) after a warm-up call whose result must match
     numpy's (`want`) within the case's tolerance; otherwise a PeerTime with the reason and no time."""
-    from .benchmarking import best
+    from .definition import best
     why = missing(peer)
     if why is not None:
         return PeerTime(None, why)

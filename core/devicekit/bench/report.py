@@ -1,6 +1,6 @@
 """`devicekit bench`'s output: the fixed-width table (one row per case and device, and one column per device when
-there are several), the bar chart (matplotlib) and its path check, and the progress bar on stderr. Split from
-benchmarking.py, which keeps the cases, the timing and the run and re-exports these names."""
+there are several), the bar chart (matplotlib) and its path check, and the progress bar on stderr. Apart from
+definition.py, which keeps the cases, the timing and the run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .benchmarking import BenchResult
+    from .definition import BenchResult
 
 __all__ = ["Progress", "check_plot_path", "format_columns", "format_table", "plot"]
 

@@ -26,8 +26,8 @@ def _runs_on(kind: str, dev: Any) -> str:
 def column_note(kind: str, infos: list[Any] | None = None) -> str:
     """`KIND: <what it runs on>`, `KIND: unavailable: <reason>` or `KIND: not installed (...)`. `infos`: the
     registry's rows (devicekit.devices()), fetched when not given."""
-    from .registry import devices
-    from .registry.records import short_reason
+    from ..registry import devices
+    from ..registry.records import short_reason
     infos = devices() if infos is None else infos
     row = next((d for d in infos if d.spec == kind), None)
     if row is None:
@@ -35,7 +35,7 @@ def column_note(kind: str, infos: list[Any] | None = None) -> str:
     if not row.available:
         return f"{kind}: unavailable: {short_reason(row.reason)}"
     try:
-        from .registry import device
+        from ..registry import device
         return f"{kind}: {_runs_on(kind, device(kind))}"
     except Exception as e:  # noqa: BLE001 - a device that fails to open is a reason, not a crash of the bench
         why = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -44,6 +44,6 @@ def column_note(kind: str, infos: list[Any] | None = None) -> str:
 
 def notes(infos: list[Any] | None = None) -> list[str]:
     """One column_note per accelerator kind, in a fixed order."""
-    from .registry import devices
+    from ..registry import devices
     infos = devices() if infos is None else infos
     return [column_note(kind, infos) for kind in ACCELERATORS]
