@@ -43,8 +43,11 @@ SCOPE = {
                          "devicekit.compile.cache.x_encode_entry__mutmut_*",
                          "devicekit.compile.cache.x_decode_entry__mutmut_*"],
 }
-# the CI sample: the comparator's mutants (a fixed set: every mutant of assert_matches and tolerance)
+# the CI sample: the comparator's mutants (a fixed set: every mutant of assert_matches, the mask it is built on and
+# tolerance)
 SAMPLE = ("testing/random_kernels.py", ["devicekit.testing.random_kernels.x_assert_matches__mutmut_*",
+                                        "devicekit.testing.random_kernels.x__mismatches__mutmut_*",
+                                        "devicekit.testing.random_kernels.x__as_f64__mutmut_*",
                                         "devicekit.testing.random_kernels.x_tolerance__mutmut_*"])
 
 PYPROJECT = """[tool.mutmut]

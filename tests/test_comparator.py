@@ -81,3 +81,53 @@ def test_works_where_the_caller_raises_on_floating_point_errors():
         assert_matches(np.array([INF, -INF, NAN, 1e308]), np.array([INF, -INF, NAN, 1e308]), dtypes.float64, "x")
         with pytest.raises(AssertionError, match="differ"):
             assert_matches(np.array([1e308]), np.array([-1e308]), dtypes.float64, "x")
+
+
+def F(x: float) -> str:
+    """A value as the messages print it (numpy's repr of a float64)."""
+    return repr(np.float64(x))
+
+
+def test_messages_name_the_count_the_first_index_and_both_values():
+    """The report a fuzz finding carries: exact, so a campaign's log says which element and by how much."""
+    with pytest.raises(AssertionError) as e:
+        assert_matches(np.array([1.0, 2.0, 9.0], np.float32), np.array([1.0, 3.0, 5.0], np.float32), dtypes.float32,
+                       "out")
+    assert str(e.value) == f"out: 2 of 3 differ beyond 0.0001, first at [1]: got {F(2)}, want {F(3)}"
+    with pytest.raises(AssertionError) as e:
+        assert_matches(np.array([1, 5, 7], np.int32), np.array([1, 4, 6], np.int32), dtypes.int32, "n")
+    assert str(e.value) == "n: 2 mismatches, first at [1]: got 5, want 4"
+    with pytest.raises(AssertionError) as e:
+        assert_matches(np.array([1.0]), np.array([2.0]), dtypes.float64)
+    assert str(e.value).startswith(": 1 of 1 differ beyond 1e-09, first at [0]")
+
+
+def test_also_accepts_an_element_that_matches_either_reference_only():
+    """`also=` (the widened reference of a compiler that reassociates): per element, want OR also; never neither;
+    and the message gives the widened value too."""
+    got = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    want = np.array([1.0, 9.0, 3.0, 8.0], np.float32)
+    also = np.array([7.0, 2.0, 3.0, 6.0], np.float32)
+    assert_matches(got[:3], want[:3], dtypes.float32, "o", also=also[:3])  # [0] want, [1] also, [2] both
+    with pytest.raises(AssertionError) as e:
+        assert_matches(got, want, dtypes.float32, "o", also=also)
+    assert str(e.value) == f"o: 1 of 4 differ beyond 0.0001, first at [3]: got {F(4)}, want {F(8)} (widened: {F(6)})"
+    with pytest.raises(AssertionError):  # also alone does not excuse elements where it does not match either
+        assert_matches(got, want, dtypes.float32, "o", also=want)
+    with pytest.raises(AssertionError) as e:  # integers: exact against either
+        assert_matches(np.array([1, 2], np.int32), np.array([1, 3], np.int32), dtypes.int32, "i",
+                       also=np.array([0, 4], np.int32))
+    assert str(e.value) == "i: 1 mismatches, first at [1]: got 2, want 3"
+    assert_matches(np.array([1, 2], np.int32), np.array([0, 3], np.int32), dtypes.int32, "i",
+                   also=np.array([1, 2], np.int32))
+
+
+def test_also_of_bfloat16_bits_compares_as_floats():
+    from devicekit.ir.dtypes import f32_to_bf16
+    got = f32_to_bf16(np.array([1.0, 2.0], np.float32))
+    want = f32_to_bf16(np.array([1.0, 5.0], np.float32))
+    also = f32_to_bf16(np.array([3.0, 2.0], np.float32))
+    assert_matches(got, want, dtypes.bfloat16, "b", also=also)
+    with pytest.raises(AssertionError) as e:
+        assert_matches(got, want, dtypes.bfloat16, "b", also=f32_to_bf16(np.array([1.0, 6.0], np.float32)))
+    assert str(e.value) == f"b: 1 of 2 differ beyond 0.02, first at [1]: got {F(2)}, want {F(5)} (widened: {F(6)})"
