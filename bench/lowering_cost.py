@@ -7,7 +7,7 @@ optimizer, passes, range mapping, scheduler, and `other`: the rest of lower, its
 the CPU renderer's `render_linear`; `--all` adds the slowest kernel of each module of
 `devicekit.kernels.all_kernels()` and of the PolyBench IR ports (examples/polybench). Both lowered-kernel caches
 (compile/lowered.py, in memory and on disk) are bypassed: the child calls `linearize.lower` and `render_linear`
-themselves, so every figure is a real, cold lowering. Figures are in docs/architecture.md ("Deep kernels and the
+themselves, so every figure is a real, cold lowering. Figures are in docs/decisions.md ("Deep kernels and the
 cost of lowering", "The cost of lowering, per stage").
 """
 

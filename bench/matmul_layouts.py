@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """kernels.matmul's two B layouts against numpy's BLAS at several square sizes, in one process: the rows layout
 (b as it is) and pack_b + b_layout="panels" (pack timed; the tile sized for this CPU's vector registers). The
-figures behind docs/architecture.md's "Matmul on this backend"; bench/run.py's matmul rows are the 1024 case.
+figures behind docs/decisions.md's "Matmul on this backend"; bench/run.py's matmul rows are the 1024 case.
 
     python bench/matmul_layouts.py              # 512 1000 1024 2048
     python bench/matmul_layouts.py 256 4096

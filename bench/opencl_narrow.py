@@ -5,7 +5,7 @@ kernels (elementwise, reduce, matmul), process CPU time per launch, interleaved 
 
 CPU time rather than wall time: PoCL runs kernels on its own threads, and on a shared machine the wall time of a
 launch is mostly waiting for a core; with one PoCL thread the process's CPU time is the kernel's work. Each result
-is checked against numpy before timing. The figures are in docs/architecture.md (WebGPU, narrowed indices)."""
+is checked against numpy before timing. The figures are in docs/decisions.md (WebGPU, narrowed indices)."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def from_dlpack(obj: Any, device: Device | str | None = None, *, copy: bool = Fa
 def _as_dtype(dtype: Any) -> DType:
     if type(dtype) is DType:
         return dtype
-    from .ir.accept import as_dtype  # the entry points' one rule for a dtype (docs/architecture.md)
+    from .ir.accept import as_dtype  # the entry points' one rule for a dtype (docs/decisions.md)
     return as_dtype(dtype, "Buffer")
 
 

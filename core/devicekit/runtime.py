@@ -353,7 +353,7 @@ class Program(ABC):
     def upgrade(self) -> None:
         """Swap to the final build now (it is compiled here, unless cached) when this program runs its quick one;
         a no-op otherwise. A runtime that tiers calls it itself once the program has run enough (the CPU device:
-        32 launches or ~1M estimated operations, docs/architecture.md); benchmarks call it before timing."""
+        32 launches or ~1M estimated operations, docs/decisions.md); benchmarks call it before timing."""
 
     def _set_final(self, build: Callable[[], Program]) -> bool:
         """Device.compile's hook for a quick program: `build()` returns the Program of the final bytes, which this

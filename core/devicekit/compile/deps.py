@@ -1,5 +1,5 @@
 """What a hand-written compile reads besides its source, so the compile cache serves bytes only while all of it is
-unchanged (docs/architecture.md, "Compile cache": header-aware keys).
+unchanged (docs/decisions.md, "Compile cache": header-aware keys).
 
 - `SourceContext`: where a compile looks for headers and what it predefines: the working directory (quoted includes
   of the source resolve there), the user's include dirs (absolute, in order) and defines. It is part of the cache

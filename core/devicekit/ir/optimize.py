@@ -139,7 +139,7 @@ def small_extent_lanes(width: int, end: int | None) -> tuple[int, tuple[int, ...
     scalars), and its remainder gets a half-width vector tail when it holds one; an unknown end always gets that
     half-width tail (run at most once per row), so a short axis (a 10-class layer) runs as 8 + 2 lanes instead of
     10 scalar lanes after an empty x16 loop. One halving only: each tail level is another copy of the whole tile,
-    and a second (x4) level made LLVM's code for a 16-row tile 3x slower at 100x10x64 (docs/architecture.md)."""
+    and a second (x4) level made LLVM's code for a 16-row tile 3x slower at 100x10x64 (docs/decisions.md)."""
     half = width // 2
     if end is not None:
         width = min(width, 1 << max(0, end.bit_length() - 1))

@@ -83,7 +83,7 @@ class ExprGen:
             return ~a
         if op in ("exp2", "log2", "sqrt", "sin", "recip", "trunc"):
             # exp2 stays finite; sin's argument stays where the core's decomposition meets the contract (|x| < 2**20
-            # is exact; see docs/architecture.md, Reliability, for the known limit past ~1e9)
+            # is exact; see docs/decisions.md, Reliability, for the known limit past ~1e9)
             lim = {"exp2": 20.0, "sin": _sin_limit(a)}.get(op)
             arg = ir.minimum(ir.maximum(a, -lim), lim) if lim else a
             return getattr(ir, op)(_off_integers(arg) if op == "trunc" else arg)

@@ -1,6 +1,6 @@
 """Read the signature of a hand-written C kernel with libclang and make a ProgramSpec of it.
 
-Conventions (docs/handwritten.md, docs/architecture.md "CPU plugin"):
+Conventions (docs/handwritten.md, docs/decisions.md "CPU plugin"):
 - the source is read with the include setup of the C compiler the pair uses (its builtin headers: stddef.h,
   stdbool.h, float.h, ...; `cc_compiler.reader_args`), in a helper process bounded by DEVICEKIT_PARSE_TIMEOUT;
   only the signature is judged here, the body is the compiler's;

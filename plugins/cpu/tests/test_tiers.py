@@ -1,5 +1,5 @@
 """Compile tiers on the CPU llvm pair: a new kernel without fast-math flags starts on its O0 build and swaps to its
-O3 build once it has run enough; both compute the same bits. Real llvmlite, real caches (docs/architecture.md,
+O3 build once it has run enough; both compute the same bits. Real llvmlite, real caches (docs/decisions.md,
 "Compile tiers")."""
 
 from __future__ import annotations

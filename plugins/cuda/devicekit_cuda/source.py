@@ -2,7 +2,7 @@
 `dev.program_from_source(src, entry)` (or `dk.target("CUDA").program_from_source`, or `CUDARenderer.parse_source`)
 compiles a kernel as its author wrote it.
 
-Conventions (docs/handwritten.md; docs/architecture.md, "CUDA plugin"):
+Conventions (docs/handwritten.md; docs/decisions.md, "CUDA plugin"):
 - the entry is a `__global__` function, with C++ linkage (the norm) or `extern "C"`; `entry` is its source name,
   or a template instantiation (`entry="matrixMul<32>"`, `"reduce<float, 256>"`): NVRTC instantiates it and
   reports the lowered (mangled) name the runtime loads (`compiler.CUDACompiler.compile`);

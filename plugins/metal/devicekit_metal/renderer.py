@@ -9,7 +9,7 @@ What it produces for a kernel `saxpy(x, y, out, n)`:
       long gidx0 = gid.x; ...
     }
 
-Choices (see docs/architecture.md, "Metal plugin"):
+Choices (see docs/decisions.md, "Metal plugin"):
 - User names (kernel, buffers, vars, threadgroup arrays) are `dku_<name>` (devicekit.ir.names, applied by the base),
   so no MSL keyword, type, address space or metal:: function can be hit; `gid`/`lid`/`dk_v` are ours.
 - Buffers are `device T*` with `[[buffer(i)]]` in slot order; int vars follow as `constant long&` (64-bit, set with

@@ -203,7 +203,7 @@ class OpenCLRenderer(CStyleRenderer):
     def render_linear(self, lk, name: str) -> str:
         """With `narrow`, int64 index arithmetic computed in int32 where `ir.narrow.narrowed` proves it exact for
         every launch the var bounds allow (no launch guards); off by default: on PoCL (a CPU) matmul ran 1.6-2.1x
-        slower and elementwise no faster (bench/opencl_narrow.py; docs/architecture.md, WebGPU plugin)."""
+        slower and elementwise no faster (bench/opencl_narrow.py; docs/decisions.md, WebGPU plugin)."""
         if self.narrow:
             from devicekit.ir.narrow import narrowed
             lk = narrowed(lk) or lk

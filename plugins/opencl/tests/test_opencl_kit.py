@@ -1,7 +1,7 @@
 """The conformance kit on OPENCL as CI runs it, in a subprocess: with one PoCL device (the whole kit, a bounded
 random-kernel sample and a bounded run of the differential fuzzer) and with two (`POCL_DEVICES="pthread pthread"`:
 the checks that need two ids, against OPENCL:1). The long fuzz campaign (>= 5,000 kernels) is run by hand:
-`python -m devicekit.testing.fuzz --device OPENCL --n 5000 --jobs 2` (docs/architecture.md, OPENCL)."""
+`python -m devicekit.testing.fuzz --device OPENCL --n 5000 --jobs 2` (docs/decisions.md, OPENCL)."""
 
 from __future__ import annotations
 

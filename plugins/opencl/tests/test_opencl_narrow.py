@@ -1,5 +1,5 @@
 """`ir.narrow.narrowed` through the OpenCL renderer's `narrow=True` (off by default: on PoCL it measured slower,
-docs/architecture.md): int64 index arithmetic in int32 only where the bounds prove it exact for every launch, and
+docs/decisions.md): int64 index arithmetic in int32 only where the bounds prove it exact for every launch, and
 the same results as the int64 kernel. Each rule of `narrowed` has a kernel here that computes a wrong value (or does
 not compile) without it."""
 

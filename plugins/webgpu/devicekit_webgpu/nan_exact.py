@@ -12,7 +12,7 @@ The same assumption folds arithmetic: `x - x` -> 0 and `x * 0` -> 0 even for an 
 for -0. So where a float op reads one value twice, or a constant 0, inf or NaN, the second read goes through an
 integer OR with `dk_zero`, a uniform that is always 0 but unknown to the compiler (`opaque`): the op is then
 computed, not folded. Folds across longer chains (`(x + y) - x`) are not reached: WEBGPU's documented limit
-(docs/architecture.md, WEBGPU plugin).
+(docs/decisions.md, WEBGPU plugin).
 """
 
 from __future__ import annotations
