@@ -47,19 +47,24 @@ def _from_source(dev):
     return None
 
 
+def door_program(dk_device, how: str, name: str):
+    """The Program of out = a * b + c made through one door: `dev.compile`, the seed's
+    `runtime(compiler.compile(renderer.render(k)))`, or `program_from_source` (skipped where none is read)."""
+    k = kernels.elementwise("a * b + c", name=name)
+    if how == "compile":
+        return dk_device.compile(k)
+    if how == "seed":
+        return dk_device.runtime(dk_device.compiler.compile(dk_device.renderer.render(k)))
+    prog = _from_source(dk_device)
+    if prog is None:
+        pytest.skip(f"{dk_device.spec} reads none of the kit's hand-written sources ({', '.join(_SOURCES)})")
+    return prog
+
+
 @pytest.fixture(params=["compile", "seed", "source"])
 def door(request, dk_device):
     """(door name, Program of out = a * b + c made through it)."""
-    k = kernels.elementwise("a * b + c", name="dk_conf_doors")
-    if request.param == "compile":
-        prog = dk_device.compile(k)
-    elif request.param == "seed":
-        prog = dk_device.runtime(dk_device.compiler.compile(dk_device.renderer.render(k)))
-    else:
-        prog = _from_source(dk_device)
-        if prog is None:
-            pytest.skip(f"{dk_device.spec} reads none of the kit's hand-written sources ({', '.join(_SOURCES)})")
-    return request.param, prog
+    return request.param, door_program(dk_device, request.param, "dk_conf_doors")
 
 
 def _bufs(dev, n=N):

@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devicekit import kernels
 from devicekit.errors import FreedBufferError
 from devicekit.ir.dtypes import dtypes
 
-from .test_conformance_doors import N, _bufs, _from_source, _right
+from .test_conformance_doors import N, _bufs, _right, door_program
 
 pytestmark = pytest.mark.devicekit_conformance
 
@@ -23,16 +22,7 @@ pytestmark = pytest.mark.devicekit_conformance
 @pytest.fixture(params=["compile", "seed", "source"])
 def door(request, dk_device):
     """(door name, Program of out = a * b + c made through it), as test_conformance_doors makes them."""
-    k = kernels.elementwise("a * b + c", name="dk_conf_cache")
-    if request.param == "compile":
-        prog = dk_device.compile(k)
-    elif request.param == "seed":
-        prog = dk_device.runtime(dk_device.compiler.compile(dk_device.renderer.render(k)))
-    else:
-        prog = _from_source(dk_device)
-        if prog is None:
-            pytest.skip(f"{dk_device.spec} reads none of the kit's hand-written sources")
-    return request.param, prog
+    return request.param, door_program(dk_device, request.param, "dk_conf_cache")
 
 
 def _other(dk_device):
