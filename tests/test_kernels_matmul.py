@@ -137,7 +137,8 @@ def test_explicit_tiles_do_not_resolve_the_default_device(monkeypatch):
     probe the registry for one (a first call would load every plugin for nothing)."""
     def refuse(device):
         raise AssertionError("the default device was resolved")
-    monkeypatch.setattr(kernels, "_default_target", refuse)
+    from devicekit import kernels_target
+    monkeypatch.setattr(kernels_target, "_default_target", refuse)
     assert _tile(kernels.matmul(64, 64, 8, tm=4, tn=8)) == (4, 8)
     with pytest.raises(AssertionError, match="the default device was resolved"):
         kernels.matmul(64, 64, 8, tm=4)
