@@ -25,7 +25,8 @@ LAYERS: list[tuple[str, list[str]]] = [
                         "devicekit.reference"]),  # what a plugin implements; the PYTHON device
     ("registry", ["devicekit.registry"]),
     # the kernel library sizes its kernels for the default device's capabilities (through the registry)
-    ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit.kernels", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
+    ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit.kernels", "devicekit.kernels_matmul",
+             "devicekit.kernels_target", "devicekit"]),  # `devicekit` itself: the package __init__, the lazy dk.* surface
     # the command, the benchmark tools (one package: definition, report, peers, numba_versions, devices, machine),
     # the inspector and the conformance kit
     ("tools", ["devicekit.cli", "devicekit.bench", "devicekit.inspect_kernel", "devicekit.testing"]),
