@@ -160,3 +160,32 @@ def test_a_float_scalar_is_launched_with_its_own_bits(registry):
         prog.execute([o], [0.0], wait=True)
     prog.execute([o], [-0.0], wait=True)
     assert np.signbit(o.numpy()).all(), "a launch with -0.0 ran with the cached launch's 0.0"
+
+
+def test_the_generated_front_runs_hits_and_keeps_the_program_collectable(cpu):
+    """From its first launch a Program's `execute` is its signature's generated front (Signature.front): a hit runs
+    the bound native record there, with the launch's own Buffers, and the front holds its Program only weakly, so a
+    dropped Program is freed by reference counting (a strong reference would make a cycle only the collector frees,
+    keeping the loaded code of every evicted Program until then)."""
+    prog = cpu.compile(kernels.elementwise("a * b - c", name="cache_front"))
+    prog.upgrade()
+    from devicekit_cpu.replay import replayer
+    replayer()
+    s = _set(cpu)
+    _cached(prog, s)
+    assert "execute" in prog.__dict__, "the front was not installed"
+    assert prog._entry(s, [N])[0] is not None
+    s[3].copyin(np.zeros(N, np.float32))
+    h = prog.execute(s, [N])  # a hit through the front: a Launch handle, the kernel already ran
+    assert h.wait() >= 0 and h.done
+    np.testing.assert_array_equal(s[3].numpy(), np.full(N, 5, np.float32))
+    with pytest.raises(TypeError, match="expected 4 buffers"):  # a miss of every kind still gets the full check
+        prog.execute(s[:3], [N])
+    ref = weakref.ref(prog)
+    cpu._programs.clear()
+    gc.disable()
+    try:
+        del prog
+        assert ref() is None, "the front (or something else) keeps the Program alive in a reference cycle"
+    finally:
+        gc.enable()

@@ -133,6 +133,12 @@ class Program(ABC):
         if sig is None or sig.spec is not self.spec:  # a swapped build keeps its spec; a new spec gets a new one
             sig = self._sig = Signature(self.spec)
             self._lookup = sig.lookup
+            if type(self).execute is Program.execute:  # a backend's own execute is left alone
+                front = sig.front(self, Program.execute, Launch)
+                if front is None:
+                    self.__dict__.pop("execute", None)
+                else:
+                    self.execute = front  # the instance's: a cached launch runs without the method's frame
         return sig
 
     def _forget_launches(self) -> None:
@@ -209,7 +215,7 @@ class Program(ABC):
             hits = sig.hits
             if len(hits) >= CACHED_LAUNCHES:
                 hits.clear()  # full: start again (cheaper per miss than dropping the oldest, ~0.15 us a launch)
-            hits[k] = [None, None, handles, vals, var_vals, g, loc]
+            hits[k] = [None, None, handles, vals, var_vals, g, loc, self.device]
         if wait or (t is not None and hasattr(t, "wait")):
             return t
         return Launch(self.device, t0)

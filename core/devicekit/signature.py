@@ -56,7 +56,7 @@ class Signature:
     dims as functions (for backends whose `_launch` takes them). `home` is the device a Program made without one
     (the seed path) has seen its Buffers on, once the full check accepted them."""
 
-    __slots__ = ("checked", "fast", "gfns", "hits", "home", "key", "lfns", "lookup", "names", "nb", "nv", "pbytes",
+    __slots__ = ("_front_src", "checked", "fast", "gfns", "hits", "home", "key", "lfns", "lookup", "names", "nb", "nv", "pbytes",
                  "pdt", "pw", "rels", "sizes", "spec", "vb", "vtypes")
 
     def __init__(self, spec: Any):
@@ -112,7 +112,46 @@ class Signature:
                     "        except (ValueError, AttributeError, TypeError):\n            pass\n    return None\n")
         env: dict[str, Any] = {"hits": self.hits}
         exec(compile(src, f"<devicekit launch key of {self.spec.name}>", "exec"), env)  # noqa: S102
+        self._front_src = (seq, unpack, ints, tup)
         return env["key"], env["lookup"]
+
+    def front(self, program: Any, slow: Any, launch_cls: type) -> Any:
+        """`program.execute` for a launch the cache holds, as one generated function: the key, the lookup and the
+        bound native call with no method call between them (~60-90 ns less than `Program.execute`'s own hit path).
+        Anything else (a miss, launch dims, an entry not yet bound) goes to `slow(program, ...)`, the class's
+        `execute`, through a weak reference: the function lives on the Program and must not keep it alive. None for
+        a signature whose launches are not cached."""
+        if self.lookup is None:
+            return None
+        import weakref
+        from time import perf_counter
+        seq, unpack, ints, tup = self._front_src
+        unpack = unpack.replace("return None", "raise ValueError")  # a length mismatch: the class's execute says
+        src = ("def execute(buffers, vals=(), global_size=None, local_size=None, wait=False):\n"
+               "    b, v, e = buffers, vals, None\n"
+               f"    if global_size is None and local_size is None and {seq}:\n"
+               "        try:\n"
+               f"{unpack}"
+               f"            if {ints}:\n"
+               f"                e = hits.get({tup})\n"
+               "        except (ValueError, AttributeError, TypeError):\n"
+               "            pass\n"
+               "        if e is not None:\n"  # the native call runs outside the try: its errors are its own
+               "            fn = e[0]\n"
+               "            if fn is not None:\n"
+               "                t0 = perf_counter()\n"
+               "                fn()\n"
+               "                if wait:\n"
+               "                    return perf_counter() - t0\n"
+               "                h = NEW(Launch)\n"
+               "                h._device, h._t0, h.seconds = e[7], t0, None\n"
+               "                return h\n"
+               "            return ref()._again(e, perf_counter(), wait)\n"
+               "    return slow(ref(), buffers, vals, global_size, local_size, wait)\n")
+        env: dict[str, Any] = {"hits": self.hits, "perf_counter": perf_counter, "NEW": object.__new__,
+                               "Launch": launch_cls, "slow": slow, "ref": weakref.ref(program)}
+        exec(compile(src, f"<devicekit execute of {self.spec.name}>", "exec"), env)  # noqa: S102
+        return env["execute"]
 
     def _compile(self) -> Any:
         """`fast(buffers, vals, home)`: the handles of a launch this signature proves right, else None (then the
