@@ -117,17 +117,25 @@ def _check_text(x: Any, what: str) -> None:
 class Device(Target):
     """A complete unit for one device: compiler pairs, an allocator and a runtime (CompiledSpec -> Program).
 
-    `Device(spec, allocator, renderer, compiler, runtime)` builds one with a single pair; the registry uses
-    `Device.from_pairs` with every pair the plugins offer.
+    One constructor for one pair or many:
+    `Device(spec, allocator, renderer, compiler, runtime)` (one pair, named `compiler.name`; vendors' tests build
+    theirs this way) or `Device(spec, allocator, runtime=..., pairs=[(renderer, compiler), ...], pair_names=[...])`
+    (the registry's: every pair the plugins offer, best first; `pair_names` defaults to each compiler's name).
+    `fallback_reason` (either form) says why better pieces were skipped. Giving both forms, or neither, is a
+    TypeError naming what was wrong.
     """
 
-    def __init__(self, spec: DeviceSpec | str, allocator: Allocator, renderer: Renderer, compiler: Compiler,
-                 runtime: RuntimeFactory):
-        name = getattr(compiler, "name", None) or type(compiler).__name__
-        self._init(spec, allocator, [(renderer, compiler)], [name], runtime, None)
-
-    def _init(self, spec, allocator, compilers, pair_names, runtime, fallback_reason) -> None:
-        Target.__init__(self, spec, compilers, pair_names, fallback_reason)
+    def __init__(self, spec: DeviceSpec | str, allocator: Allocator, renderer: Renderer | None = None,
+                 compiler: Compiler | None = None, runtime: RuntimeFactory | None = None, *,
+                 pairs: Sequence[CompilerPair] | None = None, pair_names: Sequence[str] | None = None,
+                 fallback_reason: str | None = None):
+        compilers, names = _pairs_of(spec, renderer, compiler, pairs, pair_names)
+        if runtime is None:
+            raise TypeError(f"Device({str(spec)!r}): no runtime: pass the runtime factory (CompiledSpec -> Program) "
+                            "as the fifth argument or runtime=")
+        if allocator is None:
+            raise TypeError(f"Device({str(spec)!r}): no allocator: pass the device's Allocator as the second argument")
+        Target.__init__(self, spec, compilers, names, fallback_reason)
         self.allocator = allocator
         self.runtime = runtime
         self._programs: LRU[tuple, Program] = LRU(PROGRAM_MEMO_SIZE)  # an evicted Program still works for its holder
@@ -136,9 +144,11 @@ class Device(Target):
     @classmethod
     def from_pairs(cls, spec: DeviceSpec | str, allocator: Allocator, compilers: Sequence[CompilerPair],
                    pair_names: Sequence[str], runtime: RuntimeFactory, fallback_reason: str | None = None) -> Device:
-        self = cls.__new__(cls)
-        self._init(spec, allocator, compilers, pair_names, runtime, fallback_reason)
-        return self
+        """An alias of `Device(spec, allocator, runtime=runtime, pairs=compilers, pair_names=pair_names,
+        fallback_reason=fallback_reason)`, kept for plugins and tests written when this was the many-pair
+        constructor (API 1.0); the core no longer calls it."""
+        return cls(spec, allocator, runtime=runtime, pairs=compilers, pair_names=pair_names,
+                   fallback_reason=fallback_reason)
 
     def _program(self, compiled, compiler: Compiler | None = None) -> Program:
         """The runtime's Program for `compiled`. Bytes that came from the compile cache and fail to load (a stale
@@ -214,3 +224,33 @@ class Device(Target):
 
     def __repr__(self) -> str:
         return f"<Device {self.spec} pairs={self.pair_names}>"
+
+
+def _pairs_of(spec: Any, renderer: Any, compiler: Any, pairs: Sequence[CompilerPair] | None,
+              pair_names: Sequence[str] | None) -> tuple[list[CompilerPair], list[str]]:
+    """Device's (pairs, names) from one form or the other: renderer and compiler (one pair), or pairs= (many)."""
+    where = f"Device({str(spec)!r})"
+    if pairs is not None:
+        if renderer is not None or compiler is not None:
+            given = " and ".join(n for n, v in (("renderer", renderer), ("compiler", compiler)) if v is not None)
+            raise TypeError(f"{where}: both a single pair ({given}) and pairs= were given: pass renderer and compiler "
+                            "for one pair, or pairs=[(renderer, compiler), ...] for many, not both")
+        if isinstance(pairs, (str, bytes)) or not isinstance(pairs, Sequence):
+            raise TypeError(f"{where}: pairs= must be a list of (renderer, compiler) tuples, got {pairs!r}")
+        bad = [i for i, p in enumerate(pairs) if not isinstance(p, (tuple, list)) or len(p) != 2]
+        if bad:
+            raise TypeError(f"{where}: pairs[{bad[0]}] must be a (renderer, compiler) tuple, got {pairs[bad[0]]!r}")
+        names = list(pair_names) if pair_names is not None else [_pair_name(c) for _, c in pairs]
+        return list(pairs), names
+    if pair_names is not None:
+        raise TypeError(f"{where}: pair_names= was given without pairs=: it names the pairs of pairs=[...]; a single "
+                        "pair is named by its compiler's name")
+    if renderer is None or compiler is None:
+        missing = " and ".join(n for n, v in (("renderer", renderer), ("compiler", compiler)) if v is None)
+        raise TypeError(f"{where}: no compiler pair ({missing} missing): pass renderer and compiler for one pair, "
+                        "or pairs=[(renderer, compiler), ...] for many")
+    return [(renderer, compiler)], [_pair_name(compiler)]
+
+
+def _pair_name(compiler: Any) -> str:
+    return getattr(compiler, "name", None) or type(compiler).__name__

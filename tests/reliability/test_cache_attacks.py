@@ -392,7 +392,7 @@ WRONG_SYMBOL_SCRIPT = textwrap.dedent("""
             path = default_cache().directory / key4.filename()
             path.write_bytes(encode_entry(key4, lib5, default_cache().mac_key()))
             continue
-        one_pair = Device.from_pairs("CPU", cpu.allocator, [(r, c)], [pname], cpu.runtime)
+        one_pair = Device("CPU", cpu.allocator, runtime=cpu.runtime, pairs=[(r, c)], pair_names=[pname])
         res = dk.run(kernel(4), device=one_pair, x=XS, n=XS.size)["out"]
         out[pname] = bool((res == expected(4, XS)).all())
     from devicekit.compile import lowered  # its rendered specs share the store: their hits are counted apart
@@ -437,12 +437,12 @@ def test_freshly_compiled_bytes_that_fail_to_load_are_not_retried(tmp_path):
     cpu = dk.device("CPU")
     comp = Garbage()
     comp.cache = CompileCache(tmp_path / "g")
-    dev = Device.from_pairs("CPU", cpu.allocator, [(cpu.pair("c")[0], comp)], ["garbage"], cpu.runtime)
+    dev = Device("CPU", cpu.allocator, cpu.pair("c")[0], comp, cpu.runtime)
     with pytest.raises(Exception):  # noqa: B017 - the runtime's own error for bad bytes
         dev.compile(kernel(6))
     assert len(calls) == 1 and comp.cache.stats["load_failures"] == 0
     with pytest.raises(Exception):  # noqa: B017 - now from the cache (memory): rebuilt once, fails again, raised
-        Device.from_pairs("CPU", cpu.allocator, [(cpu.pair("c")[0], comp)], ["garbage"], cpu.runtime).compile(kernel(6))
+        Device("CPU", cpu.allocator, cpu.pair("c")[0], comp, cpu.runtime).compile(kernel(6))
     assert len(calls) == 2 and comp.cache.stats["load_failures"] == 1
 
 

@@ -40,8 +40,8 @@ def _device():
     from devicekit.targets import Device
     from devicekit_cpu.allocator import CPUAllocator
     cpu = dk.device("CPU")
-    return Device.from_pairs(cpu.spec, CPUAllocator(max_cached_bytes=LRU_CAP), cpu.compilers, cpu.pair_names,
-                             cpu.runtime)
+    return Device(cpu.spec, CPUAllocator(max_cached_bytes=LRU_CAP), runtime=cpu.runtime, pairs=cpu.compilers,
+                  pair_names=cpu.pair_names)
 
 
 def _hammer(dev, seconds: float | None, iters: int, fresh_every: int = 0) -> dict:

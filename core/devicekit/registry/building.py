@@ -86,4 +86,5 @@ def build_device(spec: DeviceSpec, answers: Callable[[str], Answers], owner: Plu
     pairs, names, skipped = build_pairs(spec, answers("devicekit_compiler_pairs"), owner)
     allocator, s1 = build_one(spec, answers("devicekit_allocator"), "an allocator")
     runtime, s2 = build_one(spec, answers("devicekit_runtime_factory"), "a runtime")
-    return Device.from_pairs(spec, allocator, pairs, names, runtime, "; ".join(skipped + s1 + s2) or None)
+    return Device(spec, allocator, runtime=runtime, pairs=pairs, pair_names=names,
+                  fallback_reason="; ".join(skipped + s1 + s2) or None)

@@ -207,8 +207,8 @@ class Runner:
                     out.append(Finding(case.seed, label, bad[0], f"with_tiles{tiles}: {bad[1]}"))
         self._made += 1
         if self._made % 500 == 0 and not self.compile_only:  # Device.compile memoizes every Program: start afresh
-            self.targets = {lb: type(d).from_pairs(d.spec, d.allocator, d.compilers, d.pair_names, d.runtime)
-                            for lb, d in self.targets.items()}
+            self.targets = {lb: type(d)(d.spec, d.allocator, runtime=d.runtime, pairs=d.compilers,
+                                        pair_names=d.pair_names) for lb, d in self.targets.items()}
         return out
 
 
