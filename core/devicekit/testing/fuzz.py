@@ -6,7 +6,12 @@ and printed as Python for a regression test. A kernel whose program starts on a 
 a kernel the optimizer rewrote runs again with other register tiles (`Kernel.with_tiles`, what `dk.search` picks
 among).
 
-    python -m devicekit.testing.fuzz --device CPU --pair llvm --n 2000 --seed 0 [--jobs 2] [--profile mixed]
+    python -m devicekit.testing.fuzz --device CPU --pair llvm --n 2000 --seed 0 [--jobs 2] [--profile mixed] [--fit]
+
+`--fit` keeps the generators to the dtypes every pair of the device renders (`Runner.fit_pool`: WEBGPU has no
+64-bit or 8-bit data), so its whole campaign runs instead of being refused; what is still refused (a loop the
+adapter caps, an int64 index the bounds proof cannot narrow) is counted as unsupported. Without it a seed gives
+the kernel it always gave, on every device.
 
 Seeds are split across worker processes (spawned: LLVM state is not fork-safe); a worker that dies (a native
 crash) is bisected to the seed that kills it, reported as a `crash` finding. Compiles use a memory-only cache
@@ -47,12 +52,14 @@ class Report:
     optimized: int = 0  # kernels the heuristic optimizer rewrote on some target (ir/optimize.py)
     tiered: int = 0  # kernels that ran on a quick build and then on their final build (same bits required)
     retiled: int = 0  # optimized kernels checked again with random other tiles (dk.search's candidates)
+    pool: tuple[str, ...] = ()  # --fit: the dtypes the generators were kept to
 
     def merge(self, other: Report) -> None:
         self.tried += other.tried
         self.optimized += other.optimized
         self.tiered += other.tiered
         self.retiled += other.retiled
+        self.pool = self.pool or other.pool
         for mine, theirs in ((self.checks, other.checks), (self.unsupported, other.unsupported)):
             for t, c in theirs.items():
                 mine[t] = mine.get(t, 0) + c
@@ -87,6 +94,20 @@ class Runner:
         self.retiled = 0  # kernels the optimizer rewrote, checked again with other tiles (Kernel.with_tiles)
         self.unsupported: dict[str, int] = {}  # target -> kernels it refused as unsupported (not findings)
         self.render_only = self.compile_only and not self._can_compile()
+
+    def fit_pool(self) -> tuple:
+        """The dtypes of the generators' pool that every target renders, in ALL_DTYPES's order: what a `--fit`
+        campaign's kernels use. bool always; bfloat16 also where the renderer lacks it but has uint16 (the core
+        emulates it as uint16 bits, ir/linearize.py: the CPU pairs)."""
+        from devicekit.ir import dtypes
+
+        from .random_kernels import ALL_DTYPES
+        ok = set(ALL_DTYPES)
+        for t in self.targets.values():
+            for r, _ in [t] if self.compile_only else t.compilers:
+                has = set(getattr(r, "supported_dtypes", ALL_DTYPES)) | {dtypes.bool}
+                ok &= has | ({dtypes.bfloat16} if dtypes.uint16 in has else set())
+        return tuple(d for d in ALL_DTYPES if d in ok)
 
     def _can_compile(self) -> bool:
         """Whether the compilers of a kind that cannot run here still work (NVRTC does; Metal off macOS not)."""
@@ -269,14 +290,15 @@ def _loosest_float(kernel) -> Any:
 
 
 def fuzz_seeds(seeds: Iterable[int], kind: str = "CPU", pairs: Iterable[str] | None = None,
-               profile: str = "mixed") -> Report:
-    """Check each seed's kernel on every target, in this process."""
+               profile: str = "mixed", fit: bool = False) -> Report:
+    """Check each seed's kernel on every target, in this process (`fit`: kernels in the targets' dtypes only)."""
     t0 = time.perf_counter()
     runner = Runner(kind, pairs)
-    rep = Report()
+    pool = runner.fit_pool() if fit else None
+    rep = Report(pool=tuple(d.name for d in pool) if pool else ())
     from devicekit.ir import optimize
     for seed in seeds:
-        case = make_case(seed, profile)
+        case = make_case(seed, profile, pool)
         rep.tried += 1
         before = optimize.applied
         rep.findings.extend(runner.check(case))
@@ -291,12 +313,12 @@ def fuzz_seeds(seeds: Iterable[int], kind: str = "CPU", pairs: Iterable[str] | N
 
 
 def _worker(args: tuple) -> Report:
-    seeds, kind, pairs, profile, disk = args
+    seeds, kind, pairs, profile, disk, fit = args
     if not disk:
         os.environ["DEVICEKIT_CACHE"] = "0"
     import warnings
     warnings.simplefilter("ignore")
-    return fuzz_seeds(seeds, kind, pairs, profile)
+    return fuzz_seeds(seeds, kind, pairs, profile, fit)
 
 
 @contextlib.contextmanager
@@ -319,23 +341,24 @@ def _memory_only_cache():
 
 def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None = None, profile: str = "mixed",
          jobs: int = 1, disk_cache: bool = False, chunk: int = 100, worker: Any = None,
-         progress: Callable[[Report, int], None] | None = None) -> Report:
+         progress: Callable[[Report, int], None] | None = None, fit: bool = False) -> Report:
     """Seeds seed..seed+n-1 on `jobs` worker processes (1: in this process). `worker` replaces the per-chunk
     function (a picklable module-level function, for tests of the crash handling). `progress(report so far, n)` is
-    called after each chunk of seeds (`--jobs 1`: every `chunk` seeds too)."""
+    called after each chunk of seeds (`--jobs 1`: every `chunk` seeds too). `fit`: kernels in the dtypes the
+    device renders (`Runner.fit_pool`)."""
     t0 = time.perf_counter()
     pairs = list(pairs) if pairs else None
     seeds = list(range(seed, seed + n))
     if jobs <= 1 and not disk_cache:  # in this process too: a memory-only cache (the workers set it for theirs)
         with _memory_only_cache():
-            return fuzz(n, seed, kind, pairs, profile, jobs, True, chunk, worker, progress)
+            return fuzz(n, seed, kind, pairs, profile, jobs, True, chunk, worker, progress, fit)
     if jobs <= 1:
         if progress is None:
-            rep = fuzz_seeds(seeds, kind, pairs, profile)
+            rep = fuzz_seeds(seeds, kind, pairs, profile, fit)
         else:
             rep = Report()
             for i in range(0, len(seeds), chunk):
-                rep.merge(fuzz_seeds(seeds[i:i + chunk], kind, pairs, profile))
+                rep.merge(fuzz_seeds(seeds[i:i + chunk], kind, pairs, profile, fit))
                 rep.seconds = time.perf_counter() - t0
                 progress(rep, n)
         rep.seconds = time.perf_counter() - t0
@@ -348,7 +371,7 @@ def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None =
     rep, broken = Report(), []
     ctx = mp.get_context("spawn")
     with ProcessPoolExecutor(jobs, mp_context=ctx) as ex:
-        futs = [(c, ex.submit(worker or _worker, (c, kind, pairs, profile, disk_cache))) for c in chunks]
+        futs = [(c, ex.submit(worker or _worker, (c, kind, pairs, profile, disk_cache, fit))) for c in chunks]
         for c, f in futs:
             try:
                 rep.merge(f.result())
@@ -362,7 +385,7 @@ def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None =
         """Run `c` alone; when its worker dies, halve it until the seed that kills it is found."""
         try:
             with ProcessPoolExecutor(1, mp_context=ctx) as ex:
-                rep.merge(ex.submit(worker or _worker, (c, kind, pairs, profile, disk_cache)).result())
+                rep.merge(ex.submit(worker or _worker, (c, kind, pairs, profile, disk_cache, fit)).result())
         except BrokenProcessPool:
             if len(c) == 1:
                 rep.tried += 1
@@ -375,6 +398,11 @@ def fuzz(n: int, seed: int = 0, kind: str = "CPU", pairs: Iterable[str] | None =
         isolate(c)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def _dtypes(names: Iterable[str]) -> tuple:
+    from devicekit.ir import dtypes
+    return tuple(getattr(dtypes, n) for n in names)
 
 
 def print_progress(rep: Report, n: int) -> None:
@@ -394,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("--profile", default="mixed", choices=PROFILES)
     ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8))
+    ap.add_argument("--fit", action="store_true",
+                    help="kernels only in the dtypes every pair of the device renders (refusals still counted)")
     ap.add_argument("--disk-cache", action="store_true", help="store compiled kernels in the disk cache")
     ap.add_argument("--no-shrink", action="store_true", help="report findings without shrinking them")
     ap.add_argument("--max-shrink", type=int, default=10, help="shrink at most this many findings")
@@ -402,9 +432,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.n < 1:
         ap.error("--n must be at least 1")
     rep = fuzz(args.n, args.seed, args.device, args.pair, args.profile, args.jobs, args.disk_cache,
-               chunk=min(100, max(10, args.n // 20)), progress=None if args.no_progress else print_progress)
+               chunk=min(100, max(10, args.n // 20)), progress=None if args.no_progress else print_progress,
+               fit=args.fit)
     rate = ", ".join(f"{t}: {c}" for t, c in rep.checks.items())
-    print(f"fuzz: {rep.tried} kernels (seeds {args.seed}..{args.seed + args.n - 1}, profile {args.profile}) in "
+    print(f"fuzz: {rep.tried} kernels (seeds {args.seed}..{args.seed + args.n - 1}, profile {args.profile}"
+          f"{', fitted to ' + '/'.join(rep.pool) if args.fit else ''}) in "
           f"{rep.seconds:.1f} s; checked {rate}; optimized {rep.optimized}; "
           f"on both tiers {rep.tiered}; "
           f"retiled {rep.retiled}; {len(rep.findings)} findings"
@@ -418,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
             if f.kind in ("crash", "reference-error"):
                 continue
             print(f"\n# ---- seed {f.seed} on {f.target} ({f.kind}), shrunk:")
-            print(shrink_finding(f, args.profile, args.device))
+            print(shrink_finding(f, args.profile, args.device, pool=_dtypes(rep.pool) if args.fit else None))
     return 1 if rep.findings else 0
 
 

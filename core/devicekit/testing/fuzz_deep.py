@@ -36,12 +36,15 @@ _INT_OPS = ("add", "sub", "mul", "xor", "and", "or", "shl", "shr", "idiv", "mod"
 _FLOAT_OPS = ("add", "sub", "mul", "fdiv", "max", "min", "where", "neg")
 
 
-def deep_kernel(seed: int, scale: float = 1.0) -> RandomKernel:
+def deep_kernel(seed: int, scale: float = 1.0, pool: tuple | None = None) -> RandomKernel:
     """One kernel of this generator (see the module docstring); deterministic in `seed`. `scale` multiplies the
-    lengths (DEVICEKIT_SLOW campaigns take 10x)."""
+    lengths (DEVICEKIT_SLOW campaigns take 10x); `pool` (a fitted campaign) the dtypes it may use (int32 and
+    float32 when it has none of a shape's)."""
     r = random.Random(seed * 6151 + 29)
     shape = r.choice(SHAPES)
-    return {"chain": _chain, "pointer": _pointer, "unroll": _unroll, "nested": _nested}[shape](seed, r, scale)
+    fit = (lambda dts: dts) if pool is None else \
+        (lambda dts: tuple(d for d in dts if d in pool) or (dtypes.int32, dtypes.float32))
+    return {"chain": _chain, "pointer": _pointer, "unroll": _unroll, "nested": _nested}[shape](seed, r, scale, fit)
 
 
 def _step(r: random.Random, v: UOp, leaf: UOp, dt: DType, k: int) -> UOp:
@@ -81,8 +84,8 @@ def _inputs_for(nrng: np.random.Generator, dt: DType, n: int) -> np.ndarray:
     return _array(nrng, dt, n)
 
 
-def _chain(seed: int, r: random.Random, scale: float) -> RandomKernel:
-    dt = r.choice(INTS + FLOATS)
+def _chain(seed: int, r: random.Random, scale: float, fit) -> RandomKernel:
+    dt = r.choice(fit(INTS + FLOATS))
     steps = int(r.randint(300, 3000) * scale)
     n_val = r.choice([1, 3, 8, 17])
     k = ir.KernelBuilder(f"deep{seed}")
@@ -101,7 +104,7 @@ def _chain(seed: int, r: random.Random, scale: float) -> RandomKernel:
     return RandomKernel(k.build(), {"x": _inputs_for(nrng, dt, n_val * 4), "n": n_val}, seed)
 
 
-def _pointer(seed: int, r: random.Random, scale: float) -> RandomKernel:
+def _pointer(seed: int, r: random.Random, scale: float, fit) -> RandomKernel:
     depth = int(r.randint(20, 120) * scale)  # each level a run-time bounds record: LLVM O3 is superlinear in them
     m_val, n_val = r.choice([5, 17, 64]), r.choice([1, 4, 9])
     k = ir.KernelBuilder(f"deep{seed}")
@@ -120,8 +123,8 @@ def _pointer(seed: int, r: random.Random, scale: float) -> RandomKernel:
     return RandomKernel(k.build(), inputs, seed)
 
 
-def _unroll(seed: int, r: random.Random, scale: float) -> RandomKernel:
-    dt = r.choice(INTS + FLOATS)
+def _unroll(seed: int, r: random.Random, scale: float, fit) -> RandomKernel:
+    dt = r.choice(fit(INTS + FLOATS))
     k = ir.KernelBuilder(f"deep{seed}")
     if r.random() < 0.5:
         lanes = int(r.randint(100, 1500) * scale)
@@ -141,8 +144,8 @@ def _unroll(seed: int, r: random.Random, scale: float) -> RandomKernel:
     return RandomKernel(k.build(), {"x": _inputs_for(nrng, dt, 64)}, seed)
 
 
-def _nested(seed: int, r: random.Random, scale: float) -> RandomKernel:
-    dt = r.choice((dtypes.int32, dtypes.int64, dtypes.float64))
+def _nested(seed: int, r: random.Random, scale: float, fit) -> RandomKernel:
+    dt = r.choice(fit((dtypes.int32, dtypes.int64, dtypes.float64)))
     levels = r.randint(2, 6)
     steps = int(r.randint(20, 200) * scale)
     k = ir.KernelBuilder(f"deep{seed}")

@@ -25,10 +25,11 @@ DTYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.float16)
 SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 24, 33)
 
 
-def tile_kernel(seed: int) -> RandomKernel:
-    """One kernel of this generator (see the module docstring); deterministic in `seed`."""
+def tile_kernel(seed: int, pool: tuple = DTYPES) -> RandomKernel:
+    """One kernel of this generator (see the module docstring); deterministic in `seed`. `pool`: the dtypes it may
+    use (those of DTYPES a device lacks are left out; float32 when none is left)."""
     r = random.Random(seed * 7919 + 5)
-    dt = r.choice(DTYPES)
+    dt = r.choice([d for d in DTYPES if d in pool] or [dtypes.float32])
     acc = dtypes.float32 if dt == dtypes.float16 and r.random() < 0.5 else dt
     k = ir.KernelBuilder(f"tile{seed}")
     vals: dict[str, int] = {}

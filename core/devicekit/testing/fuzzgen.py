@@ -134,12 +134,13 @@ def _vec(xs: list[UOp]) -> UOp:
 
 
 def fuzz_kernel(seed: int, pool: tuple[DType, ...] = ALL_DTYPES, shapes: tuple[str, ...] = SHAPES + EXTRA_SHAPES,
-                max_depth: int = 4) -> RandomKernel:
-    """One random kernel of the fuzzer's wider generator (see the module docstring)."""
+                max_depth: int = 4, index_pool: tuple[DType, ...] | None = None) -> RandomKernel:
+    """One random kernel of the fuzzer's wider generator (see the module docstring); `index_pool`: the dtypes a
+    gather's index buffer may take (None: int32, int64 and uint32, whatever `pool` holds)."""
     r = random.Random(seed * 7919 + 17)
     base = tuple(s for s in shapes if s not in EXTRA_SHAPES)
     if "gather" in shapes and (not base or random.Random(seed * 104729 + 3).random() < 0.125):
-        return gather_kernel(seed, random.Random(seed * 31 + 7), pool, max_depth)
+        return gather_kernel(seed, random.Random(seed * 31 + 7), pool, max_depth, index_pool)
     shape = r.choice(base)
     lanes = r.choice([2, 4, 8]) if shape.startswith("vector") else 1
     if lanes > 1:  # the core's bfloat16 emulation refuses vectors (a KernelError at render time): not generated
@@ -291,13 +292,17 @@ def _add_specials(inputs: dict[str, Any], seed: int, unordered: bool = False) ->
             arr[hit] = rng.choice(np.array([np.inf, -np.inf, 0.0, -0.0, big, -big], arr.dtype), int(hit.sum()))
 
 
-def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
+def make_case(seed: int, profile: str = "mixed", pool: tuple[DType, ...] | None = None) -> RandomKernel:
     """The fuzz case of `seed`: `base` is random_kernels.random_kernel, `wide` this module's generator, `mixed`
     alternates (odd seeds wide, one seed in six a memory-order kernel of fuzz_memory, one in twelve a shaped kernel
     with triangular ranges and related vars of fuzz_shapes, one in twelve a matmul-like kernel of fuzz_tiles for the
     optimizer), `memory`, `shapes` and `tiles` only those; `deep` the long and deep kernels of fuzz_deep (chains of
     thousands of steps, loads nested hundreds deep: not in `mixed`, they cost 100x a kernel; DEVICEKIT_SLOW=1
-    makes them 10x longer)."""
+    makes them 10x longer). `pool` (`fuzz --fit`: the dtypes every pair of the device renders, `fit_pool`) keeps
+    every generator to those dtypes, so a device that refuses 64-bit or 8-bit data runs its whole campaign; None
+    (the default) is the full pool, and a seed gives the kernel it always gave (a pool holding every dtype too)."""
+    if pool is not None:
+        return _fitted_case(seed, profile, tuple(pool))
     if profile == "deep":
         from .. import settings
         from .fuzz_deep import deep_kernel
@@ -324,22 +329,63 @@ def make_case(seed: int, profile: str = "mixed") -> RandomKernel:
     raise ValueError(f"unknown fuzz profile {profile!r}: {', '.join(PROFILES)}")
 
 
+def _fitted_case(seed: int, profile: str, pool: tuple[DType, ...]) -> RandomKernel:
+    """make_case's choice of generator for `seed`, each kept to `pool` (kept in ALL_DTYPES's order: the same pool
+    gives the same kernels in every process)."""
+    pool = tuple(d for d in ALL_DTYPES if d in pool)
+    if not pool:
+        raise ValueError("fuzz: an empty dtype pool (the device renders none of the generator's dtypes)")
+    if profile == "deep":
+        from .. import settings
+        from .fuzz_deep import deep_kernel
+        return deep_kernel(seed, 10.0 if settings.get("DEVICEKIT_SLOW") else 1.0, pool)
+    if profile == "memory" or (profile == "mixed" and seed % 6 == 3):
+        from .fuzz_memory import memory_kernel
+        return memory_kernel(seed, pool)
+    if profile == "shapes" or (profile == "mixed" and seed % 12 == 5):
+        from .fuzz_shapes import shaped_kernel
+        return shaped_kernel(seed, pool)
+    if profile == "tiles" or (profile == "mixed" and seed % 12 == 11):
+        from .fuzz_tiles import tile_kernel
+        return tile_kernel(seed, pool)
+    if profile == "base" or (profile == "mixed" and seed % 2 == 0):
+        return random_kernel(seed, pool=pool)
+    if profile in ("wide", "mixed"):
+        return fuzz_kernel(seed, pool=pool, index_pool=pool)
+    if profile == "scalar":
+        return fuzz_kernel(seed, pool=pool, shapes=tuple(x for x in SHAPES if not x.startswith("vector")),
+                           index_pool=pool)
+    if profile == "ints":
+        return fuzz_kernel(seed, pool=tuple(d for d in INTS + (dtypes.bool,) if d in pool) or pool, index_pool=pool)
+    if profile == "floats":
+        return fuzz_kernel(seed, pool=tuple(d for d in FLOATS if d in pool) or pool, index_pool=pool)
+    raise ValueError(f"unknown fuzz profile {profile!r}: {', '.join(PROFILES)}")
+
+
 # ---- gather: data-dependent indices (run-time bounds checks, ir/bounds.py) -------------------------------------------
 
 _OOB = ("m", "m+1", "-1", "huge", "-huge")
 
 
-def gather_kernel(seed: int, r: random.Random, pool: tuple[DType, ...], max_depth: int = 4) -> RandomKernel:
+_INDEX_DTYPES = (dtypes.int32, dtypes.int64, dtypes.uint32)
+
+
+def gather_kernel(seed: int, r: random.Random, pool: tuple[DType, ...], max_depth: int = 4,
+                  index_pool: tuple[DType, ...] | None = None) -> RandomKernel:
     """`out[i] = f(src[idx[i]])` (or summed over a reduce range of 1-4 indices per lane, or a scatter through a
     permutation) with indices read from a buffer. In bounds mostly; one case in four has a single index out of
-    bounds (m, m + 1, -1, or far outside), and then every device must raise the reference's IndexError."""
+    bounds (m, m + 1, -1, or far outside), and then every device must raise the reference's IndexError. The index
+    buffer's dtype: int32, int64 or uint32 (scatter: int64), those of `index_pool` when given (a fitted campaign;
+    int32 when it has none of them)."""
     pool = tuple(d for d in pool if d.count == 1) or (dtypes.float32,)
     kind = r.choice(["gather", "gather", "reduce", "scatter"])
     k = ir.KernelBuilder(f"fz{seed}")
     n, m = k.var("n", 1, 4096), k.var("m", 1, 4096)
     n_val, m_val = r.choice([1, 2, 5, 17, 64, 300]), r.choice([1, 3, 8, 33, 100])
     per = r.choice([1, 2, 4]) if kind == "reduce" else 1
-    idx_dt = r.choice([dtypes.int32, dtypes.int64, dtypes.uint32]) if kind != "scatter" else dtypes.int64
+    idx_dts = [d for d in _INDEX_DTYPES if index_pool is None or d in index_pool] or [dtypes.int32]
+    idx_dt = r.choice(idx_dts) if kind != "scatter" else \
+        (dtypes.int64 if index_pool is None or dtypes.int64 in index_pool else dtypes.int32)
     src_dt = r.choice(pool)
     out_dt = r.choice([d for d in pool if not (kind == "reduce" and d.is_bool)])
     size = m if kind != "scatter" else n
@@ -364,7 +410,7 @@ def gather_kernel(seed: int, r: random.Random, pool: tuple[DType, ...], max_dept
     nrng = np.random.default_rng(seed)
     if kind == "scatter":
         m_val = max(m_val, n_val)
-        ids = nrng.permutation(m_val)[:n_val].astype(np.int64)  # distinct targets: no two lanes store one element
+        ids = nrng.permutation(m_val)[:n_val].astype(idx_dt.np)  # distinct targets: no two lanes store one element
     else:
         ids = nrng.integers(0, m_val, n_val * per).astype(idx_dt.np)
     target = m_val

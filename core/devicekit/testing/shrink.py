@@ -276,14 +276,16 @@ PRELUDE = ("import numpy as np\nfrom devicekit import ir\nfrom devicekit.ir impo
            "from devicekit.ir.ops import Ops\nfrom devicekit.ir.uop import UOp, make_alu\n")
 
 
-def shrink_finding(finding: Any, profile: str = "mixed", kind: str = "CPU", budget: int = 400) -> str:
-    """Shrink a fuzz finding (same kind of failure on the same target) and return the regression source."""
+def shrink_finding(finding: Any, profile: str = "mixed", kind: str = "CPU", budget: int = 400,
+                   pool: tuple | None = None) -> str:
+    """Shrink a fuzz finding (same kind of failure on the same target) and return the regression source (`pool`: the
+    dtypes of a `--fit` campaign, its Report.pool)."""
     from .fuzz import Runner
     from .fuzzgen import make_case
 
-    case = make_case(finding.seed, profile)
     pair = finding.target.split("/", 1)[1]
     runner = Runner(kind, [pair])
+    case = make_case(finding.seed, profile, pool)
     label = finding.target
 
     def fails(k: Kernel, inputs: dict) -> bool:
