@@ -108,7 +108,7 @@ class Pair(NamedTuple):
 class Backend:
     """A device kind and the pieces that build its devices (see the module's docstring for references). The
     DeviceKind fields (`description`, `priority`, `probe`, `count`, `example`, `memo`, `describe_id`,
-    `probe_timeout`) mean what they mean there; `pairs` are best first unless each gives its priority."""
+    `probe_timeout`, `recheck_after`) mean what they mean there; `pairs` are best first unless each gives its priority."""
 
     kind: str
     description: str = ""
@@ -122,6 +122,7 @@ class Backend:
     memo: bool = False
     describe_id: Ref | None = None
     probe_timeout: float | None = None
+    recheck_after: float | None = None
     _built: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -152,7 +153,8 @@ class Backend:
             extra = {k: f for k in ("probe", "count", "describe_id")
                      if (f := _ref(getattr(self, k), f"{w} {k}", False)) is not None}
             self._built["kind"] = DeviceKind(self.kind, self.description, self.priority, example=self.example,
-                                             memo=self.memo, probe_timeout=self.probe_timeout, **extra)
+                                             memo=self.memo, probe_timeout=self.probe_timeout,
+                                             recheck_after=self.recheck_after, **extra)
         except (TypeError, ValueError) as e:
             raise PluginError(f"{w}: {e}") from e
 

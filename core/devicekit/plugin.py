@@ -96,6 +96,11 @@ floats and bools are refused when the declaration is made)."""
     # on this process's state, so the registry may remember it across processes (registry/probe_memo.py) while
     # listing devices; a device is probed for real before it is built, and `devicekit info` always probes
     memo: bool = False
+    # seconds after which a clean "unavailable" answer is probed again when the kind is next asked about, for a kind
+    # that can come up while a process runs (a Ray cluster started after the process listed devices); None: the
+    # answer lasts as long as the registry, as every answer did. Available answers, and answers of a probe that
+    # raised or timed out (the plugin's failure: it would hang or fail again), are kept either way
+    recheck_after: float | None = None
 
     def __post_init__(self) -> None:
         check_priority(self)
@@ -103,6 +108,15 @@ floats and bools are refused when the declaration is made)."""
             raise TypeError(f"DeviceKind {self.name!r}: example must be a bool, got {self.example!r}")
         if not isinstance(self.memo, bool):
             raise TypeError(f"DeviceKind {self.name!r}: memo must be a bool, got {self.memo!r}")
+        r = self.recheck_after
+        if r is not None:
+            if isinstance(r, bool) or not isinstance(r, numbers.Real):
+                raise TypeError(f"DeviceKind {self.name!r}: recheck_after must be None or a number of seconds, got "
+                                f"{r!r} ({type(r).__name__})")
+            if not math.isfinite(r) or r <= 0:
+                raise ValueError(f"DeviceKind {self.name!r}: recheck_after must be a number of seconds > 0 (None: "
+                                 f"never probe again), got {r!r}")
+            object.__setattr__(self, "recheck_after", float(r))
         t = self.probe_timeout
         if t is None:
             return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 from .. import settings
@@ -147,7 +148,9 @@ class Registry:
 
     def availability(self, entry: KindEntry) -> Availability:
         """The kind's availability, probing it on first use (or its answer remembered by an earlier process, for a
-        kind that allows it: `probe_memo`; `confirmed` probes it for real)."""
+        kind that allows it: `probe_memo`; `confirmed` probes it for real). A clean "unavailable" of a kind that
+        declares `DeviceKind.recheck_after` is probed again when asked that many seconds after it was given (a Ray
+        cluster started after this process listed devices); every other answer stands for the registry's life."""
         with self._lock:
             if entry.availability is None:
                 if entry.error:
@@ -155,22 +158,32 @@ class Registry:
                 elif not self.fresh_probes and probe_memo.allowed(entry) and (hit := probe_memo.recall(entry)):
                     entry.availability, entry.count = hit
                     entry.remembered = True
+                    entry.answered(time.monotonic(), True)
                     dprint(1, f"{entry.decl.name}: listed from its remembered probe answer (probed again before a "
                               "device is built; DEVICEKIT_PROBE_CACHE=0: always probe)")
                 else:
                     self._probe(entry)
+            elif entry.due(time.monotonic()):
+                dprint(1, f"{entry.decl.name}: unavailable for {entry.decl.recheck_after:g}s or more; probing it "
+                          "again (its DeviceKind.recheck_after)")
+                self._probe(entry)
             return entry.availability
 
     def _probe(self, entry: KindEntry) -> None:
-        failed = len(entry.plugin.failures)
+        faults: list[str] = []  # phases the plugin failed in during this probe (a repeated failure is logged once)
+
+        def fail(rec: PluginRecord, phase: str, exc: BaseException) -> PluginFailure:
+            faults.append(phase)
+            return self._fail(rec, phase, exc)
         at = probe_memo.key(entry) if probe_memo.allowed(entry) else None
         before = dict(os.environ)
         try:
-            a, count = probe_kind(entry.decl, entry.plugin, self._fail, self.probe_timeout)
+            a, count = probe_kind(entry.decl, entry.plugin, fail, self.probe_timeout)
         finally:
             probe_memo.probed(before)
         entry.count, entry.availability, entry.remembered = count, a, False
-        if at is not None and len(entry.plugin.failures) == failed:  # only clean answers are kept
+        entry.answered(time.monotonic(), not faults)  # a probe that raised or hung is not asked again
+        if at is not None and not faults:  # only clean answers are kept
             probe_memo.remember(entry, a, count, at)
 
     def confirmed(self, entry: KindEntry) -> Availability:
@@ -185,10 +198,13 @@ class Registry:
 
     def probe_all(self) -> None:
         """Probe every kind in this process from now on (`devicekit info`: it tells what a probe says now, and
-        refreshes the remembered answers)."""
+        refreshes the remembered answers and any "unavailable" a kind allows to change, however recent)."""
         self.fresh_probes = True
         for entry in self.kind_table().values():
-            self.confirmed(entry)
+            with self._lock:
+                if entry.availability is not None and (entry.remembered or entry.recheck_at is not None):
+                    self._probe(entry)
+            self.availability(entry)  # first use: probed here, never from the memo
 
     def ranked_pairs(self, spec: DeviceSpec) -> list[tuple[PluginRecord, Any]]:
         """The compiler-pair declarations for `spec`, best first (ResolutionError on a tie at the top)."""

@@ -29,6 +29,20 @@ class KindEntry:
     availability: Availability | None = None
     count: int | None = None
     remembered: bool = False  # availability and count came from probe_memo, not from a probe in this process
+    # time.monotonic() from which the answer is probed again when asked (a clean "unavailable" of a kind that
+    # declares DeviceKind.recheck_after); None: the answer stands for the registry's life
+    recheck_at: float | None = None
+
+    def answered(self, now: float, clean: bool) -> None:
+        """Note when the answer just stored is to be probed again: `recheck_after` seconds from `now` for a clean
+        "unavailable" of a kind that declares it, else never."""
+        after = getattr(self.decl, "recheck_after", None)
+        a = self.availability
+        self.recheck_at = now + after if after is not None and clean and a is not None and not a.ok else None
+
+    def due(self, now: float) -> bool:
+        """Whether the stored "unavailable" answer is old enough to be probed again."""
+        return self.recheck_at is not None and now >= self.recheck_at
 
     @property
     def priority(self) -> int:

@@ -18,9 +18,9 @@ def forget_session() -> None:
 
 def rediscover() -> None:
     """Forget the last discovery and this process's connections, and reset devicekit's registry: the next listing
-    asks the cluster again (a node that joined or came back is a device again; RAY ids may be renumbered). Also the
-    call for a cluster that came up after this process listed devices: the registry keeps every kind's answer,
-    RAY's "unavailable" included, for its life (docs/distributed.md)."""
+    asks the cluster again (a node that joined or came back is a device again; RAY ids may be renumbered). A cluster
+    that came up after this process listed devices is seen without it once RAY's "unavailable" is 5 s old (the
+    kind's recheck_after, docs/distributed.md); this call sees it at once."""
     from devicekit.registry import reset_registry
     forget_session()
     reset_registry()

@@ -2,8 +2,9 @@
 lists its own devicekit devices in a task pinned to it, in parallel; the answers, in a stable order, are the RAY ids.
 
 Discovery runs once per registry (the probe and count() of the RAY kind); `forget()` makes the next registry ask
-again, so a node that joined (or came back) is a device on the next discovery. An unavailable answer lasts as long
-as the registry too, as every kind's does: a cluster started later is found after `devicekit_ray.rediscover()`."""
+again, so a node that joined (or came back) is a device on the next discovery. An unavailable answer is probed again
+when asked RECHECK_AFTER (5) seconds later (the RAY kind's `recheck_after`): a cluster started later is found then,
+or at once after `devicekit_ray.rediscover()`."""
 
 from __future__ import annotations
 
@@ -13,14 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import settings
+from .plugin import RECHECK_AFTER
 
 __all__ = ["Discovery", "RemoteDevice", "connected", "discover", "forget", "reachable"]
 
 INTERNAL_KINDS = frozenset({"RAY"})  # never offered again by a node (a RAY inside RAY)
 DEFAULT_SKIPPED = frozenset({"PYTHON"})  # the reference interpreter: offered only when DEVICEKIT_RAY_KINDS names it
-# the registry keeps a kind's answer for its life (every kind's: docs/distributed.md, "A cluster that comes up later")
-LATER = ("; a cluster that comes up after this process listed devices is seen after devicekit_ray.rediscover() (or in a "
-         "new process)")
+# RAY's "unavailable" is probed again when asked RECHECK_AFTER seconds later (docs/distributed.md, "A cluster that
+# comes up later")
+LATER = (f"; devicekit asks again when devices are listed or used {RECHECK_AFTER:g}s or more after this answer, so a "
+         "cluster that comes up later is seen then (at once: devicekit_ray.rediscover())")
 
 
 @dataclass(frozen=True)

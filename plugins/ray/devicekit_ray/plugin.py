@@ -17,6 +17,13 @@ KIND = "RAY"
 # the probe connects and lists every node's devices (a cold node: 2.5-8.3 s measured, bounded per node by
 # DEVICEKIT_RAY_DISCOVERY_TIMEOUT, 20 s); the core's 5 s would cut it short. DEVICEKIT_PROBE_TIMEOUT still wins
 PROBE_TIMEOUT = 30.0
+# an "unavailable" (no cluster, RAY_ADDRESS unreachable, no node offering a device) is probed again when devices are
+# next listed or used this many seconds after it (DeviceKind.recheck_after), so a process that listed devices before
+# ray.init() sees RAY later without rediscover(). 5 s: about what a local ray.init() takes (6.3 s measured on 2
+# loaded cores), so the first ask after it usually probes again; and at most one probe per 5 s of asking, where a
+# probe costs microseconds without a cluster but up to 2 s (RAY_ADDRESS's TCP check) or one discovery (an empty
+# cluster) otherwise. A probe that raised or timed out is the plugin's failure and is not asked again
+RECHECK_AFTER = 5.0
 IN_AGENT = False  # set in the processes of devicekit-ray's own tasks and actors: no RAY inside RAY
 
 
@@ -29,9 +36,11 @@ def _probe() -> Availability:
         return Availability.no(why)
     found = discover()
     if not found.devices:
+        from .cluster import LATER, forget
+        forget()  # nothing to keep: the next probe (after RECHECK_AFTER) discovers again
         notes = "; ".join(found.notes)
         return Availability.no("the Ray cluster's nodes offer no devicekit device (is devicekit installed on them, "
-                               f"and DEVICEKIT_RAY_KINDS right?){'; ' + notes if notes else ''}")
+                               f"and DEVICEKIT_RAY_KINDS right?){'; ' + notes if notes else ''}{LATER}")
     return Availability.yes()
 
 
@@ -123,6 +132,7 @@ def _local_pair(spec, name: str):
 DEVICEKIT_BACKEND = Backend(
     KIND, "the devices of a Ray cluster's nodes, one actor each (RAY_ADDRESS or ray.init())", priority=1,
     probe=_probe, count=_count, describe_id=describe_id, probe_timeout=PROBE_TIMEOUT,
+    recheck_after=RECHECK_AFTER,
     allocator=_allocator, runtime=_runtime)
 
 
