@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from devicekit.launch_sizes import Limits
 
 from . import platform
 
-POCL_MAX_GROUPS = 2 ** 32 - 1
 _lock = threading.Lock()
 _contexts: dict[int, Ctx] = {}
 
@@ -23,43 +22,38 @@ class Ctx:
     device: Any  # pyopencl.Device
     context: Any  # pyopencl.Context
     queue: Any  # pyopencl.CommandQueue (in order, profiling on)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    _limits: Limits | None = None
-
-    @functools.cached_property
-    def binary_key(self) -> str:
-        """What this device's program binaries are specific to (binary.device_key), read once: the compiler writes it
-        into each record and the runtime refuses a record with another."""
-        from .binary import device_key
-        return device_key(self.device)
 
     @property
     def name(self) -> str:
         return "OPENCL" if self.index == 0 else f"OPENCL:{self.index}"
 
+    @functools.cached_property
+    def binary_key(self) -> str:
+        """What a program binary is specific to (the compiler writes it into each record, the runtime refuses
+        another): the platform and its version, the device, its OpenCL version and the driver version."""
+        d = self.device
+        return (f"{d.platform.name.strip()}|{d.platform.version.strip()}|{d.name.strip()}|{d.version.strip()}|"
+                f"driver {d.driver_version.strip()}")
+
+    @functools.cached_property
     def limits(self) -> Limits:
-        """The device's launch limits (devicekit.launch_sizes), read once: work-item dimensions and sizes, work-group
-        size, size_t per axis; on PoCL fewer than 2^32 work-groups in all (2^32 kill the process with SIGILL)."""
-        if self._limits is None:
-            d = self.device
-            pocl = "portable computing language" in d.platform.name.lower()
-            self._limits = Limits(
-                device=f"{self.name} ({d.name.strip()})", max_axes=int(d.max_work_item_dimensions),
-                max_local=tuple(int(x) for x in d.max_work_item_sizes), max_group_items=int(d.max_work_group_size),
-                max_global=(2 ** int(d.address_bits) - 1,) * 3,
-                max_total_groups=POCL_MAX_GROUPS if pocl else None,
-                why_total_groups=" (PoCL's limit: 2^32 work-groups or more crash it)" if pocl else "")
-        return self._limits
+        """The device's launch limits (devicekit.launch_sizes); on PoCL fewer than 2^32 work-groups in all (2^32 kill
+        the process with SIGILL)."""
+        d = self.device
+        pocl = "portable computing language" in d.platform.name.lower()
+        return Limits(device=f"{self.name} ({d.name.strip()})", max_axes=int(d.max_work_item_dimensions),
+                      max_local=tuple(int(x) for x in d.max_work_item_sizes), max_group_items=int(d.max_work_group_size),
+                      max_global=(2 ** int(d.address_bits) - 1,) * 3, max_total_groups=2 ** 32 - 1 if pocl else None,
+                      why_total_groups=" (PoCL's limit: 2^32 work-groups or more crash it)" if pocl else "")
 
 
 def get(index: int) -> Ctx:
     """The context of OPENCL:index (platform.Unavailable when it does not exist)."""
     with _lock:
-        ctx = _contexts.get(index)
-        if ctx is None:
+        if index not in _contexts:
             import pyopencl as cl
             dev = platform.device(index)
             context = cl.Context([dev])
             queue = cl.CommandQueue(context, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
-            ctx = _contexts[index] = Ctx(index, dev, context, queue)
-        return ctx
+            _contexts[index] = Ctx(index, dev, context, queue)
+        return _contexts[index]

@@ -1,8 +1,7 @@
 """Which OpenCL devices are OPENCL:0, OPENCL:1, ...: one platform (DEVICEKIT_OPENCL_PLATFORM, else the first with a
 GPU, else the first with any device, of those whose compiler builds a one-line kernel) and its devices
-(DEVICEKIT_OPENCL_DEVICE), in the platform's order. Also the
-probe's answer, whose priority depends on what was found: a GPU outranks the CPU device (10), anything else (PoCL's
-host-CPU device, an accelerator) ranks below it, so installing PoCL never changes the default device."""
+(DEVICEKIT_OPENCL_DEVICE), in the platform's order. The probe ranks a GPU above the CPU device and anything else
+(PoCL's host-CPU device, an accelerator) below it, so installing PoCL never changes the default device."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ GPU_PRIORITY = 40  # above CPU (10), below CUDA and METAL (50): on an NVIDIA or 
 OTHER_PRIORITY = 2  # below CPU (10) and ACME (5), above PYTHON (-100)
 NO_PLATFORM = ("no OpenCL platform found: install your GPU vendor's OpenCL driver (ICD), or PoCL for the host CPU "
                "(pip install 'devicekit-opencl[pocl]')")
+_SMOKE = "__kernel void dk_smoke(__global int *x) { x[get_global_id(0)] += 1; }"
 
 
 class Unavailable(RuntimeError):
@@ -29,24 +29,15 @@ class Selection:
     platform: Any  # pyopencl.Platform
     devices: tuple[Any, ...]  # pyopencl.Device, OPENCL:i is devices[i]
 
-    def describe(self) -> str:
-        return f"{self.platform.name} ({self.platform.version})"
-
 
 _lock = threading.Lock()
 _cache: dict[tuple, Selection] = {}
+_builds: dict[tuple[str, str, str], str | None] = {}  # (platform, version, device) -> None, or why it cannot build
 
 
 def _type_of(dev: Any) -> str:
     import pyopencl as cl
-    t = dev.type
-    if t & cl.device_type.GPU:
-        return "gpu"
-    if t & cl.device_type.CPU:
-        return "cpu"
-    if t & cl.device_type.ACCELERATOR:
-        return "accelerator"
-    return "other"
+    return next((t for t in ("gpu", "cpu", "accelerator") if dev.type & getattr(cl.device_type, t.upper())), "other")
 
 
 def _platforms() -> list[Any]:
@@ -67,14 +58,19 @@ def _devices(p: Any) -> list[Any]:
         return []
 
 
-_SMOKE = "__kernel void dk_smoke(__global int *x) { x[get_global_id(0)] += 1; }"
-_builds: dict[tuple[str, str, str], str | None] = {}  # (platform, version, device) -> None, or why it cannot build
+def build_log(prg: Any, dev: Any) -> str:
+    """The driver's build log of `prg` on `dev`, "" when it gives none (the log is a courtesy: the error stands)."""
+    import pyopencl as cl
+    try:
+        return str(prg.get_build_info(dev, cl.program_build_info.LOG)).strip()
+    except Exception:  # noqa: BLE001
+        return ""
 
 
 def _build_failure(plat: Any, dev: Any) -> str | None:
-    """None when `dev`'s compiler builds a one-line kernel, else the first line of its log. Two PoCLs on one machine
-    are common (a distribution's and pyopencl's wheel); an old one's LLVM may not know the host CPU and fail every
-    build ("unknown target CPU 'generic'"): a platform that cannot build is skipped with that reason."""
+    """None when `dev`'s compiler builds a one-line kernel, else the first error line of its log. Two PoCLs on one
+    machine are common (a distribution's and pyopencl's wheel); an old one's LLVM may not know the host CPU and fail
+    every build ("unknown target CPU 'generic'"): a platform that cannot build is skipped with that reason."""
     key = (plat.name, plat.version, dev.name)
     if key not in _builds:
         import pyopencl as cl
@@ -84,87 +80,74 @@ def _build_failure(plat: Any, dev: Any) -> str | None:
             prg.build(devices=[dev])
             _builds[key] = None
         except Exception as e:  # noqa: BLE001 - any build or context failure makes the platform unusable here
-            try:
-                log = prg.get_build_info(dev, cl.program_build_info.LOG) if prg is not None else ""
-            except Exception:  # noqa: BLE001
-                log = ""
-            lines = [ln.strip() for ln in (log or str(e)).splitlines() if ln.strip()]
+            log = (build_log(prg, dev) if prg is not None else "") or str(e)
+            lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
             _builds[key] = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else repr(e))[:200]
     return _builds[key]
 
 
 def select() -> Selection:
     """The platform and devices in use (cached per value of the two variables); Unavailable says why none."""
-    want_p = settings.get("DEVICEKIT_OPENCL_PLATFORM")
-    want_d = settings.get("DEVICEKIT_OPENCL_DEVICE")
-    key = (want_p, want_d)
+    key = (settings.get("DEVICEKIT_OPENCL_PLATFORM"), settings.get("DEVICEKIT_OPENCL_DEVICE"))
     with _lock:
-        if key in _cache:
-            return _cache[key]
-        plats = _platforms()
-        if not plats:
-            raise Unavailable(NO_PLATFORM)
-        names = ", ".join(f"{i}: {p.name}" for i, p in enumerate(plats))
-        if want_p is None:
-            with_devs = [(p, _devices(p)) for p in plats]
-            gpu = [pd for pd in with_devs if any(_type_of(d) == "gpu" for d in pd[1])]
-            anyd = [pd for pd in with_devs if pd[1]]
-            if not anyd:
-                raise Unavailable(f"no OpenCL platform has a device (platforms: {names})")
-            order = gpu + [pd for pd in anyd if pd not in gpu]
-            failures = {id(p): _build_failure(p, ds[0]) for p, ds in order}
-            working = [pd for pd in order if failures[id(pd[0])] is None]
-            if not working:
-                why = "; ".join(f"{p.name} ({p.version.split('  ')[0]}): {failures[id(p)]}" for p, _ in order)
-                raise Unavailable(f"no OpenCL platform here can build a kernel: {why}")
-            plat, devs = working[0]
-        else:
-            text = want_p.strip()
-            if text.isdigit():
-                if int(text) >= len(plats):
-                    raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p}: there are {len(plats)} platforms ({names})")
-                plat = plats[int(text)]
-            else:
-                hits = [p for p in plats if text.lower() in p.name.lower()]
-                if not hits:
-                    raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r} matches no platform ({names})")
-                plat = hits[0]
-            devs = _devices(plat)
-            if devs and (why := _build_failure(plat, devs[0])):
-                raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r}: {plat.name} cannot build a kernel here: {why}")
-        kind, idx = want_d
-        if kind == "index":
-            if bad := [i for i in idx if i >= len(devs)]:
-                raise Unavailable(f"DEVICEKIT_OPENCL_DEVICE: {plat.name} has {len(devs)} devices, no device "
-                                  f"{bad[0]}")
-            devs = [devs[i] for i in idx]
-        elif kind != "all":
-            devs = [d for d in devs if _type_of(d) == kind]
-        if not devs:
-            what = "" if kind in ("all", "index") else f" of type {kind} (DEVICEKIT_OPENCL_DEVICE)"
-            raise Unavailable(f"OpenCL platform {plat.name} has no device{what}")
-        sel = Selection(plat, tuple(devs))
-        _cache[key] = sel
-        return sel
+        if key not in _cache:
+            _cache[key] = _select(key[0], *key[1])
+        return _cache[key]
+
+
+def _select(want_p: str | None, kind: str, idx: tuple[int, ...]) -> Selection:
+    plats = _platforms()
+    if not plats:
+        raise Unavailable(NO_PLATFORM)
+    names = ", ".join(f"{i}: {p.name}" for i, p in enumerate(plats))
+    if want_p is None:
+        found = [(p, ds) for p in plats if (ds := _devices(p))]
+        if not found:
+            raise Unavailable(f"no OpenCL platform has a device (platforms: {names})")
+        found.sort(key=lambda pd: not any(_type_of(d) == "gpu" for d in pd[1]))  # platforms with a GPU first
+        why = {id(p): _build_failure(p, ds[0]) for p, ds in found}
+        if not (working := [pd for pd in found if why[id(pd[0])] is None]):
+            raise Unavailable("no OpenCL platform here can build a kernel: " + "; ".join(
+                f"{p.name} ({p.version.split('  ')[0]}): {why[id(p)]}" for p, _ in found))
+        plat, devs = working[0]
+    else:
+        text = want_p.strip()
+        if text.isdigit() and int(text) >= len(plats):
+            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p}: there are {len(plats)} platforms ({names})")
+        hits = [plats[int(text)]] if text.isdigit() else [p for p in plats if text.lower() in p.name.lower()]
+        if not hits:
+            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r} matches no platform ({names})")
+        plat, devs = hits[0], _devices(hits[0])
+        if devs and (why_not := _build_failure(plat, devs[0])):
+            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r}: {plat.name} cannot build a kernel here: {why_not}")
+    if kind == "index":
+        if bad := [i for i in idx if i >= len(devs)]:
+            raise Unavailable(f"DEVICEKIT_OPENCL_DEVICE: {plat.name} has {len(devs)} devices, no device {bad[0]}")
+        devs = [devs[i] for i in idx]
+    elif kind != "all":
+        devs = [d for d in devs if _type_of(d) == kind]
+    if not devs:
+        what = "" if kind in ("all", "index") else f" of type {kind} (DEVICEKIT_OPENCL_DEVICE)"
+        raise Unavailable(f"OpenCL platform {plat.name} has no device{what}")
+    return Selection(plat, tuple(devs))
 
 
 def device(index: int) -> Any:
     """The pyopencl.Device of OPENCL:index."""
     sel = select()
     if not 0 <= index < len(sel.devices):
-        raise Unavailable(f"OPENCL:{index} does not exist: {sel.describe()} has {len(sel.devices)} device(s)")
+        raise Unavailable(f"OPENCL:{index} does not exist: {sel.platform.name} ({sel.platform.version}) has "
+                          f"{len(sel.devices)} device(s)")
     return sel.devices[index]
 
 
 def probe() -> Availability:
-    """Available when a platform with devices is found; priority GPU_PRIORITY when one of them is a GPU, else
-    OTHER_PRIORITY (PoCL on the host CPU must not become the default device)."""
+    """Available when a platform with devices is found; GPU_PRIORITY when one of them is a GPU, else OTHER_PRIORITY."""
     try:
         sel = select()
     except Unavailable as e:
         return Availability.no(str(e))
-    gpu = any(_type_of(d) == "gpu" for d in sel.devices)
-    return Availability.yes(priority=GPU_PRIORITY if gpu else OTHER_PRIORITY)
+    return Availability.yes(priority=GPU_PRIORITY if any(_type_of(d) == "gpu" for d in sel.devices) else OTHER_PRIORITY)
 
 
 def count() -> int:

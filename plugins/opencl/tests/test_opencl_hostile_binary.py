@@ -1,7 +1,7 @@
 """Damaged compiled bytes given to the OPENCL runtime are refused by name, before the driver sees them.
 
 PoCL ends the process (SIGSEGV) in clBuildProgram on a third of its own program binary, so the runtime checks the
-record the compiler wrapped the driver's binary in (devicekit_opencl/binary.py: length, device key, sha256). Each case
+record the compiler wrapped the driver's binary in (devicekit.compile.envelope, compiler.RECORD: length, device key, sha256). Each case
 runs in a fresh interpreter (one for all, in order, each announced first): a loader that crashes fails its case
 (and names it) instead of ending pytest.
 """
@@ -20,7 +20,8 @@ import numpy as np
 import devicekit as dk
 from devicekit import kernels
 from devicekit.compile.compiler import CompiledSpec
-from devicekit_opencl import binary, context
+from devicekit_opencl import context
+from devicekit_opencl.compiler import RECORD as binary
 
 dev = dk.device("OPENCL")
 r, c = dev.compilers[0]
@@ -114,7 +115,7 @@ def test_good_bytes_load_and_compute(outcomes):
 def test_record_checks_in_process():
     """The record's checks without a driver: a good record unwraps to its payload; each damage is refused."""
     from devicekit.errors import CompileError
-    from devicekit_opencl import binary
+    from devicekit_opencl.compiler import RECORD as binary
 
     lib = binary.wrap(b"payload" * 10, "key")
     assert binary.unwrap(lib, "key", "k") == b"payload" * 10

@@ -1,0 +1,71 @@
+"""Launch sizes in work-items (OpenCL's and pyopencl's spelling), for a GPU backend whose users think in them.
+
+devicekit's `global_size` counts work-groups on every device (tinygrad's convention: the grid is global_size *
+local_size), where clEnqueueNDRangeKernel's and pyopencl's `global_size` counts work-items (Metal's dispatchThreads
+too): a user passing work-items as `global_size` launched local_size times too many. `global_work_size=` says which
+one is meant. A Program that mixes in `WorkSizes` takes `global_work_size=` / `local_work_size=` in `execute` and in
+a call by name (where no param or var has that name), translated by `to_groups` and then checked like any launch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import launch_sizes
+from .errors import LaunchError
+
+__all__ = ["WORK_OPTIONS", "WorkSizes", "to_groups"]
+
+WORK_OPTIONS = ("global_work_size", "local_work_size")
+
+
+def to_groups(name: str, global_size: Any, local_size: Any, global_work_size: Any, local_work_size: Any,
+              default_local: tuple[int, ...] | None = None) -> tuple[Any, Any]:
+    """(global_size in work-groups, local_size) from the work-item spelling. Without a local size a group is
+    `default_local` (a kernel's required group size), else one work-item; each global work size must be a multiple
+    of its local one (OpenCL 1.2's rule, and devicekit launches whole groups). A LaunchError names what was wrong."""
+    if global_size is not None and global_work_size is not None:
+        raise LaunchError(f"{name}: pass global_size (work-groups) or global_work_size (work-items), not both")
+    if local_size is not None and local_work_size is not None:
+        raise LaunchError(f"{name}: pass local_size or local_work_size (the same thing: work-items per group), "
+                          "not both")
+    local = local_size if local_work_size is None else local_work_size
+    if global_work_size is None:
+        return global_size, local
+    items, lo = launch_sizes.check_values(name, global_work_size, local, WORK_OPTIONS)
+    items = items or (1,)
+    if lo is None:
+        lo = default_local[:len(items)] if default_local is not None else (1,) * len(items)
+    if len(lo) != len(items):
+        raise LaunchError(f"{name}: global_work_size={items} has {len(items)} axes, local_work_size={lo} "
+                          f"{len(lo)}: give one local size per axis")
+    for a, (n, k) in enumerate(zip(items, lo)):
+        if n % k:
+            raise LaunchError(f"{name}: global_work_size[{a}] = {n} is not a multiple of local_work_size[{a}] = {k}: "
+                              f"round it up to {-(-n // k) * k} and skip the extra work-items in the kernel")
+    return tuple(n // k for n, k in zip(items, lo)), lo
+
+
+class WorkSizes:
+    """Mix in before `devicekit.runtime.Program`; `default_local` is the local size of a launch that gives none."""
+
+    default_local: tuple[int, ...] | None = None
+
+    def execute(self, buffers: Any, vals: Any = (), global_size: Any = None, local_size: Any = None,
+                wait: bool = False, *, global_work_size: Any = None, local_work_size: Any = None) -> Any:
+        """Program.execute, also with `global_work_size` (work-items) / `local_work_size`."""
+        if global_work_size is not None or local_work_size is not None:
+            global_size, local_size = to_groups(self.name, global_size, local_size, global_work_size,  # type: ignore[attr-defined]
+                                                local_work_size, self.default_local)
+        return super().execute(buffers, vals, global_size, local_size, wait)  # type: ignore[misc]
+
+    def __call__(self, *args: Any, **named: Any) -> Any:
+        """Program.__call__, also taking `global_work_size=` / `local_work_size=` where no param or var has that
+        name."""
+        if any(k in named for k in WORK_OPTIONS):
+            spec = self.spec  # type: ignore[attr-defined]
+            taken = {p.name for p in spec.user_params} | {v.name for v in spec.vars}
+            if work := {k: named.pop(k) for k in WORK_OPTIONS if k in named and k not in taken}:
+                g, lo = to_groups(self.name, named.pop("global_size", None), named.pop("local_size", None),  # type: ignore[attr-defined]
+                                  work.get("global_work_size"), work.get("local_work_size"), self.default_local)
+                named.update({k: v for k, v in (("global_size", g), ("local_size", lo)) if v is not None})
+        return super().__call__(*args, **named)  # type: ignore[misc]
