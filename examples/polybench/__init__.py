@@ -1,7 +1,10 @@
 """PolyBench/C 4.2 written with the kernel builder (issue 14's suite): one module per kernel, each with its
 PolyBench sizes (SIZES: MINI, SMALL, MEDIUM), the benchmark's own initialisation (init_arrays), the kernel(s) built
 with the IR, a numpy reference, `compute(device, arrays, sizes, **scalars)` and `run(device, size, **scalars)`.
-alpha and beta are `k.scalar` float64 params, so one compile serves every value (docs/ir.md, Scalar params).
+alpha and beta are `k.scalar` params of DATA_TYPE, so one compile serves every value (docs/ir.md, Scalar params).
+DATA_TYPE is PolyBench's double (float64) by default; float32 arrays (`_common.with_data_type`: PolyBench's
+DATA_TYPE_IS_FLOAT build) build every kernel in float32 (`kernel(dt)`), for targets without float64 (WEBGPU;
+tests/ir/test_polybench_float32.py).
 A module whose kernel runs once takes compute and run from _common (launch, sized).
 tests/ir/test_polybench.py checks each against its reference; the module docstrings say how each is written, and
 WORKAROUND, where a module has it, why it is not written directly (NOTE: a choice worth knowing).

@@ -1,6 +1,10 @@
 """What every PolyBench module shares: calling init/reference with the sizes they take, resident buffers for the
 kernels that launch more than once, compute() for a kernel launched once, run() at a PolyBench size, and the
-`python -m examples.polybench.NAME` check; each module keeps its kernel, initialisation and reference."""
+`python -m examples.polybench.NAME` check; each module keeps its kernel, initialisation and reference.
+
+PolyBench's DATA_TYPE is double unless built with DATA_TYPE_IS_FLOAT; here it is the dtype of the arrays a run is
+given (`data_type`): `kernel(dt)`/`kernels(dt)` build in it (float64 by default), compute passes the arrays', and
+`with_data_type(arrs, dtypes.float32)` gives the float build's inputs (WEBGPU has no float64)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from typing import Any
 
 import devicekit as dk
 import numpy as np
+from devicekit import ir
+from devicekit.ir import dtypes
 
 
 def call(fn: Callable, **kw: Any) -> Any:
@@ -28,6 +34,27 @@ def arrays(mod: ModuleType, size: str) -> dict[str, np.ndarray]:
 def expected(mod: ModuleType, size: str = "MINI", **scalars: Any) -> dict[str, np.ndarray]:
     """The numpy reference's outputs for `mod` at `size`."""
     return call(mod.reference, **arrays(mod, size), **mod.SIZES[size], **scalars)
+
+
+def data_type(arrs: dict[str, np.ndarray]) -> ir.DType:
+    """A run's DATA_TYPE: float32 when its float arrays are float32 (PolyBench's DATA_TYPE_IS_FLOAT build), else
+    float64 (PolyBench's default, double)."""
+    floats = {a.dtype for a in arrs.values() if isinstance(a, np.ndarray) and a.dtype.kind == "f"}
+    return dtypes.float32 if floats == {np.dtype(np.float32)} else dtypes.float64
+
+
+def with_data_type(arrs: dict[str, np.ndarray], dt: ir.DType) -> dict[str, np.ndarray]:
+    """The arrays in DATA_TYPE `dt`: float arrays converted (rounded once, as PolyBench's float build initialises
+    them), int arrays kept, except int8 (nussinov's seq: 0..3) as int32 where `dt` is float32 (the narrow build is
+    for targets without 64-bit or 8-bit data: WGSL)."""
+    out = {}
+    for k, a in arrs.items():
+        if a.dtype.kind == "f":
+            a = a.astype(dt.np)
+        elif a.dtype == np.int8 and dt == dtypes.float32:
+            a = a.astype(np.int32)
+        out[k] = a
+    return out
 
 
 def as_device(device: Any) -> Any:
@@ -60,13 +87,21 @@ def ping_pong(device: Any, kernel: Any, arrs: dict[str, np.ndarray], tsteps: int
 
 
 def launch(module: str) -> Callable[..., dict[str, np.ndarray]]:
-    """compute(device, arrs, dims, **scalars) of a module whose kernel runs once: dk.run of its kernel(), looked up
-    at call time (bench/polybench.py keeps the built kernel while timing), the scalars defaulting to its SCALARS."""
+    """compute(device, arrs, dims, **scalars) of a module whose kernel runs once: dk.run of its kernel() in the
+    arrays' DATA_TYPE (`data_type`; a kernel of ints takes none), looked up at call time (bench/polybench.py keeps
+    the built kernel while timing), the scalars defaulting to its SCALARS."""
     def compute(device: Any, arrs: dict[str, np.ndarray], dims: dict[str, int], **scalars: Any) \
             -> dict[str, np.ndarray]:
         mod = sys.modules[module]
-        return dk.run(mod.kernel(), device, **arrs, **dims, **{**getattr(mod, "SCALARS", {}), **scalars})
+        kern = call(mod.kernel, dt=data_type(arrs), seq_dt=_seq_dtype(arrs))
+        return dk.run(kern, device, **arrs, **dims, **{**getattr(mod, "SCALARS", {}), **scalars})
     return compute
+
+
+def _seq_dtype(arrs: dict[str, np.ndarray]) -> ir.DType:
+    """nussinov's `base` type: char (int8), int32 in the narrow build (`with_data_type`)."""
+    seq = arrs.get("seq")
+    return dtypes.int32 if seq is not None and seq.dtype == np.int32 else dtypes.int8
 
 
 def sized(module: str) -> Callable[..., dict[str, np.ndarray]]:

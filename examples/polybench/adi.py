@@ -12,7 +12,7 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 20}, "SMALL": {"tsteps": 40, "n": 60}, "MEDIUM": {"tsteps": 100, "n": 200}}
 TOL = 1e-10
@@ -27,17 +27,17 @@ def coefficients(n, tsteps):
     return a, 1.0 + mul1, a, d, 1.0 + mul2, d
 
 
-def kernels() -> tuple[ir.Kernel, ir.Kernel]:
+def kernels(dt: ir.DType = dtypes.float64) -> tuple[ir.Kernel, ir.Kernel]:
     """(the column sweep, the row sweep)."""
     out = []
     for col in (True, False):
         k = ir.KernelBuilder("adi_col" if col else "adi_row")
         tsteps, n = k.var("tsteps", 1, 1 << 20), k.var("n", 3, 1 << 14)
-        src = k.param("u" if col else "v", dtypes.float64, shape=(n, n))
-        dst = k.param("v" if col else "u", dtypes.float64, shape=(n, n), writable=True)
-        p = k.param("p", dtypes.float64, shape=(n, n), writable=True)
-        q = k.param("q", dtypes.float64, shape=(n, n), writable=True)
-        a, b, c, d, e, f = coefficients(n.cast(dtypes.float64), tsteps.cast(dtypes.float64))
+        src = k.param("u" if col else "v", dt, shape=(n, n))
+        dst = k.param("v" if col else "u", dt, shape=(n, n), writable=True)
+        p = k.param("p", dt, shape=(n, n), writable=True)
+        q = k.param("q", dt, shape=(n, n), writable=True)
+        a, b, c, d, e, f = coefficients(n.cast(dt), tsteps.cast(dt))
         if not col:  # the row sweep is the column sweep with the roles of (a, b, c) and (d, e, f) swapped
             a, b, c, d, e, f = d, e, f, a, b, c
         at = (lambda i, j: (j, i)) if col else (lambda i, j: (i, j))  # the column sweep writes v[j][i]
@@ -92,7 +92,7 @@ def reference(u, v, p, q, tsteps: int) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     dev = as_device(device)
-    kc, kr = (dev.compile(x) for x in kernels())
+    kc, kr = (dev.compile(x) for x in kernels(data_type(arrs)))
     b = resident(dev, arrs)
     plan = dk.Plan(dev)
     for _ in range(dims["tsteps"]):

@@ -8,25 +8,25 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"m": 38, "n": 42}, "SMALL": {"m": 116, "n": 124}, "MEDIUM": {"m": 390, "n": 410}}
 
 
-def kernels() -> tuple[ir.Kernel, ir.Kernel]:
+def kernels(dt: ir.DType = dtypes.float64) -> tuple[ir.Kernel, ir.Kernel]:
     """(tmp = A x, one lane per row; y = A^T tmp, one lane per column)."""
     k = ir.KernelBuilder("atax_tmp")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    a, x = k.param("A", dtypes.float64, shape=(m, n)), k.param("x", dtypes.float64, n)
-    tmp = k.param("tmp", dtypes.float64, m, writable=True)
+    a, x = k.param("A", dt, shape=(m, n)), k.param("x", dt, n)
+    tmp = k.param("tmp", dt, m, writable=True)
     i, j = k.range(m, "global"), k.range(n, "reduce")
     tmp[i] = (a[i, j] * x[j]).sum(j)
     kt = k.build()
 
     k = ir.KernelBuilder("atax_y")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    a, tmp = k.param("A", dtypes.float64, shape=(m, n)), k.param("tmp", dtypes.float64, m)
-    y = k.param("y", dtypes.float64, n, writable=True)
+    a, tmp = k.param("A", dt, shape=(m, n)), k.param("tmp", dt, m)
+    y = k.param("y", dt, n, writable=True)
     j, i = k.range(n, "global"), k.range(m, "reduce")
     y[j] = (a[i, j] * tmp[i]).sum(i)
     return kt, k.build()
@@ -45,7 +45,7 @@ def reference(A, x, tmp, y) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     dev = as_device(device)
-    kt, ky = (dev.compile(x) for x in kernels())
+    kt, ky = (dev.compile(x) for x in kernels(data_type(arrs)))
     b = resident(dev, arrs)
     kt(A=b["A"], x=b["x"], tmp=b["tmp"], **dims)
     ky(A=b["A"], tmp=b["tmp"], y=b["y"], **dims)

@@ -11,14 +11,14 @@ from ._common import launch, main, sized
 SIZES = {"MINI": {"m": 38, "n": 42}, "SMALL": {"m": 116, "n": 124}, "MEDIUM": {"m": 390, "n": 410}}
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """s[j] over lanes j and q[i] over lanes i in one kernel: no statement uses both, so each space runs once
     (docs/ir.md, Independent iteration spaces)."""
     k = ir.KernelBuilder("bicg")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(n, m))
-    p, r = k.param("p", dtypes.float64, m), k.param("r", dtypes.float64, n)
-    s, q = k.param("s", dtypes.float64, m, writable=True), k.param("q", dtypes.float64, n, writable=True)
+    a = k.param("A", dt, shape=(n, m))
+    p, r = k.param("p", dt, m), k.param("r", dt, n)
+    s, q = k.param("s", dt, m, writable=True), k.param("q", dt, n, writable=True)
     j, i = k.range(m, "global"), k.range(n, "reduce")
     s[j] = (r[i] * a[i, j]).sum(i)
     i2, j2 = k.range(n, "global"), k.range(m, "reduce")

@@ -15,11 +15,11 @@ SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
 TOL = 1e-10
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """for i: for j < i: A[i][j] = (A[i][j] - sum_k<j A[i][k] A[j][k]) / A[j][j]; A[i][i] = sqrt(A[i][i] - ...)."""
     k = ir.KernelBuilder("cholesky")
     n = k.var("n", 1, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(n, n), writable=True)
+    a = k.param("A", dt, shape=(n, n), writable=True)
     i = k.range(n, "loop")
     j = k.range(i, "loop")
     kk = k.range(j, "reduce")

@@ -10,19 +10,19 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"m": 28, "n": 32}, "SMALL": {"m": 80, "n": 100}, "MEDIUM": {"m": 240, "n": 260}}
 TOL = 1e-10
 EPS = 0.1  # PolyBench's eps: a column whose stddev is below it is left unscaled
 
 
-def kernels() -> tuple[ir.Kernel, ir.Kernel]:
+def kernels(dt: ir.DType = dtypes.float64) -> tuple[ir.Kernel, ir.Kernel]:
     k = ir.KernelBuilder("correlation_cols")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    data = k.param("data", dtypes.float64, shape=(n, m), writable=True)
-    mean, sd = k.param("mean", dtypes.float64, m, writable=True), k.param("stddev", dtypes.float64, m, writable=True)
-    fn = n.cast(dtypes.float64)  # PolyBench's float_n
+    data = k.param("data", dt, shape=(n, m), writable=True)
+    mean, sd = k.param("mean", dt, m, writable=True), k.param("stddev", dt, m, writable=True)
+    fn = n.cast(dt)  # PolyBench's float_n
     j = k.range(m, "global")
     i = k.range(n, "reduce")
     mean[j] = data[i, j].sum(i) / fn
@@ -35,8 +35,8 @@ def kernels() -> tuple[ir.Kernel, ir.Kernel]:
 
     k = ir.KernelBuilder("correlation_corr")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    data = k.param("data", dtypes.float64, shape=(n, m))
-    corr = k.param("corr", dtypes.float64, shape=(m, m), writable=True)
+    data = k.param("data", dt, shape=(n, m))
+    corr = k.param("corr", dt, shape=(m, m), writable=True)
     i = k.range(m, "global")
     corr[i, i] = 1.0
     j = k.range(i + 1, m, "loop")
@@ -66,7 +66,7 @@ def reference(data, mean, stddev, corr) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     dev = as_device(device)
-    kc, kr = (dev.compile(x) for x in kernels())
+    kc, kr = (dev.compile(x) for x in kernels(data_type(arrs)))
     b = resident(dev, arrs)
     kc(data=b["data"], mean=b["mean"], stddev=b["stddev"], **dims)
     kr(data=b["data"], corr=b["corr"], **dims)

@@ -10,32 +10,32 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"m": 28, "n": 32}, "SMALL": {"m": 80, "n": 100}, "MEDIUM": {"m": 240, "n": 260}}
 TOL = 1e-10
 
 
-def kernels() -> tuple[ir.Kernel, ir.Kernel]:
+def kernels(dt: ir.DType = dtypes.float64) -> tuple[ir.Kernel, ir.Kernel]:
     k = ir.KernelBuilder("covariance_cols")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    data = k.param("data", dtypes.float64, shape=(n, m), writable=True)
-    mean = k.param("mean", dtypes.float64, m, writable=True)
+    data = k.param("data", dt, shape=(n, m), writable=True)
+    mean = k.param("mean", dt, m, writable=True)
     j = k.range(m, "global")
     i = k.range(n, "reduce")
-    mean[j] = data[i, j].sum(i) / n.cast(dtypes.float64)
+    mean[j] = data[i, j].sum(i) / n.cast(dt)
     i2 = k.range(n, "loop")
     data[i2, j] = data[i2, j] - mean[j]
     kc = k.build()
 
     k = ir.KernelBuilder("covariance_cov")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 2, 1 << 14)
-    data = k.param("data", dtypes.float64, shape=(n, m))
-    cov = k.param("cov", dtypes.float64, shape=(m, m), writable=True)
+    data = k.param("data", dt, shape=(n, m))
+    cov = k.param("cov", dt, shape=(m, m), writable=True)
     i = k.range(m, "global")
     j = k.range(i, m, "loop")
     kk = k.range(n, "reduce")
-    c = (data[kk, i] * data[kk, j]).sum(kk) / (n.cast(dtypes.float64) - 1.0)
+    c = (data[kk, i] * data[kk, j]).sum(kk) / (n.cast(dt) - 1.0)
     cov[i, j] = c
     cov[j, i] = c
     return kc, k.build()
@@ -55,7 +55,7 @@ def reference(data, mean, cov) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     dev = as_device(device)
-    kc, kv = (dev.compile(x) for x in kernels())
+    kc, kv = (dev.compile(x) for x in kernels(data_type(arrs)))
     b = resident(dev, arrs)
     kc(data=b["data"], mean=b["mean"], **dims)
     kv(data=b["data"], cov=b["cov"], **dims)

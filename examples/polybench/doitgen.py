@@ -16,13 +16,13 @@ SIZES = {"MINI": {"nq": 8, "nr": 10, "np": 12}, "SMALL": {"nq": 20, "nr": 25, "n
 NOTE = "PolyBench's temporary sum[np] is one row per lane r: sum[nr][np]"
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One lane per r, a loop over q: the row product into sum[r, :], then copied back into A[r, q, :]."""
     k = ir.KernelBuilder("doitgen")
     nq, nr, np_ = (k.var(v, 1, 1 << 12) for v in ("nq", "nr", "np"))
-    a = k.param("A", dtypes.float64, shape=(nr, nq, np_), writable=True)
-    c4 = k.param("C4", dtypes.float64, shape=(np_, np_))
-    s = k.param("sum", dtypes.float64, shape=(nr, np_), writable=True)
+    a = k.param("A", dt, shape=(nr, nq, np_), writable=True)
+    c4 = k.param("C4", dt, shape=(np_, np_))
+    s = k.param("sum", dt, shape=(nr, np_), writable=True)
     r, q = k.range(nr, "global"), k.range(nq, "loop")
     p, ss = k.range(np_, "loop"), k.range(np_, "reduce")
     s[r, p] = (a[r, q, ss] * c4[ss, p]).sum(ss)

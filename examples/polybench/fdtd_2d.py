@@ -11,20 +11,20 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"tmax": 20, "nx": 20, "ny": 30}, "SMALL": {"tmax": 40, "nx": 60, "ny": 80},
          "MEDIUM": {"tmax": 100, "nx": 200, "ny": 240}}
 
 
-def kernels() -> tuple[ir.Kernel, ir.Kernel]:
+def kernels(dt: ir.DType = dtypes.float64) -> tuple[ir.Kernel, ir.Kernel]:
     """(ey and ex at step t, hz)."""
     k = ir.KernelBuilder("fdtd_2d_e")
     tmax, nx, ny = k.var("tmax", 1, 1 << 20), k.var("nx", 1, 1 << 14), k.var("ny", 1, 1 << 14)
     t = k.var("t", 0, tmax - 1)
-    fict, hz = k.param("_fict_", dtypes.float64, tmax), k.param("hz", dtypes.float64, shape=(nx, ny))
-    ex = k.param("ex", dtypes.float64, shape=(nx, ny), writable=True)
-    ey = k.param("ey", dtypes.float64, shape=(nx, ny), writable=True)
+    fict, hz = k.param("_fict_", dt, tmax), k.param("hz", dt, shape=(nx, ny))
+    ex = k.param("ex", dt, shape=(nx, ny), writable=True)
+    ey = k.param("ey", dt, shape=(nx, ny), writable=True)
     i, j = k.range(nx, "global"), k.range(ny, "global")
     ey[i, j] = ir.where(i.eq(0), fict[t], ey[i, j] - 0.5 * (hz[i, j] - hz.get((i - 1, j))))
     ex.store((i, j), ex[i, j] - 0.5 * (hz[i, j] - hz.get((i, j - 1))), gate=j > 0)
@@ -32,8 +32,8 @@ def kernels() -> tuple[ir.Kernel, ir.Kernel]:
 
     k = ir.KernelBuilder("fdtd_2d_h")
     nx, ny = k.var("nx", 2, 1 << 14), k.var("ny", 2, 1 << 14)
-    ex, ey = k.param("ex", dtypes.float64, shape=(nx, ny)), k.param("ey", dtypes.float64, shape=(nx, ny))
-    hz = k.param("hz", dtypes.float64, shape=(nx, ny), writable=True)
+    ex, ey = k.param("ex", dt, shape=(nx, ny)), k.param("ey", dt, shape=(nx, ny))
+    hz = k.param("hz", dt, shape=(nx, ny), writable=True)
     i, j = k.range(nx - 1, "global"), k.range(ny - 1, "global")
     hz[i, j] = hz[i, j] - 0.7 * (ex[i, j + 1] - ex[i, j] + ey[i + 1, j] - ey[i, j])
     return ke, k.build()
@@ -58,7 +58,7 @@ def reference(_fict_, ex, ey, hz, tmax: int) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     dev = as_device(device)
-    ke, kh = (dev.compile(x) for x in kernels())
+    ke, kh = (dev.compile(x) for x in kernels(data_type(arrs)))
     b = resident(dev, arrs)
     plan = dk.Plan(dev)
     for t in range(dims["tmax"]):

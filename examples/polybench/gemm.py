@@ -14,14 +14,14 @@ SCALARS = {"alpha": 1.5, "beta": 1.2}
 ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]  # PolyBench's init_array values
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One thread per C[i, j]: C[i][j] *= beta, then C[i][j] += alpha * A[i][k] * B[k][j] summed over k."""
     k = ir.KernelBuilder("gemm")
     ni, nj, nk = k.var("ni", 1, 1 << 14), k.var("nj", 1, 1 << 14), k.var("nk", 1, 1 << 14)
-    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
-    a = k.param("A", dtypes.float64, shape=(ni, nk))
-    b = k.param("B", dtypes.float64, shape=(nk, nj))
-    c = k.param("C", dtypes.float64, shape=(ni, nj), writable=True)
+    alpha, beta = k.scalar("alpha", dt), k.scalar("beta", dt)
+    a = k.param("A", dt, shape=(ni, nk))
+    b = k.param("B", dt, shape=(nk, nj))
+    c = k.param("C", dt, shape=(ni, nj), writable=True)
     i, j = k.range(ni, "global"), k.range(nj, "global")
     kk = k.range(nk, "reduce")
     c[i, j] = beta * c[i, j] + (alpha * a[i, kk] * b[kk, j]).sum(kk)

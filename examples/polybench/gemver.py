@@ -9,38 +9,38 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
 SCALARS = {"alpha": 1.5, "beta": 1.2}
 ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
-def kernels() -> tuple[ir.Kernel, ir.Kernel, ir.Kernel]:
+def kernels(dt: ir.DType = dtypes.float64) -> tuple[ir.Kernel, ir.Kernel, ir.Kernel]:
     """(rank-2 update of A, x update, w update)."""
     k = ir.KernelBuilder("gemver_a")
     n = k.var("n", 1, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(n, n), writable=True)
-    u1, v1, u2, v2 = (k.param(nm, dtypes.float64, n) for nm in ("u1", "v1", "u2", "v2"))
+    a = k.param("A", dt, shape=(n, n), writable=True)
+    u1, v1, u2, v2 = (k.param(nm, dt, n) for nm in ("u1", "v1", "u2", "v2"))
     i, j = k.range(n, "global"), k.range(n, "global")
     a[i, j] = a[i, j] + u1[i] * v1[j] + u2[i] * v2[j]
     ka = k.build()
 
     k = ir.KernelBuilder("gemver_x")
     n = k.var("n", 1, 1 << 14)
-    beta = k.scalar("beta", dtypes.float64)
-    a = k.param("A", dtypes.float64, shape=(n, n))
-    y, z = k.param("y", dtypes.float64, n), k.param("z", dtypes.float64, n)
-    x = k.param("x", dtypes.float64, n, writable=True)
+    beta = k.scalar("beta", dt)
+    a = k.param("A", dt, shape=(n, n))
+    y, z = k.param("y", dt, n), k.param("z", dt, n)
+    x = k.param("x", dt, n, writable=True)
     i, j = k.range(n, "global"), k.range(n, "reduce")
     x[i] = x[i] + (beta * a[j, i] * y[j]).sum(j) + z[i]
     kx = k.build()
 
     k = ir.KernelBuilder("gemver_w")
     n = k.var("n", 1, 1 << 14)
-    alpha = k.scalar("alpha", dtypes.float64)
-    a, x = k.param("A", dtypes.float64, shape=(n, n)), k.param("x", dtypes.float64, n)
-    w = k.param("w", dtypes.float64, n, writable=True)
+    alpha = k.scalar("alpha", dt)
+    a, x = k.param("A", dt, shape=(n, n)), k.param("x", dt, n)
+    w = k.param("w", dt, n, writable=True)
     i, j = k.range(n, "global"), k.range(n, "reduce")
     w[i] = w[i] + (alpha * a[i, j] * x[j]).sum(j)
     return ka, kx, k.build()
@@ -63,7 +63,7 @@ def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int], alpha: fl
             beta: float = BETA) -> dict[str, np.ndarray]:
     """The three kernels on `device`, in order, on resident buffers (what bench/polybench.py times)."""
     dev = as_device(device)
-    ka, kx, kw = (dev.compile(x) for x in kernels())
+    ka, kx, kw = (dev.compile(x) for x in kernels(data_type(arrs)))
     b, n = resident(dev, arrs), dims["n"]
     ka(A=b["A"], u1=b["u1"], v1=b["v1"], u2=b["u2"], v2=b["v2"], n=n)
     kx(A=b["A"], y=b["y"], z=b["z"], x=b["x"], n=n, beta=beta)

@@ -13,14 +13,14 @@ SCALARS = {"alpha": 1.5, "beta": 1.2}
 ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One thread per row: both row sums share one loop over j (two accumulators)."""
     k = ir.KernelBuilder("gesummv")
     n = k.var("n", 1, 1 << 14)
-    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
-    a, b = k.param("A", dtypes.float64, shape=(n, n)), k.param("B", dtypes.float64, shape=(n, n))
-    x = k.param("x", dtypes.float64, n)
-    tmp, y = k.param("tmp", dtypes.float64, n, writable=True), k.param("y", dtypes.float64, n, writable=True)
+    alpha, beta = k.scalar("alpha", dt), k.scalar("beta", dt)
+    a, b = k.param("A", dt, shape=(n, n)), k.param("B", dt, shape=(n, n))
+    x = k.param("x", dt, n)
+    tmp, y = k.param("tmp", dt, n, writable=True), k.param("y", dt, n, writable=True)
     i, j = k.range(n, "global"), k.range(n, "reduce")
     t = (a[i, j] * x[j]).sum(j)
     tmp[i] = t

@@ -15,15 +15,16 @@ from ._common import launch, main, sized
 
 SIZES = {"MINI": {"m": 20, "n": 30}, "SMALL": {"m": 60, "n": 80}, "MEDIUM": {"m": 200, "n": 240}}
 TOL = 1e-10
+TOL32 = 1e-4  # the float build: norms through sqrt, columns divided by them: 2e-5 off float64 at MINI (CPU too)
 TEST_SIZES = {"MINI": {"m": 30, "n": 20}, "SMALL": {"m": 80, "n": 60}, "MEDIUM": {"m": 240, "n": 200}}
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     k = ir.KernelBuilder("gramschmidt")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(m, n), writable=True)
-    r = k.param("R", dtypes.float64, shape=(n, n), writable=True)
-    q = k.param("Q", dtypes.float64, shape=(m, n), writable=True)
+    a = k.param("A", dt, shape=(m, n), writable=True)
+    r = k.param("R", dt, shape=(n, n), writable=True)
+    q = k.param("Q", dt, shape=(m, n), writable=True)
     kk = k.range(n, "loop")
     i = k.range(m, "reduce")
     r[kk, kk] = ir.sqrt((a[i, kk] * a[i, kk]).sum(i))

@@ -9,16 +9,16 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main, ping_pong, sized
+from ._common import data_type, main, ping_pong, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 10}, "SMALL": {"tsteps": 40, "n": 20}, "MEDIUM": {"tsteps": 100, "n": 40}}
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     k = ir.KernelBuilder("heat_3d")
     n = k.var("n", 3, 1 << 10)
-    src = k.param("src", dtypes.float64, shape=(n, n, n))
-    dst = k.param("dst", dtypes.float64, shape=(n, n, n), writable=True)
+    src = k.param("src", dt, shape=(n, n, n))
+    dst = k.param("dst", dt, shape=(n, n, n), writable=True)
     i, j, kk = (k.range(1, n - 1, "global") for _ in range(3))
     c = src[i, j, kk]
     dst[i, j, kk] = (0.125 * (src[i + 1, j, kk] - 2.0 * c + src[i - 1, j, kk])
@@ -54,7 +54,7 @@ def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
 
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return ping_pong(device, kernel(), arrs, dims["tsteps"], dims["n"])
+    return ping_pong(device, kernel(data_type(arrs)), arrs, dims["tsteps"], dims["n"])
 run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 

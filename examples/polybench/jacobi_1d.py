@@ -9,16 +9,16 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main, ping_pong, sized
+from ._common import data_type, main, ping_pong, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 30}, "SMALL": {"tsteps": 40, "n": 120}, "MEDIUM": {"tsteps": 100, "n": 400}}
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """dst[i] = 0.33333 * (src[i-1] + src[i] + src[i+1]) for 1 <= i < n-1."""
     k = ir.KernelBuilder("jacobi_1d")
     n = k.var("n", 3, 1 << 24)
-    src, dst = k.param("src", dtypes.float64, n), k.param("dst", dtypes.float64, n, writable=True)
+    src, dst = k.param("src", dt, n), k.param("dst", dt, n, writable=True)
     i = k.range(1, n - 1, "global")
     dst[i] = 0.33333 * (src[i - 1] + src[i] + src[i + 1])
     return k.build()
@@ -39,7 +39,7 @@ def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
 
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return ping_pong(device, kernel(), arrs, dims["tsteps"], dims["n"])
+    return ping_pong(device, kernel(data_type(arrs)), arrs, dims["tsteps"], dims["n"])
 run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 

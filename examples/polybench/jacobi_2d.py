@@ -9,16 +9,16 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import main, ping_pong, sized
+from ._common import data_type, main, ping_pong, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 30}, "SMALL": {"tsteps": 40, "n": 90}, "MEDIUM": {"tsteps": 100, "n": 250}}
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     k = ir.KernelBuilder("jacobi_2d")
     n = k.var("n", 3, 1 << 14)
-    src = k.param("src", dtypes.float64, shape=(n, n))
-    dst = k.param("dst", dtypes.float64, shape=(n, n), writable=True)
+    src = k.param("src", dt, shape=(n, n))
+    dst = k.param("dst", dt, shape=(n, n), writable=True)
     i, j = k.range(1, n - 1, "global"), k.range(1, n - 1, "global")
     dst[i, j] = 0.2 * (src[i, j] + src[i, j - 1] + src[i, j + 1] + src[i + 1, j] + src[i - 1, j])
     return k.build()
@@ -39,7 +39,7 @@ def reference(A, B, tsteps: int) -> dict[str, np.ndarray]:
 
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
-    return ping_pong(device, kernel(), arrs, dims["tsteps"], dims["n"])
+    return ping_pong(device, kernel(data_type(arrs)), arrs, dims["tsteps"], dims["n"])
 run = sized(__name__)  # compute on PolyBench's init_arrays at SIZES[size]
 
 

@@ -26,10 +26,10 @@ def factor(k: ir.KernelBuilder, n, a) -> None:
     a[i, j2] = a[i, j2] - (a[i, k2] * a[k2, j2]).sum(k2)
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     k = ir.KernelBuilder("lu")
     n = k.var("n", 1, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(n, n), writable=True)
+    a = k.param("A", dt, shape=(n, n), writable=True)
     factor(k, n, a)
     return k.build()
 

@@ -16,12 +16,12 @@ SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
 TOL = 1e-10
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     k = ir.KernelBuilder("ludcmp")
     n = k.var("n", 1, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(n, n), writable=True)
-    b = k.param("b", dtypes.float64, n)
-    x, y = k.param("x", dtypes.float64, n, writable=True), k.param("y", dtypes.float64, n, writable=True)
+    a = k.param("A", dt, shape=(n, n), writable=True)
+    b = k.param("b", dt, n)
+    x, y = k.param("x", dt, n, writable=True), k.param("y", dt, n, writable=True)
     factor(k, n, a)
     i = k.range(n, "loop")
     j = k.range(i, "reduce")

@@ -14,16 +14,16 @@ SCALARS = {"alpha": 1.5, "beta": 1.2}
 ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One lane per row i: its row of tmp (a loop over j), then its row of D, which reads only that row of tmp."""
     k = ir.KernelBuilder("mm2")
     ni, nj, nk, nl = (k.var(v, 1, 1 << 14) for v in ("ni", "nj", "nk", "nl"))
-    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
-    a = k.param("A", dtypes.float64, shape=(ni, nk))
-    b = k.param("B", dtypes.float64, shape=(nk, nj))
-    c = k.param("C", dtypes.float64, shape=(nj, nl))
-    d = k.param("D", dtypes.float64, shape=(ni, nl), writable=True)
-    tmp = k.param("tmp", dtypes.float64, shape=(ni, nj), writable=True)
+    alpha, beta = k.scalar("alpha", dt), k.scalar("beta", dt)
+    a = k.param("A", dt, shape=(ni, nk))
+    b = k.param("B", dt, shape=(nk, nj))
+    c = k.param("C", dt, shape=(nj, nl))
+    d = k.param("D", dt, shape=(ni, nl), writable=True)
+    tmp = k.param("tmp", dt, shape=(ni, nj), writable=True)
     i = k.range(ni, "global")
     j, kk = k.range(nj, "loop"), k.range(nk, "reduce")
     tmp[i, j] = (alpha * a[i, kk] * b[kk, j]).sum(kk)

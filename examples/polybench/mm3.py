@@ -8,29 +8,29 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"ni": 16, "nj": 18, "nk": 20, "nl": 22, "nm": 24},
          "SMALL": {"ni": 40, "nj": 50, "nk": 60, "nl": 70, "nm": 80},
          "MEDIUM": {"ni": 180, "nj": 190, "nk": 200, "nl": 210, "nm": 220}}
 
 
-def kernels() -> tuple[ir.Kernel, ir.Kernel]:
+def kernels(dt: ir.DType = dtypes.float64) -> tuple[ir.Kernel, ir.Kernel]:
     """(F = C D, one lane per (j, l); E and G, one lane per row i)."""
     k = ir.KernelBuilder("mm3_f")
     nj, nl, nm = (k.var(v, 1, 1 << 14) for v in ("nj", "nl", "nm"))
-    c, d = k.param("C", dtypes.float64, shape=(nj, nm)), k.param("D", dtypes.float64, shape=(nm, nl))
-    f = k.param("F", dtypes.float64, shape=(nj, nl), writable=True)
+    c, d = k.param("C", dt, shape=(nj, nm)), k.param("D", dt, shape=(nm, nl))
+    f = k.param("F", dt, shape=(nj, nl), writable=True)
     j, l, m = k.range(nj, "global"), k.range(nl, "global"), k.range(nm, "reduce")
     f[j, l] = (c[j, m] * d[m, l]).sum(m)
     kf = k.build()
 
     k = ir.KernelBuilder("mm3_eg")
     ni, nj, nk, nl = (k.var(v, 1, 1 << 14) for v in ("ni", "nj", "nk", "nl"))
-    a, b = k.param("A", dtypes.float64, shape=(ni, nk)), k.param("B", dtypes.float64, shape=(nk, nj))
-    f = k.param("F", dtypes.float64, shape=(nj, nl))
-    e = k.param("E", dtypes.float64, shape=(ni, nj), writable=True)
-    g = k.param("G", dtypes.float64, shape=(ni, nl), writable=True)
+    a, b = k.param("A", dt, shape=(ni, nk)), k.param("B", dt, shape=(nk, nj))
+    f = k.param("F", dt, shape=(nj, nl))
+    e = k.param("E", dt, shape=(ni, nj), writable=True)
+    g = k.param("G", dt, shape=(ni, nl), writable=True)
     i = k.range(ni, "global")
     j, kk = k.range(nj, "loop"), k.range(nk, "reduce")
     e[i, j] = (a[i, kk] * b[kk, j]).sum(kk)
@@ -61,7 +61,7 @@ def reference(A, B, C, D, E, F, G) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     dev = as_device(device)
-    kf, keg = (dev.compile(x) for x in kernels())
+    kf, keg = (dev.compile(x) for x in kernels(data_type(arrs)))
     b = resident(dev, arrs)
     kf(C=b["C"], D=b["D"], F=b["F"], nj=dims["nj"], nl=dims["nl"], nm=dims["nm"])
     keg(A=b["A"], B=b["B"], F=b["F"], E=b["E"], G=b["G"], ni=dims["ni"], nj=dims["nj"], nk=dims["nk"],

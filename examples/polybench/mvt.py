@@ -11,13 +11,13 @@ from ._common import launch, main, sized
 SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One lane per i, both products in it."""
     k = ir.KernelBuilder("mvt")
     n = k.var("n", 1, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(n, n))
-    y1, y2 = k.param("y_1", dtypes.float64, n), k.param("y_2", dtypes.float64, n)
-    x1, x2 = k.param("x1", dtypes.float64, n, writable=True), k.param("x2", dtypes.float64, n, writable=True)
+    a = k.param("A", dt, shape=(n, n))
+    y1, y2 = k.param("y_1", dt, n), k.param("y_2", dt, n)
+    x1, x2 = k.param("x1", dt, n, writable=True), k.param("x2", dt, n, writable=True)
     i, j = k.range(n, "global"), k.range(n, "reduce")
     x1[i] = x1[i] + (a[i, j] * y1[j]).sum(j)
     x2[i] = x2[i] + (a[j, i] * y2[j]).sum(j)

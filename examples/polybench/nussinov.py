@@ -15,10 +15,11 @@ from ._common import launch, main, sized
 SIZES = {"MINI": {"n": 60}, "SMALL": {"n": 180}, "MEDIUM": {"n": 500}}
 
 
-def kernel() -> ir.Kernel:
+def kernel(seq_dt: ir.DType = dtypes.int8) -> ir.Kernel:
+    """seq_dt: PolyBench's `base` (char); int32 in the narrow build, for targets without 8-bit data (WGSL)."""
     k = ir.KernelBuilder("nussinov")
     n = k.var("n", 1, 1 << 14)
-    seq = k.param("seq", dtypes.int8, n)
+    seq = k.param("seq", seq_dt, n)
     t = k.param("table", dtypes.int32, shape=(n, n), writable=True)
     i = n - 2 - k.range(n - 1, "loop")  # row n-1 has no j > i
     j = k.range(i + 1, n, "loop")

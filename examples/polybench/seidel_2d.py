@@ -11,16 +11,16 @@ import numpy as np
 from devicekit import ir
 from devicekit.ir import dtypes
 
-from ._common import as_device, fetch, main, resident, sized
+from ._common import as_device, data_type, fetch, main, resident, sized
 
 SIZES = {"MINI": {"tsteps": 20, "n": 40}, "SMALL": {"tsteps": 40, "n": 120}, "MEDIUM": {"tsteps": 100, "n": 400}}
 NOTE = "the time loop is a dk.Plan: a `loop` range over t cannot hold a sweep that does not use t"
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     k = ir.KernelBuilder("seidel_2d")
     n = k.var("n", 3, 1 << 14)
-    a = k.param("A", dtypes.float64, shape=(n, n), writable=True)
+    a = k.param("A", dt, shape=(n, n), writable=True)
     i, j = k.range(1, n - 1, "loop"), k.range(1, n - 1, "loop")
     a[i, j] = (a[i - 1, j - 1] + a[i - 1, j] + a[i - 1, j + 1] + a[i, j - 1] + a[i, j] + a[i, j + 1]
                + a[i + 1, j - 1] + a[i + 1, j] + a[i + 1, j + 1]) / 9.0
@@ -48,7 +48,7 @@ def reference(A, tsteps: int) -> dict[str, np.ndarray]:
 
 def compute(device, arrs: dict[str, np.ndarray], dims: dict[str, int]) -> dict[str, np.ndarray]:
     dev = as_device(device)
-    sweep = dev.compile(kernel())
+    sweep = dev.compile(kernel(data_type(arrs)))
     b = resident(dev, arrs)
     plan = dk.Plan(dev)
     for _ in range(dims["tsteps"]):

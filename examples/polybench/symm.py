@@ -14,15 +14,15 @@ SCALARS = {"alpha": 1.5, "beta": 1.2}
 ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One lane per C[i, j]: row i of the symmetric A is A[i, k] for k <= i and A[k, i] for k > i, two triangular
     reductions that together do the square's work once."""
     k = ir.KernelBuilder("symm")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
-    a = k.param("A", dtypes.float64, shape=(m, m))
-    b = k.param("B", dtypes.float64, shape=(m, n))
-    c = k.param("C", dtypes.float64, shape=(m, n), writable=True)
+    alpha, beta = k.scalar("alpha", dt), k.scalar("beta", dt)
+    a = k.param("A", dt, shape=(m, m))
+    b = k.param("B", dt, shape=(m, n))
+    c = k.param("C", dt, shape=(m, n), writable=True)
     i, j = k.range(m, "global"), k.range(n, "global")
     lo, hi = k.range(i + 1, kind="reduce"), k.range(i + 1, m, "reduce")
     c[i, j] = beta * c[i, j] + alpha * ((a[i, lo] * b[lo, j]).sum(lo) + (a[hi, i] * b[hi, j]).sum(hi))

@@ -14,13 +14,13 @@ SCALARS = {"alpha": 1.5, "beta": 1.2}
 ALPHA, BETA = SCALARS["alpha"], SCALARS["beta"]
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One lane per row i, a triangular loop j <= i (only the triangle's work)."""
     k = ir.KernelBuilder("syr2k")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    alpha, beta = k.scalar("alpha", dtypes.float64), k.scalar("beta", dtypes.float64)
-    a, b = k.param("A", dtypes.float64, shape=(n, m)), k.param("B", dtypes.float64, shape=(n, m))
-    c = k.param("C", dtypes.float64, shape=(n, n), writable=True)
+    alpha, beta = k.scalar("alpha", dt), k.scalar("beta", dt)
+    a, b = k.param("A", dt, shape=(n, m)), k.param("B", dt, shape=(n, m))
+    c = k.param("C", dt, shape=(n, n), writable=True)
     i = k.range(n, "global")
     j = k.range(i + 1, kind="loop")
     kk = k.range(m, "reduce")

@@ -14,11 +14,11 @@ SIZES = {"MINI": {"n": 40}, "SMALL": {"n": 120}, "MEDIUM": {"n": 400}}
 TOL = 1e-10
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     k = ir.KernelBuilder("trisolv")
     n = k.var("n", 1, 1 << 14)
-    lmat, b = k.param("L", dtypes.float64, shape=(n, n)), k.param("b", dtypes.float64, n)
-    x = k.param("x", dtypes.float64, n, writable=True)
+    lmat, b = k.param("L", dt, shape=(n, n)), k.param("b", dt, n)
+    x = k.param("x", dt, n, writable=True)
     i = k.range(n, "loop")
     j = k.range(i, "reduce")
     x[i] = (b[i] - (lmat[i, j] * x[j]).sum(j)) / lmat[i, i]

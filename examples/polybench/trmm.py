@@ -13,14 +13,14 @@ SCALARS = {"alpha": 1.5}
 ALPHA = SCALARS["alpha"]
 
 
-def kernel() -> ir.Kernel:
+def kernel(dt: ir.DType = dtypes.float64) -> ir.Kernel:
     """One lane per column j (columns are independent), rows i in order: B[i, j] reads rows k > i of its column,
     which this lane has not yet overwritten, through a triangular reduction."""
     k = ir.KernelBuilder("trmm")
     m, n = k.var("m", 1, 1 << 14), k.var("n", 1, 1 << 14)
-    alpha = k.scalar("alpha", dtypes.float64)
-    a = k.param("A", dtypes.float64, shape=(m, m))
-    b = k.param("B", dtypes.float64, shape=(m, n), writable=True)
+    alpha = k.scalar("alpha", dt)
+    a = k.param("A", dt, shape=(m, m))
+    b = k.param("B", dt, shape=(m, n), writable=True)
     j = k.range(n, "global")
     i = k.range(m, "loop")
     kk = k.range(i + 1, m, "reduce")
