@@ -68,11 +68,43 @@ def _kernels() -> dict[str, Callable[..., Any]]:
             out[i] = x[idx[i]]
         return out
 
-    return {"fma": fma, "sum": total, "softmax": softmax, "matmul": matmul, "gather": gather}
+    w = np.float32(0.2)  # a float32 constant: numba's 0.2 is a float64 and would widen the whole sum
+
+    @njit(parallel=True, fastmath=True, cache=False)
+    def mlp(x, w1, b1, w2, b2):  # x (m, k), w1 (k, h), w2 (h, o): a row of x per prange step, i-k-j loops
+        m, k, h, o = x.shape[0], w1.shape[0], w1.shape[1], w2.shape[1]
+        hid = np.empty((m, h), dtype=x.dtype)
+        out = np.empty((m, o), dtype=x.dtype)
+        for i in prange(m):
+            hid[i] = b1
+            for r in range(k):
+                xv = x[i, r]
+                for j in range(h):
+                    hid[i, j] += xv * w1[r, j]
+            for j in range(h):
+                hid[i, j] = max(hid[i, j], np.float32(0.0))
+            out[i] = b2
+            for j in range(h):
+                hv = hid[i, j]
+                for c in range(o):
+                    out[i, c] += hv * w2[j, c]
+        return out
+
+    @njit(parallel=True, fastmath=True, cache=False)
+    def jacobi(a, out):  # the interior into a preallocated out (its border a's, copied once)
+        n, m = a.shape
+        for i in prange(1, n - 1):
+            for j in range(1, m - 1):
+                out[i, j] = (a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1]) * w
+        return out
+
+    return {"fma": fma, "sum": total, "softmax": softmax, "matmul": matmul, "gather": gather, "mlp": mlp,
+            "jacobi": jacobi}
 
 
 CONFIG = {"fma": "parallel", "sum": "parallel, fastmath", "softmax": "parallel, fastmath",
-          "matmul": "parallel, fastmath", "gather": "parallel"}  # the @njit options of each case (the header says)
+          "matmul": "parallel, fastmath", "gather": "parallel", "mlp": "parallel, fastmath",
+          "jacobi": "parallel, fastmath"}  # the @njit options of each case (the header says)
 
 
 def version_for(case_name: str) -> Callable[[dict[str, Any]], Any] | None:
@@ -97,7 +129,24 @@ def version_for(case_name: str) -> Callable[[dict[str, Any]], Any] | None:
         return lambda d: k["matmul"](d["a"], d["b"], int(d["a"].size ** 0.5 + 0.5))
     if case_name in ("gather", "gather-unchecked"):
         return lambda d: k["gather"](d["x"], d["idx"])
+    if case_name == "mlp":
+        return lambda d: k["mlp"](*_mlp_arrays(d))
+    if case_name == "jacobi":
+        outs: list = []  # (a, out): out a copy of a made once (its border), as the case defines it
+
+        def jacobi(d):
+            if not outs or outs[0][0] is not d["a"]:
+                outs[:] = [(d["a"], d["a"].copy())]
+            return k["jacobi"](d["a"], outs[0][1])
+        return jacobi
     return None
+
+
+def _mlp_arrays(d: dict[str, Any]) -> tuple[np.ndarray, ...]:
+    """(x, w1, b1, w2, b2) of the MLP case, the flat arrays viewed as matrices (no copy)."""
+    from .more_cases import MLP_DIMS
+    k, h, o = MLP_DIMS
+    return d["x"].reshape(-1, k), d["w1"].reshape(k, h), d["b1"], d["w2"].reshape(h, o), d["b2"]
 
 
 def first_call_seconds(salt: float) -> float | None:

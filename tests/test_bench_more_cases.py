@@ -1,0 +1,89 @@
+"""bench/run.py's MLP forward and Jacobi rows (devicekit.bench.more_cases): devicekit's kernels, as the bench builds
+and launches them, match numpy at a small size on CPU and on the PYTHON reference; every peer has a version of both,
+checked against numpy; run.py lists both rows and holds them to issue 36's bars."""
+
+from __future__ import annotations
+
+import os
+import runpy
+
+import numpy as np
+import pytest
+from devicekit import settings
+from devicekit.bench import more_cases
+from devicekit.bench import peers as bench_peers
+from devicekit.bench.definition import prepare
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SLOW = settings.get("DEVICEKIT_SLOW")  # numba's parallel compiles and torch.compile: tens of seconds on two cores
+
+
+def _case(name: str):
+    return next(c for c in more_cases.cases("quick") if c.name == name)
+
+
+@pytest.mark.parametrize("kind, name", [("CPU", "mlp"), ("CPU", "jacobi"), ("PYTHON", "mlp"), ("PYTHON", "jacobi")])
+def test_devicekit_matches_numpy(kind, name):
+    import devicekit as dk
+    case = _case(name)
+    inputs = case.inputs()
+    want = case.reference(inputs)
+    prepared = prepare(case, dk.device(kind), inputs)
+    for _ in range(2 if kind == "CPU" else 1):  # a second launch (the timed ones) gives the same: the hidden layer
+        prepared.launch()
+        got = prepared.output()
+        assert case.check(got, want) == "", (kind, name, case.check(got, want))
+
+
+def test_the_references_are_what_the_cases_say():
+    """numpy's MLP is relu(x @ w1 + b1) @ w2 + b2; jacobi's interior is the 5-point mean, its border a's."""
+    d = _case("mlp").inputs()
+    k, h, o = more_cases.MLP_DIMS
+    x, w1, w2 = (d[n].astype(np.float64) for n in ("x", "w1", "w2"))
+    want = np.maximum(x.reshape(-1, k) @ w1.reshape(k, h) + d["b1"], 0) @ w2.reshape(h, o) + d["b2"]
+    assert np.allclose(more_cases.mlp_reference(d), want.reshape(-1), rtol=1e-4, atol=1e-4)
+    d = _case("jacobi").inputs()
+    a, got = d["a"], more_cases.jacobi_reference(d).reshape(d["a"].shape)
+    n = a.shape[0]
+    i, j = 5, 7
+    assert np.isclose(got[i, j], 0.2 * (a[i, j] + a[i - 1, j] + a[i + 1, j] + a[i, j - 1] + a[i, j + 1]), rtol=1e-6)
+    border = np.ones((n, n), bool)
+    border[1:-1, 1:-1] = False
+    assert np.array_equal(got[border], a[border])
+
+
+def test_a_wrong_result_is_caught():
+    case = _case("jacobi")
+    inputs = case.inputs()
+    want = case.reference(inputs)
+    assert case.check(want + 1e-3, want).startswith("max abs error")
+
+
+@pytest.mark.parametrize("peer, module", [("torch", "torch"), ("jax.jit", "jax"), ("numba", "numba"),
+                                          ("torch.compile", "torch")])
+@pytest.mark.parametrize("name", ["mlp", "jacobi"])
+def test_every_peer_has_a_version_checked_against_numpy(peer, module, name):
+    pytest.importorskip(module)
+    if peer in ("numba", "torch.compile") and not SLOW:
+        pytest.skip("numba's parallel compiles and inductor take tens of seconds: DEVICEKIT_SLOW=1")
+    case = _case(name)
+    inputs = case.inputs()
+    want = case.reference(inputs)
+    ok = bench_peers.time_peer(peer, case, inputs, want, reps=2)
+    assert ok.seconds is not None and ok.seconds > 0, (peer, name, ok)
+    wrong = bench_peers.time_peer(peer, case, inputs, want + 1.0, reps=2)
+    assert wrong.seconds is None and wrong.note.startswith("wrong: max abs error"), (peer, name, wrong)
+
+
+def test_run_py_has_both_rows_and_their_bars():
+    run = runpy.run_path(os.path.join(ROOT, "bench", "run.py"), run_name="bench_run")  # defines, does not run
+    titles = {c.name: c.title for c in more_cases.cases("large")}
+    assert {"mlp", "jacobi"} <= set(run["ROWS"].values())
+    assert run["BARS"][titles["mlp"]] == ("every", 1.2) and run["BARS"][titles["jacobi"]] == ("every", 1.2)
+    assert titles == {"mlp": "MLP fwd 256x784-512-10 f32", "jacobi": "jacobi 5-point 4096^2 f32"}
+    assert any(name.startswith("jacobi") and need == 0.85 for name, need in run["COPY_BARS"].items())
+
+
+def test_an_unknown_profile_is_named():
+    with pytest.raises(ValueError, match="profile must be one of quick, standard, large, got 'huge'"):
+        more_cases.cases("huge")
