@@ -1,10 +1,12 @@
-"""Launch sizes in work-items (OpenCL's and pyopencl's spelling), for a GPU backend whose users think in them.
+"""Launch sizes as GPU code states them: in work-items (OpenCL's and pyopencl's spelling), and a kernel's required
+work-group size (OpenCL's reqd_work_group_size, WGSL's @workgroup_size).
 
 devicekit's `global_size` counts work-groups on every device (tinygrad's convention: the grid is global_size *
 local_size), where clEnqueueNDRangeKernel's and pyopencl's `global_size` counts work-items (Metal's dispatchThreads
 too): a user passing work-items as `global_size` launched local_size times too many. `global_work_size=` says which
 one is meant. A Program that mixes in `WorkSizes` takes `global_work_size=` / `local_work_size=` in `execute` and in
-a call by name (where no param or var has that name), translated by `to_groups` and then checked like any launch."""
+a call by name (where no param or var has that name), translated by `to_groups` and then checked like any launch.
+`with_required` gives a launch without a local size the kernel's required one, and refuses another."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 from . import launch_sizes
 from .errors import LaunchError
 
-__all__ = ["WORK_OPTIONS", "WorkSizes", "to_groups"]
+__all__ = ["WORK_OPTIONS", "WorkSizes", "to_groups", "with_required"]
 
 WORK_OPTIONS = ("global_work_size", "local_work_size")
 
@@ -45,6 +47,24 @@ def to_groups(name: str, global_size: Any, local_size: Any, global_work_size: An
     return tuple(n // k for n, k in zip(items, lo)), lo
 
 
+def with_required(name: str, groups: tuple[int, ...], local: tuple[int, ...] | None,
+                  required: tuple[int, ...] | None, declares: str = "reqd_work_group_size"
+                  ) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(groups, local) of one length (checked values: launch_sizes.check_values). Without a local size a group is
+    `required` (3 axes, trailing 1s dropped), else one work-item; a kernel that `declares` a required size runs with
+    that one only: another is a LaunchError saying what to pass."""
+    if not local:
+        local = required[:max(i + 1 for i, x in enumerate(required) if x != 1 or i == 0)] if required \
+            else (1,) * len(groups)
+    n = max(len(local), len(groups))
+    groups, local = groups + (1,) * (n - len(groups)), local + (1,) * (n - len(local))
+    if required is not None and local + (1,) * (3 - n) != tuple(required):
+        want = ", ".join(str(x) for x in required)
+        raise LaunchError(f"{name}: the kernel declares {declares}({want}); it was launched with local size {local}: "
+                          f"pass local_size=({want}) or leave it out")
+    return groups, local
+
+
 class WorkSizes:
     """Mix in before `devicekit.runtime.Program`; `default_local` is the local size of a launch that gives none."""
 
@@ -54,8 +74,9 @@ class WorkSizes:
                 wait: bool = False, *, global_work_size: Any = None, local_work_size: Any = None) -> Any:
         """Program.execute, also with `global_work_size` (work-items) / `local_work_size`."""
         if global_work_size is not None or local_work_size is not None:
-            global_size, local_size = to_groups(self.name, global_size, local_size, global_work_size,  # type: ignore[attr-defined]
-                                                local_work_size, self.default_local)
+            name = self.name  # type: ignore[attr-defined]
+            global_size, local_size = to_groups(name, global_size, local_size, global_work_size, local_work_size,
+                                                self.default_local)
         return super().execute(buffers, vals, global_size, local_size, wait)  # type: ignore[misc]
 
     def __call__(self, *args: Any, **named: Any) -> Any:
@@ -65,7 +86,8 @@ class WorkSizes:
             spec = self.spec  # type: ignore[attr-defined]
             taken = {p.name for p in spec.user_params} | {v.name for v in spec.vars}
             if work := {k: named.pop(k) for k in WORK_OPTIONS if k in named and k not in taken}:
-                g, lo = to_groups(self.name, named.pop("global_size", None), named.pop("local_size", None),  # type: ignore[attr-defined]
+                name = self.name  # type: ignore[attr-defined]
+                g, lo = to_groups(name, named.pop("global_size", None), named.pop("local_size", None),
                                   work.get("global_work_size"), work.get("local_work_size"), self.default_local)
                 named.update({k: v for k, v in (("global_size", g), ("local_size", lo)) if v is not None})
         return super().__call__(*args, **named)  # type: ignore[misc]

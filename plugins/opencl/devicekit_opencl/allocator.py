@@ -1,11 +1,6 @@
-"""OpenCLAllocator: cl.Buffer memory of one OPENCL id, with the core's LRU reuse.
-
-A handle is a `CLMem`: the allocation's cl.Buffer, a byte offset into it and a size. A view (Buffer.view) is the same
-cl.Buffer at another offset, at any byte: sub-buffers would need offsets aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN
-(128 bytes on PoCL), so generated kernels take (base, offset) pairs instead (renderer module docstring). Copies are
-blocking (the host memory they read may be gone right after), on the id's in-order queue, so they are ordered after
-the kernels queued before them.
-"""
+"""OpenCLAllocator: cl.Buffer memory of one OPENCL id, with the core's LRU reuse. A handle is a `CLMem` (the
+allocation, a byte offset into it, a size); a view is the same cl.Buffer at another offset. Copies are blocking (the
+host memory may be gone right after) on the id's in-order queue, so they follow the kernels queued before them."""
 
 from __future__ import annotations
 
@@ -31,8 +26,7 @@ class CLMem:
 class OpenCLAllocator(LRUAllocator):
     def __init__(self, index: int = 0, max_cached_bytes: int = 256 << 20):
         super().__init__("OPENCL" if index == 0 else f"OPENCL:{index}", max_cached_bytes)
-        self.index = index
-        self.ctx = context.get(index)
+        self.index, self.ctx = index, context.get(index)
 
     def _alloc(self, nbytes: int, options: BufferOptions) -> CLMem:
         import pyopencl as cl

@@ -42,7 +42,8 @@ class Ctx:
         d = self.device
         pocl = "portable computing language" in d.platform.name.lower()
         return Limits(device=f"{self.name} ({d.name.strip()})", max_axes=int(d.max_work_item_dimensions),
-                      max_local=tuple(int(x) for x in d.max_work_item_sizes), max_group_items=int(d.max_work_group_size),
+                      max_local=tuple(int(x) for x in d.max_work_item_sizes),
+                      max_group_items=int(d.max_work_group_size),
                       max_global=(2 ** int(d.address_bits) - 1,) * 3, max_total_groups=2 ** 32 - 1 if pocl else None,
                       why_total_groups=" (PoCL's limit: 2^32 work-groups or more crash it)" if pocl else "")
 

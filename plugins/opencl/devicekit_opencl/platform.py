@@ -119,7 +119,8 @@ def _select(want_p: str | None, kind: str, idx: tuple[int, ...]) -> Selection:
             raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r} matches no platform ({names})")
         plat, devs = hits[0], _devices(hits[0])
         if devs and (why_not := _build_failure(plat, devs[0])):
-            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r}: {plat.name} cannot build a kernel here: {why_not}")
+            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r}: {plat.name} cannot build a kernel here: "
+                              f"{why_not}")
     if kind == "index":
         if bad := [i for i in idx if i >= len(devs)]:
             raise Unavailable(f"DEVICEKIT_OPENCL_DEVICE: {plat.name} has {len(devs)} devices, no device {bad[0]}")

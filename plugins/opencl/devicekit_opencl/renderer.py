@@ -42,7 +42,7 @@ _CODE[Ops.RECIP] = lambda x, dtype: f"(({TYPE_MAP[dtype.scalar().name]})1/{x})"
 
 
 class OpenCLRenderer(CStyleRenderer):
-    """OpenCL C for one device's limits and extensions (`from_device`); the defaults are OpenCL's minimums."""
+    """OpenCL C for one device's limits and extensions (`for_id`); the defaults are OpenCL's minimums."""
 
     device = "OPENCL"
     lang = "opencl"
@@ -83,8 +83,11 @@ class OpenCLRenderer(CStyleRenderer):
         self.shared_max = self.shared_max if shared_max is None else shared_max
 
     @classmethod
-    def from_device(cls, dev) -> OpenCLRenderer:
-        """The renderer for a pyopencl.Device: its extensions, limits and OpenCL version."""
+    def for_id(cls, index: int) -> OpenCLRenderer:
+        """The renderer for OPENCL:index's device: its extensions, limits (work-group size, local memory) and
+        OpenCL version."""
+        from .context import get
+        dev = get(index).device
         ext = tuple(dev.extensions.split())
         m = re.match(r"OpenCL (\d+)\.(\d+)", dev.version.strip())  # -> __OPENCL_VERSION__ (300 for 3.0)
         return cls(fp16="cl_khr_fp16" in ext, fp64="cl_khr_fp64" in ext or bool(getattr(dev, "double_fp_config", 0)),
@@ -142,9 +145,6 @@ class OpenCLRenderer(CStyleRenderer):
     def _mem_type(self, dt: DType) -> str:
         return "uchar" if dt.is_bool else self.render_dtype(dt)  # OpenCL allows no bool in memory
 
-    def render_param(self, name: str, dt: DType, writable: bool) -> str:
-        return f"__global {'' if writable else 'const '}{self._mem_type(dt)} *restrict {name}"
-
     def render_local(self, name: str, dt: DType, size: int) -> str:
         return f"{self.smem_prefix}{self.smem_align}{self._mem_type(dt)} {name}[{size}];"
 
@@ -157,7 +157,8 @@ class OpenCLRenderer(CStyleRenderer):
     def render_preamble(self, used: set[DType]) -> str:
         names = {d.scalar().name for d in used}
         ext = [e for e, dt in (("fp16", "float16"), ("fp64", "float64")) if dt in names]
-        return "\n".join(["#pragma OPENCL FP_CONTRACT OFF", *(f"#pragma OPENCL EXTENSION cl_khr_{e} : enable" for e in ext)])
+        return "\n".join(["#pragma OPENCL FP_CONTRACT OFF",
+                          *(f"#pragma OPENCL EXTENSION cl_khr_{e} : enable" for e in ext)])
 
     def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
         """Buffers become (byte base, byte offset) pairs; the body starts by forming each typed pointer."""
@@ -167,11 +168,10 @@ class OpenCLRenderer(CStyleRenderer):
         head: list[str] = []
         for p in params:
             if p.kind == "buffer":
-                i, const = p.index, "" if p.writable else "const "
+                i, t = p.index, f"__global {'' if p.writable else 'const '}{self._mem_type(p.dtype)} *"
                 sig += [dataclasses.replace(p, decl=f"__global uchar *dk_base{i}"),
                         KernelParam(f"dk_off{i}", "offset", dtypes.uint64, False, p.user_name, i, f"ulong dk_off{i}")]
-                head.append(f"  {p.decl} = (__global {const}{self._mem_type(p.dtype)} *)"
-                            f"(dk_base{i} + dk_off{i});")
+                head.append(f"  {t}restrict {p.name} = ({t})(dk_base{i} + dk_off{i});")
             else:
                 sig.append(p)
         return super().render_kernel(name, sig, head + body, used)

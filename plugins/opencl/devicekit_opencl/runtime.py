@@ -1,14 +1,7 @@
-"""OpenCLProgram: a program binary loaded in one OPENCL id's context, launched on its queue.
-
-Loading checks the compiler's record (compiler.RECORD) and builds the binary; bytes the driver rejects raise here,
-so the core recompiles cached bytes once. Kernel objects are per thread (clSetKernelArg is not thread-safe on one
-cl_kernel). Launch dims are work-groups x work-items a group (global work size = groups * local), checked before
-anything is enqueued (devicekit.launch_sizes: the device's limits, the kernel's own work-group size, PoCL's 2^32
-groups); a hand-written kernel without a local size runs its reqd_work_group_size, else one work-item a group.
-OpenCL's own spelling, `global_work_size=` in work-items and `local_work_size=`, is accepted too (WorkSizes).
-Generated kernels take each buffer as (cl_mem, byte offset); a hand-written one gets the cl_mem, or for a view a
-sub-buffer, which OpenCL allows only at offsets aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN. Waiting polls the event's
-status (devicekit.interrupt.wait_until), so Ctrl-C interrupts a kernel that never ends."""
+"""OpenCLProgram: a program binary (checked: compiler.RECORD) loaded in one OPENCL id's context, launched on its
+queue with per-thread kernel objects (clSetKernelArg is not thread-safe). Sizes are work-groups x work-items a group,
+checked before anything is enqueued; waiting polls the event, so Ctrl-C interrupts a kernel that never ends. More
+in README.md ("How it works")."""
 
 from __future__ import annotations
 
@@ -18,10 +11,9 @@ from typing import Any
 
 import numpy as np
 from devicekit import interrupt, launch_sizes
-from devicekit.errors import LaunchError
 from devicekit.render.signature import launch_shared
-from devicekit.runtime import Program
-from devicekit.work_sizes import WorkSizes
+from devicekit.runtime import Launch, Program
+from devicekit.work_sizes import WorkSizes, with_required
 
 from . import context
 from .compiler import RECORD
@@ -43,7 +35,7 @@ class OpenCLProgram(WorkSizes, Program):
         self._tls.kernel = kernel
         self._view_args = bool(spec.get_meta("view_args", False))
         self._order = spec.arg_order()
-        self._var_types = [np.int64 if v.dtype is None else np.uint8 if v.dtype.is_bool else np.dtype(v.dtype.name).type
+        self._var_types = [np.int64 if v.dtype is None else np.uint8 if v.dtype.is_bool else v.dtype.np.type
                            for v in spec.vars]
         self._align = max(1, int(ctx.device.mem_base_addr_align) // 8)  # reported in bits
         own = _group_info(kernel, ctx.device, "WORK_GROUP_SIZE")  # register use can make it below the device's
@@ -154,17 +146,10 @@ class OpenCLProgram(WorkSizes, Program):
         sized = self.__dict__.get("_sized")
         if sized is None or sized[0] != global_size or sized[1] != local_size:
             groups, local = launch_sizes.check_values(self.name, global_size, local_size)
-            groups, reqd = groups or (1,), self.default_local
-            if not local:  # the kernel's reqd_work_group_size is the only local size it runs with
-                local = reqd[:max(i + 1 for i, x in enumerate(reqd) if x != 1 or i == 0)] if reqd else (1,) * len(groups)
-            n = max(len(local), len(groups))
-            groups, local = groups + (1,) * (n - len(groups)), local + (1,) * (n - len(local))
-            if reqd is not None and local + (1,) * (3 - n) != reqd:
-                want = ", ".join(str(x) for x in reqd)
-                raise LaunchError(f"{self.name}: the kernel declares reqd_work_group_size({want}); it was launched with "
-                                  f"local size {local}: pass local_size=({want}) or leave it out")
+            groups, local = with_required(self.name, groups or (1,), local, self.default_local)
             launch_sizes.check_limits(self.name, groups, local, self._limits)
-            sized = self._sized = (global_size, local_size, groups, local, tuple(g * lo for g, lo in zip(groups, local)))
+            glob = tuple(g * lo for g, lo in zip(groups, local))
+            sized = self._sized = (global_size, local_size, groups, local, glob)
         return sized[2:]
 
 
@@ -195,27 +180,21 @@ def wait_event(ev, queue, keep=None) -> None:
     ev.wait()  # returns at once; raises for a command that ended in error
 
 
-class EventLaunch:
+class EventLaunch(Launch):
     """What `execute(wait=False)` returns on OpenCL: the launch's own event. `wait()` waits for that kernel only
     (the in-order queue has run everything before it) and returns its time on the device, from the profile."""
 
-    __slots__ = ("_ev", "_queue", "seconds")
+    __slots__ = ("_ev", "_queue")
 
     def __init__(self, ev, queue):
-        self._ev, self._queue, self.seconds = ev, queue, None
-
-    @property
-    def done(self) -> bool:
-        return self.seconds is not None
+        super().__init__(None, 0.0)
+        self._ev, self._queue = ev, queue
 
     def wait(self) -> float:
         if self.seconds is None:
             wait_event(self._ev, self._queue)
             self.seconds = (self._ev.profile.end - self._ev.profile.start) * 1e-9
         return self.seconds
-
-    def __repr__(self) -> str:
-        return f"<EventLaunch done in {self.seconds:.6f} s>" if self.done else "<EventLaunch submitted>"
 
 
 def factory(spec):

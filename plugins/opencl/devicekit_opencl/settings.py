@@ -37,10 +37,10 @@ def platform_choice(raw: str) -> str:
     return raw
 
 
-platform_choice.accepts = "a platform index (0, 1, ...) or a part of its name of at most 256 characters"  # type: ignore[attr-defined]
-
-
-device_choice.accepts = "all, gpu, cpu, accelerator, or device indices within the platform such as 0 or 0,2"  # type: ignore[attr-defined]
+platform_choice.accepts = (  # type: ignore[attr-defined]
+    "a platform index (0, 1, ...) or a part of its name of at most 256 characters")
+device_choice.accepts = (  # type: ignore[attr-defined]
+    "all, gpu, cpu, accelerator, or device indices within the platform such as 0 or 0,2")
 
 settings.register("DEVICEKIT_OPENCL_PLATFORM", platform_choice, None,
                   "the OpenCL platform whose devices are OPENCL:0, OPENCL:1, ...: its index or a part of its name "

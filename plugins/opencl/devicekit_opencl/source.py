@@ -62,8 +62,8 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
     fn, names = sg.find_function(tu, entry, _FILE)
     if fn is None:
         raise CompileError(f"no function definition named {entry!r} in the source (found: "
-                           f"{', '.join(sorted(set(names))) or 'none'})", "\n".join(sg.first_errors(tu, _FILE, _OFFSET)),
-                           src)
+                           f"{', '.join(sorted(set(names))) or 'none'})",
+                           "\n".join(sg.first_errors(tu, _FILE, _OFFSET)), src)
     line = fn.location.line - _OFFSET
     if errs := sg.signature_errors(tu, fn, _FILE, _OFFSET):
         raise CompileError(f"{entry}: its signature does not parse (only OpenCL C's own types, what the file "
