@@ -8,7 +8,6 @@ one SIMD register), then fold the lanes: the summation order differs from numpy'
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -147,29 +146,38 @@ def softmax(dtype: DType = dtypes.float32, vec: int | None = None, name: str = "
     return k.build()
 
 
-_EXP2_TERMS = [math.log(2) ** i / math.factorial(i) for i in range(7)]  # 2**f on [-0.5, 0.5]: 1.2e-7 relative
+# 2**f on [-0.5, 0.5], degree 5: relative-error minimax (weighted least squares), float32 coefficients; 7.6e-8
+# relative (the Taylor series of degree 6 it replaces: 1.2e-7, two more ops per element)
+_EXP2_TERMS = [1.0000001192092896, 0.6931469440460205, 0.24022120237350464, 0.05550713464617729,
+               0.009675497189164162, 0.0013276340905576944]
+# 1.5 * 2**23 + 127: t + _ROUND is round(t) + 127 + 1.5 * 2**23 for -127 <= t <= 0 (float32's ulp there is 1), and
+# its bits shifted left 23 are (round(t) + 127) << 23, the float 2**round(t): the rest of the bits shift out
+_ROUND = 12583039.0
+_ROUND_BITS = 0x4B40007F  # the bits of _ROUND: bits(t + _ROUND) - _ROUND_BITS is round(t)
 
 
 def _exp_nonpositive(d: UOp) -> UOp:
-    """exp(d) for float32 d <= 0 or NaN (x - max of a row): softmax's one exp per element, ~2/3 of the core's exp2
-    decomposition's ops (no overflow side, one power of two, a degree-6 series). d * log2(e) is clamped at -127,
-    where 2**n's exponent bits are 0: -inf and anything under 2**-126.5 give 0 (the core's exp2 keeps denormals,
-    which a softmax term below 1e-38 does not need); NaN gives NaN. Within 2 ulp of numpy's exp (float32)."""
+    """exp(d) for float32 d <= 0 or NaN (x - max of a row): softmax's one exp per element in 19 vector ops (the
+    core's exp2 decomposition ~30, this function's first form 26: issue 36). t = d * log2(e) is clamped at -127;
+    t + _ROUND rounds it and its bits are the power of two (an add and a shift; one int->float conversion gives
+    round(t)), and a degree-5 polynomial gives 2**(t - round(t)). -inf and anything under 2**-126.5 give 0 (a softmax term below
+    1e-38 needs no denormal); NaN propagates through the arithmetic (no select). Relative error: 4 ulp for
+    -1 <= d <= 0, growing to ~65 ulp at d = -87 from the float32 rounding of d * log2(e) itself (the form it
+    replaced: 3 and 63)."""
     def c(v: float | int, like: UOp) -> UOp:
         u = UOp.const(like.dtype.scalar(), v)
         return ir.vectorize(*([u] * like.dtype.count)) if like.dtype.count > 1 else u
     i32 = dtypes.int32.vec(d.dtype.count) if d.dtype.count > 1 else dtypes.int32
     t = d * c(1.4426950408889634, d)
-    t = ir.where(t < c(-127.0, d), c(-127.0, d), t)
-    nan = t.ne(t)
-    t0 = ir.where(nan, c(0.0, d), t)
-    n = -((c(0.5, d) - t0).cast(i32))  # round(t0): 0.5 - t0 > 0, so the cast truncates down
-    f = t0 - n.cast(d.dtype)
+    t = ir.where(t < c(-127.0, d), c(-127.0, d), t)  # NaN < -127 is false: a NaN stays
+    bits = (t + c(_ROUND, d)).bitcast(i32)
+    # t - round(t), in [-0.5, 0.5], exact; round(t) from the bits, not as (t + _ROUND) - _ROUND: a compiler that
+    # reassociates floats folds that to t (WEBGPU's llvmpipe does), which left 2**round(t) alone, 25% off
+    f = t - (bits - c(_ROUND_BITS, bits)).cast(d.dtype)
     p = c(_EXP2_TERMS[-1], d)
     for coef in reversed(_EXP2_TERMS[:-1]):
         p = p * f + c(coef, d)
-    scale = ((n + c(127, n)) << c(23, n)).bitcast(d.dtype)
-    return ir.where(nan, t, p * scale)
+    return p * (bits << c(23, bits)).bitcast(d.dtype)
 
 
 def transpose(dtype: DType = dtypes.float32, name: str = "transpose") -> ir.Kernel:
