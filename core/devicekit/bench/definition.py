@@ -155,12 +155,13 @@ def _two(t1: float | None, t2: float | None) -> float | None:
 
 
 def _total_sum_setup(parts: int) -> Callable[[Any, dict[str, Any]], Prepared]:
-    """A full sum as two launches of one row-sum kernel: `parts` rows of n/parts (on the device's threads), then
-    the sum of the `parts` partials."""
+    """A full sum as two launches of one row-sum kernel built for `dev` (its vector register's lanes): `parts` rows
+    of n/parts (on the device's threads), then the sum of the `parts` partials (a few microseconds: the first launch,
+    the read of the input, is the case's time)."""
     def setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
         from .. import kernels
 
-        program = final(dev.compile(kernels.reduce("sum", name="bench_sum")))
+        program = final(dev.compile(kernels.reduce("sum", name="bench_sum", device=dev)))
         n = inputs["x"].size
         rows, _ = _buffers(dev, program, {"x": inputs["x"], "m": parts, "n": n // parts})
         (_, total), _ = _buffers(dev, program, {"m": 1, "n": parts}, {"x": rows[1]})
