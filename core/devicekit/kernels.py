@@ -109,9 +109,11 @@ def softmax(dtype: DType = dtypes.float32, vec: int | None = None, name: str = "
     """Row softmax of an m x n matrix: exp(x - max) / sum(exp(x - max)), computed in float32 for half types.
 
     One exp per element: a vector max over the row, then one pass that stores e = exp(x - max) in `out` (the row
-    stays in L1), a vector sum of those, and one pass that scales them by 1 / sum. The exp is the cost (the core's
-    exp2 is ~30 vector ops, a max or a sum one): the three-pass form computed it twice per element (4096 x 1024
-    float32 on a Rocket Lake Xeon: 6.0 -> 1.5-1.8 ms). float64 is computed in float64. `vec` lanes per step (1..16):
+    stays in L1), a vector sum of those, and one pass that scales them by 1 / sum. The exp is the cost (float32:
+    `_exp_nonpositive`, 19 vector ops; a max or a sum one, the scaling two): the three-pass form computed it twice
+    per element (4096 x 1024 float32 on a Rocket Lake Xeon: 6.0 -> 1.5-1.8 ms). Rows are not blocked: two or four
+    rows a step, the next row's loads riding in this row's exp pass, were 15% slower in cache and no faster out of
+    it (issue 36). float64 is computed in float64. `vec` lanes per step (1..16):
     by default `_register_lanes` of `device` (None: the default device's Target, as `matmul`; 16 float32 on AVX-512,
     8 on AVX2 and where the register file is unknown); each pass is a vector body and a scalar tail."""
     k = ir.KernelBuilder(name)
