@@ -94,23 +94,36 @@ def launch_only(uops: list[UOp]) -> set[UOp]:
     return dead
 
 
+def checked_cast(u: UOp, fit_lo: int) -> bool:
+    """A 32-bit integer widened to 64 bits whose bounds leave [fit_lo, FIT_HI] (int32 data that may hold int32's
+    minimum, the sentinel's image; uint32 data past 2**31 - 1: a gather's index buffer). A backend that checks
+    what it loads (`loads`) checks these values too, at run time, as it checks an int64 it loads."""
+    if u.op is not Ops.CAST or not is_wide(u.dtype) or u.src[0].dtype.scalar() not in (dtypes.int32, dtypes.uint32):
+        return False
+    lo, hi = value_bounds(u)
+    return not (fit_lo <= lo and hi <= FIT_HI)
+
+
 def _dependent(uops: list[UOp], loads: bool = False) -> set[UOp]:
-    """Values that read an accumulator, the sentinel or (`loads`) a checked int64 load: value_bounds cannot bound
-    them; `_abstract` does."""
+    """Values that read an accumulator, the sentinel or (`loads`) a checked int64 load or widened 32-bit value
+    (`checked_cast`): value_bounds cannot bound them; `_abstract` does."""
     dep: set[UOp] = set()
+    fit_lo = FIT_LO if has_sentinel(uops) else I32_MIN
     for u in uops:
         if u.op in (Ops.DEFINE_ACC, Ops.ASSIGN) or (u.op is Ops.CONST and u.arg == SENTINEL and is_wide(u.dtype)) \
-                or (loads and u.op is Ops.LOAD and is_wide(u.dtype)) or any(s in dep for s in u.src):
+                or (loads and (u.op is Ops.LOAD and is_wide(u.dtype) or checked_cast(u, fit_lo))) \
+                or any(s in dep for s in u.src):
             dep.add(u)
     return dep
 
 
-def _abstract(uops: list[UOp], dep: set[UOp]) -> tuple[dict[UOp, Abs], list[tuple[UOp, UOp]]]:
+def _abstract(uops: list[UOp], dep: set[UOp], loads: bool = False) -> tuple[dict[UOp, Abs], list[tuple[UOp, UOp]]]:
     """Abs of every dependent 64-bit value (accumulators to a fixpoint), and the (user, value) pairs where a value
     that may be the sentinel reaches an op that is not order-preserving."""
     full = Abs(-float("inf"), float("inf"))
     acc: dict[UOp, Abs] = {}
     out: dict[UOp, Abs] = {}
+    fit_lo = FIT_LO if has_sentinel(uops) else I32_MIN
 
     def get(s: UOp) -> Abs:
         if s in dep:
@@ -126,8 +139,8 @@ def _abstract(uops: list[UOp], dep: set[UOp]) -> tuple[dict[UOp, Abs], list[tupl
             op, src = u.op, u.src
             if op is Ops.CONST:
                 a = Abs(None, None, True)
-            elif op is Ops.LOAD:  # a checked load (`loads`): the backend verifies each value fits, at run time
-                a = Abs(FIT_LO, FIT_HI)
+            elif op is Ops.LOAD or (loads and checked_cast(u, fit_lo)):  # checked (`loads`): the backend verifies
+                a = Abs(FIT_LO, FIT_HI)  # each value fits, at run time
             elif op is Ops.DEFINE_ACC:
                 a = acc.setdefault(u, get(src[0]))
             elif op is Ops.ASSIGN:
@@ -189,7 +202,7 @@ def wide_values(uops: list[UOp], loads: bool = False) -> list[Wide]:
     skip = launch_only(uops)
     dep = _dependent(uops, loads)
     fit_lo = FIT_LO if has_sentinel(uops) else I32_MIN
-    abst, _ = _abstract(uops, dep) if dep else ({}, [])
+    abst, _ = _abstract(uops, dep, loads) if dep else ({}, [])
     for u in uops:
         if u.op in _NOT_VALUES or not is_wide(u.dtype) or u in skip:
             continue
@@ -219,11 +232,11 @@ def narrow_plan(lk, target: str, why: str = "has no 64-bit integers", loads: boo
     support", naming the value) for a value no var bounds can place in int32, else the guards `launch_check`
     proves at each launch (an empty tuple: it fits for every launch, `fits_32`). `target` names the backend in the
     message ("WEBGPU"); `why` says why it must narrow. `loads`: the backend checks every int64 it loads at run time
-    (the value is in FIT, or the launch fails naming it), so a loaded index counts as FIT; arithmetic on it must
-    still be proven."""
+    (the value is in FIT, or the launch fails naming it), and every 32-bit integer it widens past FIT
+    (`checked_cast`), so a loaded index counts as FIT; arithmetic on it must still be proven."""
     uops = list(lk.uops)
     dep = _dependent(uops, loads)
-    _, misuse = _abstract(uops, dep) if dep else ({}, [])
+    _, misuse = _abstract(uops, dep, loads) if dep else ({}, [])
     for user, v in misuse:
         raise KernelError(f"{target} does not support 64-bit integer values: INT64_MIN (the bounds-check sentinel) "
                           f"reaches {user.op.name.lower()}, which int32 cannot compute exactly (the target {why})",

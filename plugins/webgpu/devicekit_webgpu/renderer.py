@@ -119,7 +119,7 @@ class _Kernel:
 
     local_size: tuple[int, ...]
     params: dict[str, tuple[int, DType, bool]]  # WGSL name -> (binding, storage dtype, written)
-    wide: bool = False  # loads int64 data: dk_ld64 checks each value and the dk_wide flag binding exists
+    wide: bool = False  # loads int64 data or widens 32-bit data (dk_ld64, dk_fit_*): the dk_wide flag binding exists
     sentinel: bool = False  # uses INT64_MIN (ir.narrow.has_sentinel)
 
 
@@ -231,6 +231,11 @@ class WGSLRenderer(CStyleRenderer):
     def render_cast(self, x: str, src: DType, dst: DType) -> str:
         if dst.scalar() == dtypes.uint8:
             raise KernelError("WEBGPU does not support uint8 values (WGSL has f32, i32, u32, bool and f16)")
+        if dst.scalar() == dtypes.int64 and (k := getattr(self._tls, "k", None)) is not None:
+            if src.scalar() == dtypes.uint32:  # past 2**31 - 1 does not fit: flagged (ir.narrow.checked_cast)
+                return f"dk_fit_u({x})"
+            if src.scalar() == dtypes.int32 and k.sentinel:  # int32's minimum is the sentinel's image: flagged
+                return f"dk_fit_i({x})"
         s, d = _t(src), _t(dst)
         if s == d:
             return x
@@ -300,15 +305,14 @@ class WGSLRenderer(CStyleRenderer):
         params: dict[str, tuple[int, DType, bool]] = {}
         stored = {u.arg[0]: u.dtype for u in lk.uops if u.op is Ops.PARAM}
         written = {u.src[0].src[0].arg[0] for u in lk.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM}
-        loaded = {u.src[0].src[0].arg[0] for u in lk.uops if u.op is Ops.LOAD and u.src[0].src[0].op is Ops.PARAM}
         for i, p in enumerate(lk.params):
             dt = stored.get(i, p.dtype)
             if dt.name not in TYPE_MAP or (dt == dtypes.float16 and not self.fp16):
                 raise KernelError(f"WEBGPU does not support {dt.name} buffers (param {p.name!r})")
             params[self.user_name(p.name)] = (i, dt, i in written)
-        wide = any(dt == dtypes.int64 and i in loaded for i, dt, _ in params.values())
+        wide = bool(_checked(lk))
         if len(params) + wide > self.max_buffers:
-            extra = " (and the int64 load check's flag)" if wide else ""
+            extra = " (and the 64-bit index check's flag)" if wide else ""
             raise KernelError(f"WEBGPU does not support kernel {name} with {len(params)} buffers{extra}: this adapter "
                               f"allows {self.max_buffers} storage buffers per shader stage")
         for v in lk.vars:
@@ -349,7 +353,13 @@ class WGSLRenderer(CStyleRenderer):
                     "  if ((hi != (lo >> 31u)) || (lo == (-2147483647i-1i))) {",
                     "    atomicStore(&dk_wide[0], 1u); return select(2147483647i, -2147483647i, hi < 0i);",
                     "  }",
-                    "  return lo;", "}"]
+                    "  return lo;", "}",
+                    "fn dk_fit_i(x: i32) -> i32 {",  # int32 data widened to an index (ir.narrow.checked_cast)
+                    "  if (x == (-2147483647i-1i)) { atomicStore(&dk_wide[0], 1u); return -2147483647i; }",
+                    "  return x;", "}",
+                    "fn dk_fit_u(x: u32) -> i32 {",  # uint32 data widened to an index
+                    "  if (x > 2147483647u) { atomicStore(&dk_wide[0], 1u); return 2147483647i; }",
+                    "  return i32(x);", "}"]
         lines = [statement(x) for x in body]
         out += [x.strip() for x in lines if x.lstrip().startswith("var<workgroup>")]
         lines = [x for x in lines if not x.lstrip().startswith("var<workgroup>")]
@@ -367,15 +377,25 @@ class WGSLRenderer(CStyleRenderer):
         wire = tuple(UNIFORM_TYPES["int64" if v.scalar is None else v.dtype.name] for v in lk.vars)
         units = tuple(_unit(stored.get(i, p.dtype)) for i, p in enumerate(lk.params))
         return (("wgsl_args", wire), ("wgsl_units", units),
-                ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _int64_loaded(lk)),
+                ("narrow_guards", narrow_plan(lk, "WEBGPU", loads=True)), ("wgsl_wide", _checked(lk)),
                 ("narrow_fit_lo", -(2**31) + has_sentinel(list(lk.uops))), ("loop_nest", nest(lk.uops)))
 
 
-def _int64_loaded(lk) -> tuple[str, ...]:
-    """The int64 params the kernel loads (checked by dk_ld64 at run time), by name."""
-    return tuple(dict.fromkeys(lk.params[u.src[0].src[0].arg[0]].name for u in lk.uops
-                               if u.op is Ops.LOAD and u.dtype.scalar() == dtypes.int64
-                               and u.src[0].src[0].op is Ops.PARAM))
+def _checked(lk) -> tuple[str, ...]:
+    """What the kernel checks at run time against the dk_wide flag, for the launch's error: the int64 params it
+    loads (dk_ld64), by name, and the 32-bit data it widens to 64 bits (dk_fit_u; dk_fit_i where the kernel has
+    the sentinel), as 'idx (uint32)' where it comes straight from a param's load."""
+    sentinel = has_sentinel(list(lk.uops))
+    out = []
+    for u in lk.uops:
+        if u.op is Ops.LOAD and u.dtype.scalar() == dtypes.int64 and u.src[0].src[0].op is Ops.PARAM:
+            out.append(lk.params[u.src[0].src[0].arg[0]].name)
+        elif u.op is Ops.CAST and u.dtype.scalar() == dtypes.int64 and (
+                (s := u.src[0].dtype.scalar()) == dtypes.uint32 or (s == dtypes.int32 and sentinel)):
+            x = u.src[0]
+            param = x.op is Ops.LOAD and x.src[0].op is Ops.INDEX and x.src[0].src[0].op is Ops.PARAM
+            out.append(f"{lk.params[x.src[0].src[0].arg[0]].name} ({s.name})" if param else f"a {s.name} value")
+    return tuple(dict.fromkeys(out))
 
 
 def _unit(dt: DType) -> int:

@@ -109,7 +109,7 @@ class WebGPUProgram(Program):
         self._ubuf = (ctx.device.create_buffer(size=self._ubytes, usage=wgpu.BufferUsage.UNIFORM
                                                | wgpu.BufferUsage.COPY_DST) if self._ubind is not None else None)
         self._groups: OrderedDict = OrderedDict()
-        self._wide = tuple(spec.get_meta("wgsl_wide", ()))  # int64 params loaded: dk_ld64's flag at binding n + 1
+        self._wide = tuple(spec.get_meta("wgsl_wide", ()))  # int64 loads, widened 32-bit data: the flag at binding n + 1
         self._guards = tuple(spec.get_meta("narrow_guards", ()))  # int64 values proven to fit per launch (ir.narrow)
         self._proven: set = set()
         loops = spec.get_meta("loop_nest", ())
@@ -272,7 +272,7 @@ class WebGPUProgram(Program):
             if any(record[2 * k] for k in range(len(checks.sites))):
                 return
         from devicekit.errors import DataRangeError
-        raise DataRangeError(f"{self.name}: an int64 value loaded from {', '.join(self._wide)} is outside int32: WEBGPU "
+        raise DataRangeError(f"{self.name}: a 64-bit integer value from {', '.join(self._wide)} is outside int32: WEBGPU "
                          "computes index arithmetic in 32 bits (WGSL has no 64-bit integers), so the results of "
                          "this launch are not valid")
 
