@@ -31,6 +31,7 @@ from typing import Any
 
 from .analysis import free_ranges
 from .dtypes import dtypes, scalar_wire
+from .kblock import block_k, kblock
 from .ops import Ops
 from .passes import simplify_step
 from .rewrite import substitute_memo
@@ -43,6 +44,7 @@ _FLOATS = (dtypes.float32, dtypes.float64)
 _HALVES = (dtypes.float16, dtypes.bfloat16)
 UNROLL = 4  # rows of a register tile
 TILE_BYTES = 64  # a tile row: a cache line; two AVX2 vectors, one AVX-512 (4 x 16 float32 beat 4 x 8 by 2.5x at 1024)
+KBLOCK = True  # K blocking of 2-D tiles on the CPU (ir/kblock.py)
 MIN_TAIL = 4  # the narrowest vector tail of an upcast (16 bytes of float32: the narrowest SIMD register)
 applied = 0  # kernels rewritten in this process: the fuzzer counts the kernels it checked the optimizer on
 
@@ -113,6 +115,13 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
             opts.append(f"upcast global range {vec.arg[0]} x{width}")
             if tails:
                 opts.append("vector tails " + " ".join(f"x{t}" for t in tails))
+            if caps.core_split and unr is not None and rows > 1 and glob == [unr, vec] and KBLOCK:
+                kc = block_k(rows, width, dt.itemsize)
+                jr = next(u for st in stmts for u in st.toposort() if u.op is Ops.RANGE and u.arg == vec.arg)
+                ids = 1 + max(u.arg[0] for st in stmts for u in st.toposort() if u.op is Ops.RANGE)
+                if (blocked := kblock(stmts, jr, kc, ids)) is not None:
+                    stmts = blocked
+                    opts.append(f"k blocks of {kc}")
     if not opts:
         return sink, ()
     global applied

@@ -20,7 +20,9 @@ from .passes import decompose
 from .rewrite import substitute, substitute_memo
 from .uop import KernelError, UOp, make_alu, memo_order
 
-KIND_RANK = {"global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
+# "block": the optimizer's K blocks (ir/kblock.py), a sequential loop outside every other one (the CPU's split of
+# the row tiles included), so each block of b is reused by all of a chunk's rows; never written by a user
+KIND_RANK = {"block": -1, "global": 0, "local": 1, "loop": 2, "reduce": 3, "unroll": 4}
 
 
 # ---- scheduling --------------------------------------------------------------------------------------------------------
@@ -64,6 +66,7 @@ class Scheduler:
         self.written = {u.src[0].src[0] for u in self.nodes if u.op is Ops.STORE}
         self.pinned_memo: dict[UOp, bool] = {}
         self._fill_pinned(self.nodes)
+        self.reduces_at: dict[frozenset, list[UOp]] = {}  # reopened loops -> the reductions over them
         self.below: dict[UOp, set[UOp]] = {}  # a reduction's nodes (`_siblings` asks again for each loop)
         self.decomposed: set[UOp] = set()  # what decompose left as it was (each reduce's update walks its value)
         self.placed: dict[UOp, tuple[_Block, UOp]] = {}
@@ -375,13 +378,14 @@ class Scheduler:
     def _siblings(self, red: UOp, depth: int, stack: list[_Block]) -> list[UOp]:
         """Other reductions over the same ranges at the same depth, independent of this one: they share its loop
         (a register-tiled matmul keeps several accumulators in one k loop)."""
-        if red not in self.node_set or self._pinned(red):
+        cands = self._reduces_here()
+        if (red not in self.node_set and red not in cands) or self._pinned(red):
             return []
         below = self.below
         if (rd := below.get(red)) is None:
             rd = below[red] = set(red.toposort())
         group, deps = [red], [rd]
-        for u in self.reduces:
+        for u in cands:
             if (u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
                     or min(len(self._nest(u)), len(stack) - 1) != depth  # red's own depth rule
                     or any(r != _GUARD and self._visible(r, stack) is None for r in self._free(u))):
@@ -393,6 +397,18 @@ class Scheduler:
             group.append(u)
             deps.append(ud)
         return group[1:]
+
+    def _reduces_here(self) -> list[UOp]:
+        """The kernel's reductions as the current statement sees them: over the copies of its reopened loops (a
+        statement is substituted when its loops are reopened, and so are the later ones: the rows of a K-blocked
+        tile then still share one k loop). The graph's own where no loop was reopened."""
+        if not self.sub:
+            return self.reduces
+        key = frozenset(self.sub.items())
+        if (got := self.reduces_at.get(key)) is None:
+            memo: dict[UOp, UOp] = {}
+            got = self.reduces_at[key] = [substitute_memo(u, self.sub, memo) for u in self.reduces]
+        return got
 
     def _emit_reduce(self, red: UOp, stack: list[_Block]) -> UOp:
         depth = len(stack) - 1 if self._pinned(red) else min(len(self._nest(red)), len(stack) - 1)
