@@ -1,4 +1,6 @@
-"""ctypes bindings for nvJitLink: PTX -> cubin for one real architecture, in process."""
+"""nvJitLink (PTX -> cubin for one real architecture, in process) through NVIDIA's maintained binding,
+`cuda.bindings.nvjitlink` (cuda-python). As for NVRTC (nvrtc.py), the library `toolchain.nvjitlink()` found is loaded
+by path first, so the binding uses it instead of searching."""
 
 from __future__ import annotations
 
@@ -6,16 +8,6 @@ import ctypes
 import threading
 
 from . import toolchain
-
-_RESULTS = {
-    0: "NVJITLINK_SUCCESS", 1: "NVJITLINK_ERROR_UNRECOGNIZED_OPTION", 2: "NVJITLINK_ERROR_MISSING_ARCH",
-    3: "NVJITLINK_ERROR_INVALID_INPUT", 4: "NVJITLINK_ERROR_PTX_COMPILE", 5: "NVJITLINK_ERROR_NVVM_COMPILE",
-    6: "NVJITLINK_ERROR_INTERNAL", 7: "NVJITLINK_ERROR_THREADPOOL", 8: "NVJITLINK_ERROR_UNRECOGNIZED_INPUT",
-    9: "NVJITLINK_ERROR_FINALIZE", 10: "NVJITLINK_ERROR_NULL_INPUT", 11: "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS",
-    12: "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE", 13: "NVJITLINK_ERROR_ARCH_MISMATCH",
-    14: "NVJITLINK_ERROR_OUTDATED_LIBRARY", 15: "NVJITLINK_ERROR_MISSING_FATBIN",
-}
-INPUT_PTX = 2
 
 
 class NvJitLinkError(RuntimeError):
@@ -27,61 +19,59 @@ class NvJitLinkError(RuntimeError):
 class NvJitLink:
     def __init__(self, path: str, origin: str = ""):
         self.path, self.origin = path, origin
-        c = ctypes
-        lib = c.CDLL(path)
-        lib.nvJitLinkCreate.argtypes = [c.POINTER(c.c_void_p), c.c_uint32, c.POINTER(c.c_char_p)]
-        lib.nvJitLinkDestroy.argtypes = [c.POINTER(c.c_void_p)]
-        lib.nvJitLinkAddData.argtypes = [c.c_void_p, c.c_int, c.c_void_p, c.c_size_t, c.c_char_p]
-        lib.nvJitLinkComplete.argtypes = [c.c_void_p]
-        for fn in ("nvJitLinkGetLinkedCubinSize", "nvJitLinkGetErrorLogSize", "nvJitLinkGetInfoLogSize"):
-            getattr(lib, fn).argtypes = [c.c_void_p, c.POINTER(c.c_size_t)]
-        for fn in ("nvJitLinkGetLinkedCubin", "nvJitLinkGetErrorLog", "nvJitLinkGetInfoLog"):
-            getattr(lib, fn).argtypes = [c.c_void_p, c.c_void_p]
-        self.lib = lib
-        self.version = (0, 0)
-        if hasattr(lib, "nvJitLinkVersion"):
-            lib.nvJitLinkVersion.argtypes = [c.POINTER(c.c_uint), c.POINTER(c.c_uint)]
-            major, minor = c.c_uint(), c.c_uint()
-            if lib.nvJitLinkVersion(c.byref(major), c.byref(minor)) == 0:
-                self.version = (major.value, minor.value)
-
-    def _log(self, handle, size_fn, get_fn) -> str:
-        c = ctypes
-        size = c.c_size_t()
-        if size_fn(handle, c.byref(size)) != 0 or size.value == 0:
-            return ""
-        buf = c.create_string_buffer(size.value)
-        get_fn(handle, buf)
-        return buf.value.decode(errors="replace").strip()
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)  # this file, not whichever libnvJitLink the binding would find
+        try:
+            from cuda.bindings import nvjitlink
+        except ImportError as e:
+            raise OSError(f"cuda-python's binding is missing ({e}): pip install 'cuda-bindings>=13.2,<14'") from e
+        self.j = nvjitlink
+        try:
+            self.version = tuple(nvjitlink.version())
+        except nvjitlink.nvJitLinkError:
+            self.version = (0, 0)
 
     def link_ptx(self, ptx: bytes, arch: str, name: str = "kernel", options: list[str] | None = None) -> bytes:
         """Assemble and link one PTX module into a cubin for `arch` ("sm_90")."""
-        c, lib = ctypes, self.lib
+        j = self.j
         opts = [f"-arch={arch}", *(options or [])]
-        arr = (c.c_char_p * len(opts))(*[o.encode() for o in opts])
-        handle = c.c_void_p()
-        r = lib.nvJitLinkCreate(c.byref(handle), len(opts), arr)
-        if r != 0:
-            raise NvJitLinkError(f"nvJitLinkCreate({' '.join(opts)}) failed: {_RESULTS.get(r, r)}")
+        try:
+            handle = j.create(len(opts), opts)
+        except j.nvJitLinkError as e:
+            raise NvJitLinkError(f"nvJitLinkCreate({' '.join(opts)}) failed: {_status(e)}") from None
         try:
             data = ptx if ptx.endswith(b"\0") else ptx + b"\0"
-            buf = c.create_string_buffer(data, len(data))
-            r = lib.nvJitLinkAddData(handle, INPUT_PTX, buf, len(data), f"{name}.ptx".encode())
-            if r == 0:
-                r = lib.nvJitLinkComplete(handle)
-            if r != 0:
-                log = self._log(handle, lib.nvJitLinkGetErrorLogSize, lib.nvJitLinkGetErrorLog)
-                raise NvJitLinkError(f"nvJitLink failed for {arch}: {_RESULTS.get(r, r)}", log)
-            size = c.c_size_t()
-            r = lib.nvJitLinkGetLinkedCubinSize(handle, c.byref(size))
-            out = c.create_string_buffer(size.value)
-            if r == 0:
-                r = lib.nvJitLinkGetLinkedCubin(handle, out)
-            if r != 0:
-                raise NvJitLinkError(f"nvJitLinkGetLinkedCubin failed: {_RESULTS.get(r, r)}")
-            return out.raw[:size.value]
+            try:
+                j.add_data(handle, j.InputType.PTX, data, len(data), f"{name}.ptx")
+                j.complete(handle)
+            except j.nvJitLinkError as e:
+                raise NvJitLinkError(f"nvJitLink failed for {arch}: {_status(e)}", self._log(handle)) from None
+            try:
+                out = bytearray(j.get_linked_cubin_size(handle))
+                j.get_linked_cubin(handle, out)
+            except j.nvJitLinkError as e:
+                raise NvJitLinkError(f"nvJitLinkGetLinkedCubin failed: {_status(e)}") from None
+            return bytes(out)
         finally:
-            lib.nvJitLinkDestroy(c.byref(handle))
+            j.destroy(handle)
+
+    def _log(self, handle) -> str:
+        try:
+            buf = bytearray(self.j.get_error_log_size(handle))
+            if not buf:
+                return ""
+            self.j.get_error_log(handle, buf)
+        except self.j.nvJitLinkError:
+            return ""
+        return bytes(buf).rstrip(b"\0").decode(errors="replace").strip()
+
+
+def _status(e: Exception) -> str:
+    """The result's name ("NVJITLINK_ERROR_PTX_COMPILE"), as the C API spells it."""
+    from cuda.bindings import nvjitlink
+    try:
+        return f"NVJITLINK_{nvjitlink.Result(e.status).name}"
+    except (AttributeError, ValueError):
+        return str(e)
 
 
 _lock = threading.Lock()

@@ -1,4 +1,7 @@
-"""ctypes bindings for NVRTC: CUDA C++ source -> PTX, in process.
+"""NVRTC (CUDA C++ source -> PTX or cubin, in process) through NVIDIA's maintained binding, `cuda.bindings.nvrtc`
+(cuda-python). The library is the one `toolchain.nvrtc()` found (DEVICEKIT_NVRTC, the pip wheel, a toolkit): it is
+loaded by path before the binding's first call, so the binding's own lookup (cuda-pathfinder) finds it loaded by its
+soname instead of searching, which also works in a venv layered on another.
 
 Loaded on first use only (never when the plugin is imported or devices are listed).
 """
@@ -23,42 +26,25 @@ class NVRTC:
     def __init__(self, path: str, origin: str = ""):
         self.path, self.origin = path, origin
         _preload_builtins(path)
-        lib = ctypes.CDLL(path)
-        c = ctypes
-        lib.nvrtcVersion.argtypes = [c.POINTER(c.c_int), c.POINTER(c.c_int)]
-        lib.nvrtcGetErrorString.restype = c.c_char_p
-        lib.nvrtcGetErrorString.argtypes = [c.c_int]
-        lib.nvrtcCreateProgram.argtypes = [c.POINTER(c.c_void_p), c.c_char_p, c.c_char_p, c.c_int,
-                                           c.POINTER(c.c_char_p), c.POINTER(c.c_char_p)]
-        lib.nvrtcDestroyProgram.argtypes = [c.POINTER(c.c_void_p)]
-        lib.nvrtcCompileProgram.argtypes = [c.c_void_p, c.c_int, c.POINTER(c.c_char_p)]
-        for fn in ("nvrtcGetPTXSize", "nvrtcGetProgramLogSize", "nvrtcGetCUBINSize"):
-            getattr(lib, fn).argtypes = [c.c_void_p, c.POINTER(c.c_size_t)]
-        for fn in ("nvrtcGetPTX", "nvrtcGetProgramLog", "nvrtcGetCUBIN"):
-            getattr(lib, fn).argtypes = [c.c_void_p, c.c_char_p]
-        self.lib = lib
-        major, minor = c.c_int(), c.c_int()
-        self._check(lib.nvrtcVersion(c.byref(major), c.byref(minor)), "nvrtcVersion")
-        self.version = (major.value, minor.value)
-        self.supported_archs = self._supported_archs()
-
-    def _supported_archs(self) -> tuple[int, ...]:
-        c, lib = ctypes, self.lib
+        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)  # this file, not whichever libnvrtc the binding would find
         try:
-            n = c.c_int()
-            lib.nvrtcGetNumSupportedArchs.argtypes = [c.POINTER(c.c_int)]
-            lib.nvrtcGetSupportedArchs.argtypes = [c.POINTER(c.c_int)]
-            self._check(lib.nvrtcGetNumSupportedArchs(c.byref(n)), "nvrtcGetNumSupportedArchs")
-            arr = (c.c_int * n.value)()
-            self._check(lib.nvrtcGetSupportedArchs(arr), "nvrtcGetSupportedArchs")
-            return tuple(arr)
-        except (AttributeError, NVRTCError):
-            return ()
+            from cuda.bindings import nvrtc
+        except ImportError as e:
+            raise OSError(f"cuda-python's binding is missing ({e}): pip install 'cuda-bindings>=13.2,<14'") from e
+        self.n = nvrtc
+        self.version = tuple(self._ok(nvrtc.nvrtcVersion(), "nvrtcVersion"))
+        try:
+            self.supported_archs = tuple(self._ok(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))
+        except NVRTCError:
+            self.supported_archs = ()
 
-    def _check(self, status: int, what: str, log: str = "") -> None:
-        if status != 0:
-            msg = self.lib.nvrtcGetErrorString(status).decode(errors="replace")
-            raise NVRTCError(f"{what} failed: {msg} ({status})", log)
+    def _ok(self, res: tuple, what: str, log: str = ""):
+        """The values after the status of a binding call; NVRTCError naming the call and the status otherwise."""
+        status, *values = res
+        if status != self.n.nvrtcResult.NVRTC_SUCCESS:
+            msg = self.n.nvrtcGetErrorString(status)[1].decode(errors="replace")
+            raise NVRTCError(f"{what} failed: {msg} ({int(status)})", log)
+        return values[0] if len(values) == 1 else values
 
     def compile(self, src: str, name: str, options: list[str], cubin: bool = False) -> tuple[bytes, str]:
         """Compile `src`; return (PTX text as bytes, or a cubin when `cubin`, and the program log)."""
@@ -71,42 +57,38 @@ class NVRTC:
         """Compile `src` with in-memory `headers` ({include name: text}) and NVRTC name expressions (a kernel's
         source name or a template instantiation such as "matrixMul<32>"); return (PTX or cubin, the log, {name
         expression: lowered (mangled) name})."""
-        c, lib = ctypes, self.lib
-        prog = c.c_void_p()
-        headers = headers or {}
-        hsrc = (c.c_char_p * max(1, len(headers)))(*[v.encode() for v in headers.values()])
-        hnames = (c.c_char_p * max(1, len(headers)))(*[k.encode() for k in headers])
-        self._check(lib.nvrtcCreateProgram(c.byref(prog), src.encode(), f"{name}.cu".encode(), len(headers),
-                                           hsrc if headers else None, hnames if headers else None),
-                    "nvrtcCreateProgram")
+        n, headers = self.n, headers or {}
+        prog = self._ok(n.nvrtcCreateProgram(src.encode(), f"{name}.cu".encode(), len(headers),
+                                             [v.encode() for v in headers.values()], [k.encode() for k in headers]),
+                        "nvrtcCreateProgram")
         try:
-            if name_exprs:
-                lib.nvrtcAddNameExpression.argtypes = [c.c_void_p, c.c_char_p]
-                lib.nvrtcGetLoweredName.argtypes = [c.c_void_p, c.c_char_p, c.POINTER(c.c_char_p)]
-                for e in name_exprs:
-                    self._check(lib.nvrtcAddNameExpression(prog, e.encode()), "nvrtcAddNameExpression")
-            opts = [o.encode() for o in options]
-            arr = (c.c_char_p * len(opts))(*opts)
-            status = lib.nvrtcCompileProgram(prog, len(opts), arr)
-            size = c.c_size_t()
-            lib.nvrtcGetProgramLogSize(prog, c.byref(size))
-            buf = c.create_string_buffer(size.value)
-            lib.nvrtcGetProgramLog(prog, buf)
-            log = buf.value.decode(errors="replace").strip()
-            self._check(status, "nvrtcCompileProgram", log)
-            lowered = {}
             for e in name_exprs:
-                out_name = c.c_char_p()
-                self._check(lib.nvrtcGetLoweredName(prog, e.encode(), c.byref(out_name)), f"nvrtcGetLoweredName({e})")
-                lowered[e] = out_name.value.decode()  # owned by the program: copied before it is destroyed
-            get_size, get = (lib.nvrtcGetCUBINSize, lib.nvrtcGetCUBIN) if cubin else (lib.nvrtcGetPTXSize, lib.nvrtcGetPTX)
-            self._check(get_size(prog, c.byref(size)), get_size.__name__)
-            out = c.create_string_buffer(size.value)
-            self._check(get(prog, out), get.__name__)
-            data = out.raw[:size.value]
-            return (data if cubin else data.rstrip(b"\0")), log, lowered
+                self._ok(n.nvrtcAddNameExpression(prog, e.encode()), "nvrtcAddNameExpression")
+            opts = [o.encode() for o in options]
+            (status,) = n.nvrtcCompileProgram(prog, len(opts), opts)
+            size = self._ok(n.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
+            buf = _out(size)
+            self._ok(n.nvrtcGetProgramLog(prog, buf), "nvrtcGetProgramLog")
+            log = bytes(buf).rstrip(b"\0").decode(errors="replace").strip()
+            self._ok((status,), "nvrtcCompileProgram", log)
+            lowered = {e: self._ok(n.nvrtcGetLoweredName(prog, e.encode()), f"nvrtcGetLoweredName({e})").decode()
+                       for e in name_exprs}
+            get_size, get = (n.nvrtcGetCUBINSize, n.nvrtcGetCUBIN) if cubin else (n.nvrtcGetPTXSize, n.nvrtcGetPTX)
+            size = self._ok(get_size(prog), get_size.__name__)
+            out = _out(size)
+            self._ok(get(prog, out), get.__name__)
+            return (bytes(out) if cubin else bytes(out).rstrip(b"\0")), log, lowered
         finally:
-            lib.nvrtcDestroyProgram(c.byref(prog))
+            n.nvrtcDestroyProgram(prog)
+
+
+def _out(size: int) -> bytearray:
+    """A fresh writable buffer for the binding to fill (`char *log`, `char *ptx`, `char *cubin`). Never `bytes`, though
+    the binding's docstrings say bytes and NVIDIA's examples write `b" " * size`: the binding writes into whatever
+    bytes it is given, and `b" " * 1` (an empty log is one NUL) is CPython's one shared `b" "`, so every `b" "` in the
+    process would become `b"\\0"` (`os.environ[k] = " "` then fails with "embedded null byte"; Ray's driver gets
+    empty arrays back from its actors)."""
+    return bytearray(size)
 
 
 def _preload_builtins(path: str) -> None:
