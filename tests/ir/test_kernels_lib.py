@@ -137,7 +137,7 @@ def test_contiguous_lanes_become_vector_loads_and_stores_only_when_aligned():
     lk = lower(kernels.reduce("sum"), GPU)
     assert not [u for u in lk.uops if u.op is Ops.LOAD and u.dtype.count > 1]
     import dataclasses
-    lk = lower(kernels.reduce("sum"), dataclasses.replace(CPU, unaligned_vectors=True))
+    lk = lower(kernels.reduce("sum", device=CPU), dataclasses.replace(CPU, unaligned_vectors=True))  # 8 lanes
     assert [u for u in lk.uops if u.op is Ops.LOAD and u.dtype.count == 8]
 
 
