@@ -4,7 +4,8 @@ The renderer keeps the loop nest of the linear form (`nest`: each RANGE with its
 it); `iterations` counts, for this launch's var values, every iteration of every loop of one invocation, stopping
 as soon as the count passes the limit. Rectangular loops multiply; a loop whose inner bounds read its index
 (triangular) is walked; a bound that reads a thread index is counted for the first and the last thread (the
-larger count). Bounds the evaluator cannot read (an op outside integer arithmetic) count as the limit + 1:
+larger count), the last one that passes the lane guards around the loop (`if (i < n)`: a 256-wide workgroup for
+n = 1 has one thread that runs the loops, i = 0, not i = 255, which refused a triangular loop over 256 x 256). Bounds the evaluator cannot read (an op outside integer arithmetic) count as the limit + 1:
 the launch is refused rather than cut short.
 """
 
@@ -33,17 +34,34 @@ class Loop:
     start: UOp | None
     end: UOp
     inner: tuple[Loop, ...]
+    guards: tuple[tuple[UOp, UOp], ...] = ()  # (a, b) of the `a < b` conditions of the IFs around the loop
+
+
+def _bounds_of(cond: UOp) -> list[tuple[UOp, UOp]]:
+    """The `a < b` parts of an IF's condition (an AND of them, the lane guards)."""
+    if cond.op is Ops.CMPLT:
+        return [(cond.src[0], cond.src[1])]
+    if cond.op is Ops.AND:
+        return [p for s in cond.src for p in _bounds_of(s)]
+    return []
 
 
 def nest(uops) -> tuple[Loop, ...]:
     """The loop nest of a linear form, outermost first."""
     stack: list[tuple[UOp, list]] = [(None, [])]  # type: ignore[list-item]
+    ifs: list[list[tuple[UOp, UOp]]] = []
+    guards: dict[UOp, tuple] = {}
     for u in uops:
         if u.op is Ops.RANGE:
             stack.append((u, []))
+            guards[u] = tuple(p for g in ifs for p in g)
+        elif u.op is Ops.IF:
+            ifs.append(_bounds_of(u.src[0]))
+        elif u.op is Ops.ENDIF and ifs:
+            ifs.pop()
         elif u.op is Ops.ENDRANGE and len(stack) > 1:
             r, kids = stack.pop()
-            stack[-1][1].append(Loop(r, r.src[0] if len(r.src) == 2 else None, r.src[-1], tuple(kids)))
+            stack[-1][1].append(Loop(r, r.src[0] if len(r.src) == 2 else None, r.src[-1], tuple(kids), guards[r]))
     return tuple(stack[0][1])
 
 
@@ -64,6 +82,8 @@ def _eval(u: UOp, env: dict, memo: dict) -> int:
         v = int(_ALU[u.op](*[_eval(s, env, memo) for s in u.src]))
     else:
         raise Unreadable(u)
+    if (b := env.get("__guards__", {}).get(u)) is not None:  # a lane past the guard does not run the loop
+        v = min(v, _eval(b, env, memo) - 1)
     memo[u] = v
     return v
 
@@ -82,8 +102,9 @@ def iterations(loops: tuple[Loop, ...], var_vals: dict, limit: int) -> int:
         total = 0
         for lp in ls:
             memo: dict = {}
-            s = 0 if lp.start is None else _eval(lp.start, env, memo)
-            e = _eval(lp.end, env, memo)
+            benv = {**env, "__guards__": dict(lp.guards)}
+            s = 0 if lp.start is None else _eval(lp.start, benv, memo)
+            e = _eval(lp.end, benv, memo)
             if e <= s:
                 continue
             if not any(_reads(k, lp.rng) for k in lp.inner):
