@@ -41,6 +41,7 @@ from .uop import UOp, memo_order
 _LIFT = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.FDIV, Ops.MAX, Ops.NEG, Ops.RECIP, Ops.SQRT, Ops.EXP2, Ops.LOG2,
                    Ops.SIN, Ops.TRUNC, Ops.MULACC})
 _FLOATS = (dtypes.float32, dtypes.float64)
+_CMP = frozenset({Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ})  # float comparisons lift to a vector of bools (a where's mask)
 _HALVES = (dtypes.float16, dtypes.bfloat16)
 UNROLL = 4  # rows of a register tile
 TILE_BYTES = 64  # a tile row: a cache line; two AVX2 vectors, one AVX-512 (4 x 16 float32 beat 4 x 8 by 2.5x at 1024)
@@ -262,6 +263,10 @@ def _vector_statement(st: UOp, g: UOp, lanes: list[UOp], dep: dict[UOp, bool], m
 
     def operands(u: UOp) -> tuple[UOp, ...]:
         """What lift(u) lifts first (the shape of the recursion it replaces: a chain is as deep as the user wrote)."""
+        if u.op in _CMP and all(s.dtype in _FLOATS for s in u.src):
+            return tuple(s for s in u.src if dep[s])
+        if u.op is Ops.WHERE and u.dtype in _FLOATS:  # a where epilogue (a mask): per lane it would copy the sum
+            return tuple(s for s in u.src if dep[s] and (s.dtype in _FLOATS or s.op in _CMP))
         if u.dtype not in _FLOATS:
             return ()
         if u.op is Ops.REDUCE:
@@ -273,6 +278,11 @@ def _vector_statement(st: UOp, g: UOp, lanes: list[UOp], dep: dict[UOp, bool], m
         return ()
 
     def lift1(u: UOp) -> UOp:
+        if u.op in _CMP and all(s.dtype in _FLOATS for s in u.src):
+            return UOp(u.op, dtypes.bool.vec(tn), tuple(memo[s] if dep[s] else _broadcast(s, tn) for s in u.src))
+        if u.op is Ops.WHERE and u.dtype in _FLOATS:
+            return UOp(Ops.WHERE, u.dtype.vec(tn), tuple(memo[s] if s in memo else per_lane(s) if dep[s]
+                                                         else _broadcast(s, tn) for s in u.src))
         if u.dtype not in _FLOATS:
             return per_lane(u)
         if u.op is Ops.REDUCE:
