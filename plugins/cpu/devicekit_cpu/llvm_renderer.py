@@ -69,6 +69,8 @@ class _Emitter(LoopPasses):
     def __init__(self, lk, name: str, stream_bytes: int = 0):
         self.lk, self.name = lk, name
         self.stream_bytes = stream_bytes
+        self.streams: dict = {}  # inner RANGE -> its stream.Stream, planned at the split range (loop_passes)
+        self.fence_after: dict = {}  # positions of ENDRANGEs a fence follows
         self.metadata: list[str] = []
         self.uops = list(lk.uops)
         # where each value is last used, where each loop ends: split_plan asked both by scanning the op list
@@ -454,10 +456,10 @@ class _Emitter(LoopPasses):
         for i, u in enumerate(self.uops):
             if u.op is Ops.RANGE and (plan := self.split_plan(i)) is not None:
                 self.emit_split_loop(u, *plan)
-            elif u.op is Ops.RANGE and self.stream_bytes and (plan := stream.plan(self.uops, i)) is not None:
-                self.emit_stream_loop(u, *plan)
-            else:
+            elif not (u.op is Ops.RANGE and self.stream_bytes and self.stream_range(i, u)):
                 self.emit_uop(u)
+            if i in self.fence_after:  # after the split range of a nested streaming loop (loop_passes)
+                self.emit("fence seq_cst")
         self.emit("ret void")
         fname = self.name.replace('"', "")
         head = f'define void @"{fname}"({", ".join(args)}) #0 {{\nentry:'

@@ -29,7 +29,7 @@ def settings_salt() -> str:
 
 class LoopPasses:
     """Mixin of the emitter: needs its `uops`, `ends`, `last_use`, `acc_update`, `accs`, `r`, `metadata`,
-    `stream_bytes` and its emit helpers (`ins`, `emit`, `label`, `tmp`, `v`, `open_loop`, `close_loop`, `load`,
+    `stream_bytes`, `streams`, `fence_after` and its emit helpers (`ins`, `emit`, `label`, `tmp`, `v`, `open_loop`, `close_loop`, `load`,
     `address`, `splat_like`, `booltype`, `emit_uop`)."""
 
     # ---- accumulator splitting: a reduce loop runs SPLIT iterations per trip into SPLIT partial accumulators
@@ -129,22 +129,53 @@ class LoopPasses:
             self.emit(f"store {lty(dt)} {vals[0]}, ptr {partials[acc][0]}")
         self.open_loop(u, f"%ridx{k}")  # the remainder: the walk continues with the body and the ENDRANGE
 
-    def emit_stream_loop(self, u, q: int, st, lanes: int) -> None:
-        """The split range of a kernel that writes one large output (stream.py): when the chunk's output is at least
-        `stream_bytes`, a scalar peel to the output's next 64-byte boundary, then `lanes`-wide iterations whose one
-        store is a cache-line `!nontemporal` store, then a fence; the ordinary loop (the walk continues with the
-        body and the ENDRANGE) runs the rest, or the whole chunk when it is small or the output is misaligned."""
+    def stream_range(self, i: int, u) -> bool:
+        """Whether the streaming pass emitted RANGE u (at position i): the split range plans the nest's streaming
+        loop (stream.plan); a split range that is that loop is emitted here, else the inner loop is when the walk
+        reaches it."""
+        sp = self.streams.pop(u, None)
+        if sp is None:
+            sp = stream.plan(self.uops, i)
+            if sp is None:
+                return False
+            if sp.loop is not u:
+                self.streams[sp.loop] = sp
+                return False
+        self.emit_stream_loop(sp)
+        return True
+
+    def emit_stream_loop(self, sp: stream.Stream) -> None:
+        """The streaming loop of a kernel that writes one large output (stream.py): when the chunk's output (the
+        loop's extent times the extents of the levels around it) is at least `stream_bytes` and the loop runs at
+        least two lines, a scalar peel to the output's next 64-byte boundary, then `lanes`-wide iterations whose one
+        store is a cache-line `!nontemporal` store; the ordinary loop (the walk continues with the body and the
+        ENDRANGE) runs the rest, or the whole loop when it is small or the output is misaligned. A fence follows the
+        split range (streaming stores are weakly ordered): after this loop when it is the split range, else after
+        the outer loop's end (once per chunk, not once per row)."""
+        u, st, lanes = sp.loop, sp.store, sp.lanes
         i = self.uops.index(u)
-        body = self.uops[i + 1:q]
+        body = self.uops[i + 1:sp.end]
         idx, val = st.src
         dt = val.dtype
         esz = dt.itemsize
         start, end = self.v(u.src[0]), self.v(u.src[1])
         k = self.tmp()[2:]
-        big = self.ins(f"icmp sge i64 {self.ins(f'sub i64 {end}, {start}')}, {max(2 * lanes, self.stream_bytes // esz)}")
+        ext = total = self.ins(f"sub i64 {end}, {start}")
+        for o in sp.outer:  # the chunk's output: this loop's extent times the outer levels' (a negative one is 0)
+            d = self.ins(f"sub i64 {self.v(o.src[1])}, {self.v(o.src[0])}")
+            d = self.ins(f"select i1 {self.ins(f'icmp sgt i64 {d}, 0')}, i64 {d}, i64 0")
+            total = self.ins(f"mul i64 {total}, {d}")
+        big = self.ins(f"icmp sge i64 {total}, {max(2 * lanes, self.stream_bytes // esz)}")
+        if sp.outer:  # the peel must end inside this loop: two lines of it at least
+            big = self.ins(f"and i1 {big}, {self.ins(f'icmp sge i64 {ext}, {2 * lanes}')}")
+            self.fence_after[sp.split_end] = True
         self.emit(f"br i1 {big}, label %nt{k}, label %ntsmall{k}")
         self.label(f"nt{k}")
-        first = self.ins(f"getelementptr inbounds {mty(dt)}, ptr {self.v(idx.src[0])}, i64 {start}")
+        self.r[u] = start  # the store's index at the first iteration: the unit-stride chain from the range
+        for b in body:
+            if b in sp.unit and b is not u:
+                self.emit_uop(b)
+        first = self.ins(f"getelementptr inbounds {mty(dt)}, ptr {self.v(idx.src[0])}, i64 {self.v(idx.src[1])}")
         addr = self.ins(f"ptrtoint ptr {first} to i64")
         whole = self.ins(f"icmp eq i64 {self.ins(f'and i64 {addr}, {esz - 1}')}, 0")  # else never line-aligned
         self.emit(f"br i1 {whole}, label %ntgo{k}, label %ntsmall{k}")
@@ -166,7 +197,7 @@ class LoopPasses:
                 x = self.v(self.lanes_of(val, vec, lanes))
                 p_st = self.address(idx, dt.vec(lanes), clamp=False)
                 self.emit(f"store {mty(dt.vec(lanes))} {x}, ptr {p_st}, align {stream.LINE}, !nontemporal !0")
-            elif b.op is Ops.LOAD and b.src[0].src[1] is u:
+            elif b.op is Ops.LOAD and b.src[0].src[1] in sp.unit:  # `lanes` elements from the first lane's index
                 w = UOp(Ops.LOAD, b.dtype.vec(lanes), b.src, b.arg)
                 self.r[w] = self.load(w)
                 vec[b] = w
@@ -180,7 +211,8 @@ class LoopPasses:
             else:
                 self.emit_uop(b)
         self.close_loop(v, lanes, (stream.NO_VECTORIZE, stream.NO_UNROLL))
-        self.emit("fence seq_cst")  # streaming stores are weakly ordered: visible before the launch returns
+        if not sp.outer:
+            self.emit("fence seq_cst")  # streaming stores are weakly ordered: visible before the launch returns
         vexit = self.block
         self.emit(f"br label %ntrest{k}")
         self.label(f"ntsmall{k}")
