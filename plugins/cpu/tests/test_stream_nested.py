@@ -120,3 +120,27 @@ def test_inner_loops_that_do_not_qualify_keep_ordinary_stores(cpu, body):
         a = np.ones((4, 40), np.float32)
         out = _run(cpu, prog, a, np.zeros_like(a), 0)
         np.testing.assert_array_equal(out[:, 1:], np.broadcast_to(np.arange(1, 40, dtype=np.float32), (4, 39)))
+
+
+def test_a_three_level_nest_streams_its_innermost_loop(cpu):
+    k = ir.KernelBuilder("g_cube")
+    p, m, n = k.var("p", 1, 64), k.var("m", 1, 64), k.var("n", 1, 1 << 12)
+    a = k.param("a", dtypes.float32, shape=(p, m, n))
+    out = k.param("out", dtypes.float32, shape=(p, m, n), writable=True)
+    i, j, c = k.range(p, "global"), k.range(m, "global"), k.range(n, "global")
+    out[i, j, c] = a[i, j, c] * 2.0 + 1.0
+    kern = k.build(optimize=False)
+    plain, streamed = _program(cpu, kern, 0), _program(cpu, kern, 64)
+    assert "!nontemporal" in streamed.spec.src and streamed.spec.src.count("fence seq_cst") == 1
+    rng = np.random.default_rng(38)
+    for shape in ((2, 3, 5), (3, 2, 40), (2, 5, 67)):
+        a_ = rng.standard_normal(shape).astype(np.float32)
+        got = []
+        for prog in (plain, streamed):
+            src = dk.Buffer(cpu, a_.size, dtypes.float32).copyin(a_.reshape(-1))
+            base = dk.Buffer(cpu, a_.size + 1, dtypes.float32)
+            dst = base.view(a_.size, dtypes.float32, 1)
+            prog.execute([src, dst], list(shape), wait=True)
+            got.append(dst.numpy().reshape(shape))
+        np.testing.assert_array_equal(got[1], got[0])
+        np.testing.assert_array_equal(got[0], a_ * np.float32(2) + np.float32(1))
