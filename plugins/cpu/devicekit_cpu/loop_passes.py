@@ -3,8 +3,9 @@ iteration. Kept apart from the walk so the rendering of single ops and the loop 
 
 - accumulator splitting (`split_plan`, `emit_split_loop`): a reduce loop runs N iterations per trip into N partial
   accumulators, combined after the loop, so LLVM can keep N independent chains in flight (DEVICEKIT_CPU_SPLIT);
-- streaming stores (`emit_stream_loop`, planned by stream.py): the outer loop of a kernel writing one large output
-  gets a vector loop of cache-line `!nontemporal` stores.
+- streaming stores (`stream_range`, `emit_stream_loop`, planned by stream.py): the innermost loop of the split
+  range's nest (the split range itself, or the row loop of a 2-D kernel) writing one large output gets a vector
+  loop of cache-line `!nontemporal` stores.
 
 `SETTINGS` names the variables these passes read: the renderer's memo salt is derived from it, so a pass that reads
 a new variable cannot render a different text under the same memo key.
