@@ -201,15 +201,21 @@ def _lower(kernel, vector_register_bytes=2048):
     return linearize.lower(kernel, caps)
 
 
-def _bt_gemm(name="bt_gemm"):
-    """out = a @ b.T with a mask (the MLP's backward dz @ w2.T): b[j, r] has a var stride in j, so no vector axis."""
+def _bt_gemm(name="bt_gemm", t_store=False):
+    """out = a @ b.T with a mask (the MLP's backward dz @ w2.T): b[j, r] has a var stride in j, gathered lane by
+    lane for the tile's rows (optimize._gathered); stored transposed (`t_store`), no axis has unit-stride stores:
+    no vector axis."""
     k = ir.KernelBuilder(name)
     m, n, kk = k.var("m", 1, 4096), k.var("n", 1, 4096), k.var("k", 1, 4096)
     a, b = k.param("a", dtypes.float32, shape=(m, kk)), k.param("b", dtypes.float32, shape=(n, kk))
     mk = k.param("mask", dtypes.float32, shape=(m, n))
-    out = k.param("out", dtypes.float32, shape=(m, n), writable=True)
+    out = k.param("out", dtypes.float32, shape=(n, m) if t_store else (m, n), writable=True)
     i, j, r = k.range(m, "global"), k.range(n, "global"), k.range(kk, "reduce")
-    out[i, j] = ir.where(mk[i, j] > 0.0, (a[i, r] * b[j, r]).sum(r), 0.0)
+    v = ir.where(mk[i, j] > 0.0, (a[i, r] * b[j, r]).sum(r), 0.0)
+    if t_store:
+        out[j, i] = v
+    else:
+        out[i, j] = v
     return k.build()
 
 
@@ -243,7 +249,13 @@ def test_scalar_rows_stay_at_unroll_when_there_is_no_vector_axis():
     address arithmetic, so the rows stay at UNROLL (4) even on a 2 KiB register file."""
     from devicekit.ir import optimize
     assert optimize.heuristic_rows(type("C", (), {"vector_register_bytes": 2048})()) == 16
-    assert _lower(_bt_gemm()).opts == (f"unroll global range 0 x{optimize.UNROLL}",)
+    assert _lower(_bt_gemm(t_store=True)).opts == (f"unroll global range 0 x{optimize.UNROLL}",)
+
+
+def test_a_transposed_b_is_gathered_for_a_vector_tile():
+    """b[j, r] (b^T) has no unit stride in j, but inside the reduction and shared by every row of the tile: its 16
+    lanes are gathered once a k step and the tile is 16 rows x 16 lanes, not 4 scalar rows."""
+    assert _lower(_bt_gemm()).opts[:2] == ("unroll global range 0 x16", "upcast global range 1 x16")
 
 
 @pytest.mark.parametrize("pair", ["llvm", "c"])

@@ -83,7 +83,8 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
             if g in bounded or not any(g in free[u] for u in red_loads):
                 continue
             if all(_stride(st.src[0].src[1], g, memo, free) == 1 for st in sink.src) and \
-                    all(_stride(u.src[0].src[1], g, memo, free) == 1 for u in loads if g in free[u]):
+                    all(_stride(u.src[0].src[1], g, memo, free) == 1 or _gathered(u, g, glob, red_loads, free)
+                        for u in loads if g in free[u]):
                 vec = g
                 break
     # the unrolled axis: another global range a load inside a reduction does not use (that load is shared)
@@ -128,6 +129,14 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     global applied
     applied += 1
     return sink.replace(src=tuple(stmts)), tuple(opts)
+
+
+def _gathered(u: UOp, g: UOp, glob: list[UOp], red_loads: list[UOp], free: dict[UOp, frozenset]) -> bool:
+    """A load of the vector axis `g` without unit stride (b read transposed: `dz @ w2^T`) is gathered lane by lane,
+    once per k step for the whole tile: inside the reduction, and independent of another global range, whose rows
+    the unroll makes share it (16 scalar loads feed 16 vector multiply-adds). `fw_back` (b^T, a mask), one thread:
+    100x64x10 15 -> 8 us, 256x512x10 226 -> 51-54 us against 4 scalar rows (docs/decisions.md)."""
+    return u in red_loads and any(h is not g and h not in free[u] for h in glob)
 
 
 def heuristic_rows(caps: Any) -> int:
