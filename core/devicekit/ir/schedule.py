@@ -66,6 +66,12 @@ class Scheduler:
         self.written = {u.src[0].src[0] for u in self.nodes if u.op is Ops.STORE}
         self.pinned_memo: dict[UOp, bool] = {}
         self._fill_pinned(self.nodes)
+        self.local_last: dict[UOp, int] = {}  # local array -> its last store's statement (`_settled`)
+        for u in self.nodes:
+            if u.op is Ops.STORE and u.src[0].src[0].op is Ops.DEFINE_LOCAL:
+                self.local_last[u.src[0].src[0]] = max(self.local_last.get(u.src[0].src[0], -1), stmt_index(u))
+        self.cur = -1  # the statement being emitted
+        self.last_barrier = max((stmt_index(s) for s in sink.src if s.op is Ops.BARRIER), default=-1)
         self.reduces_at: dict[frozenset, list[UOp]] = {}  # reopened loops -> the reductions over them
         self.below: dict[UOp, set[UOp]] = {}  # a reduction's nodes (`_siblings` asks again for each loop)
         self.decomposed: set[UOp] = set()  # what decompose left as it was (each reduce's update walks its value)
@@ -184,6 +190,7 @@ class Scheduler:
                 self.stack[-1].insert(UOp(Ops.BARRIER, dtypes.void, (), st.arg))
                 prev_nest = prev_nest[:k]
                 continue
+            self.cur = stmt_index(st)
             self._read_late(st)
             st = self._enter_for(st)
             if is_record(st):
@@ -379,15 +386,15 @@ class Scheduler:
         """Other reductions over the same ranges at the same depth, independent of this one: they share its loop
         (a register-tiled matmul keeps several accumulators in one k loop)."""
         cands = self._reduces_here()
-        if (red not in self.node_set and red not in cands) or self._pinned(red):
+        if (red not in self.node_set and red not in cands) or (self._pinned(red) and not self._settled(red)):
             return []
         below = self.below
         if (rd := below.get(red)) is None:
             rd = below[red] = set(red.toposort())
         group, deps = [red], [rd]
         for u in cands:
-            if (u is red or u in self.placed or u.src[1:] != red.src[1:] or self._pinned(u)
-                    or min(len(self._nest(u)), len(stack) - 1) != depth  # red's own depth rule
+            if (u is red or u in self.placed or u.src[1:] != red.src[1:] or (self._pinned(u) and not self._settled(u))
+                    or (len(stack) - 1 if self._pinned(u) else min(len(self._nest(u)), len(stack) - 1)) != depth
                     or any(r != _GUARD and self._visible(r, stack) is None for r in self._free(u))):
                 continue
             if (ud := below.get(u)) is None:
@@ -397,6 +404,16 @@ class Scheduler:
             group.append(u)
             deps.append(ud)
         return group[1:]
+
+    def _settled(self, red: UOp) -> bool:
+        """Every buffer `red` reads that the kernel writes is a local array stored only by earlier statements,
+        and no barrier follows: from here to the statement that uses it its value cannot change, so it may share a
+        sibling's loop (the tile of b a matmul packs into a local array feeds every accumulator of the tile from one
+        k loop)."""
+        if (nodes := self.below.get(red)) is None:
+            nodes = self.below[red] = set(red.toposort())
+        return self.last_barrier < self.cur and all(x.op is not Ops.LOAD or x.src[0].src[0] not in self.written
+                   or self.local_last.get(x.src[0].src[0], self.cur) < self.cur for x in nodes)
 
     def _reduces_here(self) -> list[UOp]:
         """The kernel's reductions as the current statement sees them: over the copies of its reopened loops (a

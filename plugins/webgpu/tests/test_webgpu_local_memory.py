@@ -19,7 +19,10 @@ def _local_bytes(program) -> int:
 
 
 @pytest.mark.parametrize("how", ["as a user calls it", "device=WEBGPU", "panels"])
-def test_library_matmul_fits_workgroup_memory(wg_device, how):
+def test_library_matmul_fits_workgroup_memory(wg_device, how, monkeypatch):
+    """As a user calls it: a user whose default device is WEBGPU (a kernel built without `device=` is the default
+    device's: for a CPU, the matmul packs b into a 256 KB local array)."""
+    monkeypatch.setenv("DEVICEKIT_DEVICE", "WEBGPU")
     kw = {"as a user calls it": {}, "device=WEBGPU": {"device": wg_device},
           "panels": {"b_layout": "panels", "device": wg_device}}[how]
     p = wg_device.compile(kernels.matmul(1024, 1024, 1024, **kw))  # a KernelError (render.prepare) if over
