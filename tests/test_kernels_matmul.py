@@ -122,12 +122,12 @@ def test_two_panel_tiles_match_numpy(M, N, K):
         np.testing.assert_allclose(out.reshape(M, N), np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("regs, N, accs, rows", [(2048, 64, 16, 8), (2048, 48, 16, 16), (512, 64, 8, 4),
+@pytest.mark.parametrize("regs, N, accs, rows", [(2048, 64, 16, 8), (2048, 48, 16, 8), (512, 64, 8, 4),
                                                  (0, 64, 8, 8)])
 def test_rows_tile_spans_two_column_blocks_where_the_registers_allow(regs, N, accs, rows):
     """The rows layout's default tile likewise: 8 rows x 2 blocks of 16 lanes on 2 KB of registers (1024^3 on one
-    Rocket Lake thread: 31.6-33.3 ms CPU time against 16 x 16's 38), one block when N / lanes is odd (48 / 16)
-    or the register file is unknown (8 x 8)."""
+    Rocket Lake thread: 31.6-33.3 ms CPU time against 16 x 16's 38), an odd block count (48 / 16) rounded up by the
+    packed form (a block of zeros, not stored), one block of 8 where the register file is unknown (8 x 8)."""
     dev = None if regs == 0 else dataclasses.replace(CPU_LIKE, vector_register_bytes=regs)
     mm = kernels.matmul(64, N, 8, device=dev if dev is not None else kernels._ANY_DEVICE)
     assert len([u for u in mm.uops() if u.op is Ops.REDUCE]) == accs
