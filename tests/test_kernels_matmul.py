@@ -168,7 +168,7 @@ def test_default_rows_packs_b_and_shares_one_k_loop(regs, dtype):
     assert len(accs) == len([u for u in mm.uops() if u.op is Ops.REDUCE]) >= 8
 
 
-@pytest.mark.parametrize("why, kwargs", [("an explicit tile", {"tm": 4}), ("one row tile", {"M": 8}),
+@pytest.mark.parametrize("why, kwargs", [("an explicit tile", {"tm": 4}), ("one row tile", {"M": 8}), ("one column tile", {"N": 20}),
                                          ("a GPU-like device", {"has_local": True}),
                                          ("an unknown register file", {"regs": 0})])
 def test_rows_keep_b_as_it_is_where_packing_does_not_apply(why, kwargs):
@@ -176,11 +176,11 @@ def test_rows_keep_b_as_it_is_where_packing_does_not_apply(why, kwargs):
     enough row tiles to reuse each packed block."""
     kw = dict(kwargs)
     dev = dataclasses.replace(CPU_LIKE, vector_register_bytes=kw.pop("regs", 2048), has_local=kw.pop("has_local", False))
-    assert not _packed_form(kernels.matmul(kw.pop("M", 64), 64, 64, device=dev, **kw)), why
+    assert not _packed_form(kernels.matmul(kw.pop("M", 64), kw.pop("N", 64), 64, device=dev, **kw)), why
 
 
-@pytest.mark.parametrize("M, N, K, pack_bytes", [(16, 20, 5, None), (64, 64, 64, None), (32, 37, 19, None),
-                                                 (48, 100, 33, None), (40, 24, 7, None), (32, 64, 61, 4096)])
+@pytest.mark.parametrize("M, N, K, pack_bytes", [(16, 40, 3, None), (64, 64, 64, None), (32, 37, 19, None),
+                                                 (48, 100, 33, None), (40, 48, 7, None), (32, 64, 61, 4096)])
 def test_packed_rows_match_numpy(monkeypatch, M, N, K, pack_bytes):
     """The packed default is a @ b and relu(a @ b + bias) on the CPU device (and, at the smallest size, on the
     PYTHON reference, slow with local arrays): ragged N (the pack's zeros past N, gated stores), one or two column

@@ -86,8 +86,8 @@ def _packed(M: int, N: int, K: int, dtype: DType, acc_t: DType, device: Any, epi
     page at power-of-two N; a packed block is contiguous and b is copied once (1024^3 float32 on one Rocket Lake
     thread, CPU time: 12.6 ms against 31 for the unpacked rows, pack_b + panels 11.5, OpenBLAS 11.7). The block
     holds up to PACK_BYTES (two column tiles where they fit, a row tile of a then serves both: 12.6 ms against 13.9
-    for one). None where packing does not apply: one row tile (b is read once anyway), or K * tile width over
-    PACK_BYTES (4096 float32 rows of 32 lanes: k blocks adding to c are not built yet; b stays as it is)."""
+    for one). None where packing does not apply: one row tile (b is read once anyway), one column tile, or K x
+    tile width over PACK_BYTES (4096 float32 rows of 32 lanes: k blocks adding to c are not built yet)."""
     tn = _register_lanes(device, acc_t.itemsize)
     nj = -(-N // tn)
     accs_fit = _panel_rows(device, tn, acc_t.itemsize)
@@ -96,8 +96,8 @@ def _packed(M: int, N: int, K: int, dtype: DType, acc_t: DType, device: Any, epi
     pp = PANELS_PER_TILE if accs_fit >= 4 * PANELS_PER_TILE and nj >= PANELS_PER_TILE else 1
     tm = _pick_tile(M, accs_fit // pp)
     tiles, w, isz = -(-nj // pp), tn * pp, acc_t.itemsize
-    if M // tm < 2:  # one row tile reads b once: a copy would only add to it
-        return None
+    if M // tm < 2 or tiles < 2:  # one row tile reads b once; one column tile (N <= 32 lanes) would run on one
+        return None  # thread, where b as it is splits its rows across them
     group = 2 if tiles % 2 == 0 and tiles >= 4 else 1  # 2 column tiles a block: a row tile of a reused twice
     if K * w * group * isz > PACK_BYTES:
         group = 1
