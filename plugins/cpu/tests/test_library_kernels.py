@@ -86,7 +86,7 @@ def test_packed_matmul_walks_panels_in_groups(pair, N, tn, group, single_pair, c
     mm = kernels.matmul(M, N, K, tm=4, tn=tn, b_layout="panels")
     nj = -(-N // tn)
     outer = min((u for u in mm.uops() if u.op is Ops.RANGE and u.arg[1] == "global"), key=lambda u: u.arg[0])
-    assert outer.src[0].arg == (nj // group if group > 1 else M // 4)
+    assert outer.src[0].arg == (nj // group if group > 1 else nj)  # no groups: each panel outermost
     rng = np.random.default_rng(N + tn)
     a, b = rng.standard_normal(M * K).astype(np.float32), rng.standard_normal(K * N).astype(np.float32)
     dev = single_pair(pair)
