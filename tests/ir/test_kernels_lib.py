@@ -115,7 +115,7 @@ def test_every_library_kernel_has_example_inputs_and_runs():
 CPU = Capabilities(dtypes=frozenset(dtypes.all()), ops=ALU, core_split=True)
 GPU = Capabilities(dtypes=frozenset(dtypes.all()), ops=ALU, gpu_indexing=True, has_local=True, local_max=(1024, 1024, 64))
 BUDGET = {"elementwise_fma": 30, "elementwise_math": 40, "elementwise_int": 60, "reduce_sum": 110, "reduce_max": 110,
-          "reduce_sum_axis0": 40, "softmax": 380, "transpose": 30, "matmul": 330, "mlp_layer": 480,
+          "reduce_sum_axis0": 170, "softmax": 380, "transpose": 30, "matmul": 330, "mlp_layer": 480,
           "pack_b": 60, "matmul_panels": 680, "mlp_layer_panels": 540}  # panels: ragged N, gated scalar stores
 
 

@@ -82,7 +82,9 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     if caps.core_split and caps.vectors:
         # not the range split across threads, unless it is the only one (see the module's docstring): a column sum
         # over 256 x 512 float32, one thread, 112 -> 14 us
-        for g in reversed(glob[1:] or glob):
+        lone = not glob[1:] and not ordered and all(u.op is not Ops.RANGE or u is glob[0] or (
+            u.arg[1] == "reduce" and len(u.src) == 1) for u in nodes)  # no loop range, no triangle, nothing in place
+        for g in reversed(glob[1:] or (glob if lone else [])):
             if g in bounded or not any(g in free[u] for u in red_loads):
                 continue
             if all(_stride(st.src[0].src[1], g, memo, free) == 1 for st in sink.src) and \
