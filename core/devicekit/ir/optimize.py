@@ -124,8 +124,9 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
                 opts.append("vector tails " + " ".join(f"x{t}" for t in tails))
             if caps.core_split and unr is not None and rows > 1 and glob == [unr, vec] and KBLOCK:
                 kc = block_k(rows, width, dt.itemsize)
-                jr = next(u for st in stmts for u in st.toposort() if u.op is Ops.RANGE and u.arg == vec.arg)
-                ids = 1 + max(u.arg[0] for st in stmts for u in st.toposort() if u.op is Ops.RANGE)
+                ranges = [u for u in UOp(Ops.SINK, dtypes.void, tuple(stmts)).toposort() if u.op is Ops.RANGE]
+                jr = next(u for u in ranges if u.arg == vec.arg)  # one walk of the shared graph, not one a statement
+                ids = 1 + max(u.arg[0] for u in ranges)
                 if (blocked := kblock(stmts, jr, kc, ids)) is not None:
                     stmts = blocked
                     opts.append(f"k blocks of {kc}")
