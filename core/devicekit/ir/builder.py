@@ -158,8 +158,9 @@ class BufferRef:
         if self.uop.op is Ops.DEFINE_LOCAL and self._b._last_barrier is not None:
             srcs = (*srcs, self._b._last_barrier)
         arg = None
-        if self.uop.op is Ops.PARAM and self.uop.arg[2]:
-            # memory order (ir/order.py): read where it is built, after the param's last store so far
+        if self.uop.op is Ops.DEFINE_LOCAL or self.uop.arg[2]:
+            # memory order (ir/order.py): read where it is built, after the buffer's last store so far (a local
+            # array follows the rules of a writable param: two loads of it around a store are two values)
             arg = ("after", self._b._last_store.get(self.uop, -1), len(self._b._stmts))
         return UOp(Ops.LOAD, self.dtype, srcs, arg)
 
@@ -182,7 +183,7 @@ class KernelBuilder:
         self._stmts: list[UOp] = []
         self._names: set[str] = set()
         self._last_barrier: UOp | None = None
-        self._last_store: dict[UOp, int] = {}  # param -> statement index of its last store
+        self._last_store: dict[UOp, int] = {}  # written param or local -> its last store's statement
         self._built = False
         self._range_ids = itertools.count()  # per kernel: the same kernel built twice is the same graph
         self._rels: dict[str, tuple[UOp | None, UOp | None]] = {}  # var -> (lo, hi) expressions of earlier vars
@@ -356,8 +357,7 @@ class KernelBuilder:
         srcs: tuple[UOp, ...] = (index, v)
         if self._last_barrier is not None:
             srcs = (*srcs, self._last_barrier)
-        if buf.uop.op is Ops.PARAM:
-            self._last_store[buf.uop] = len(self._stmts)
+        self._last_store[buf.uop] = len(self._stmts)
         self._stmts.append(UOp(Ops.STORE, dtypes.void, srcs, len(self._stmts)))
 
     def build(self, checked: bool = True, optimize: bool = True) -> Kernel:

@@ -24,6 +24,7 @@ from .builder import Kernel
 from .dtypes import dtypes, scalar_wire
 from .ops import ALU, Ops
 from .optimize import optimize
+from .order import is_ordered_load
 from .passes import decompose, define_int_edges, emulate_bf16, expand_unroll, group_vectors, promote_half, simplify
 from .rewrite import graph_rewrite, rewrite_once, substitute
 from .schedule import KIND_RANK, Scheduler
@@ -158,11 +159,13 @@ def _lower(kernel: Kernel, caps: Any) -> LinearKernel:
 
 def _strip_orderings(u: UOp) -> UOp | None:
     """Barrier dependencies only served to order the builder's statements; the scheduler keeps that order itself.
-    A load from local memory keeps its barrier epoch in its arg: it must read before the next barrier."""
+    A load from local memory keeps its build point ("after", last store, statement: ir/order.py) in its arg, which
+    also tells the scheduler the barrier epoch it belongs to (it must read before the next barrier); a hand-built
+    one without it keeps its barrier epoch ("epoch", barrier)."""
     if u.op is Ops.BARRIER and u.src:
         return u.replace(src=())
     if u.op is Ops.LOAD and u.src and u.src[-1].op is Ops.BARRIER:
-        return u.replace(src=u.src[:-1], arg=("epoch", u.src[-1].arg))
+        return u.replace(src=u.src[:-1], arg=u.arg if is_ordered_load(u) else ("epoch", u.src[-1].arg))
     if u.op is Ops.LOAD and u.arg is None and u.src[0].src[0].op is Ops.DEFINE_LOCAL:
         return u.replace(arg=("epoch", -1))
     if u.op is Ops.STORE and len(u.src) == 3:

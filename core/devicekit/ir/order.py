@@ -8,13 +8,15 @@ the lowered graph.
   Consecutive statements share the loops of their common prefix (one loop body); a barrier closes the loops the
   statements around it do not share. The `unroll` lanes of one statement are like vector lanes: all of its loads
   happen before its stores.
-- A load of a writable param carries its build point as its arg: `("after", s, k)`, s the statement index of the
+- A load of a writable param or of a local array (`k.local`: the same rules) carries its build point as its arg: `("after", s, k)`, s the statement index of the
   param's last store before it (-1: none), k the number of statements built before it. It is read at k: before
   statement k, inside the loops statement k shares with statement k - 1 (the loops open where it was built) and
   inside those of statement k's loops its index needs, once per iteration of them. Later uses in the same loop
   body see that value; a use outside that body after a store to the param is refused at build (the value would
   have to outlive the loop it was read in), as is a load whose index needs a range statement k does not run in
-  (a reduce range) when its param is stored between the build point and its first use.
+  (a reduce range) when its param is stored between the build point and its first use. A load of a local array
+  built right before a barrier is read before that barrier (its barrier epoch), unless its index needs a range a
+  reduction runs over (then the rule above).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ def check_load_order(stmts: tuple[UOp, ...], nodes: list[UOp], free: dict[UOp, f
     if not loads:
         return
     paths = block_paths(stmts, free)
+    reduced = {r for u in nodes if u.op is Ops.REDUCE for r in u.src[1:]}
     stores: dict[UOp, list[int]] = {}
     for n, st in enumerate(stmts):
         if st.op is Ops.STORE:
@@ -103,6 +106,8 @@ def check_load_order(stmts: tuple[UOp, ...], nodes: list[UOp], free: dict[UOp, f
         if not us or not writes or k >= len(stmts):
             continue
         rd = read_depth(load, nest(free[stmts[k]]), free[load]) if stmts[k].op is Ops.STORE else None
+        if rd is None and stmts[k].op is Ops.BARRIER and buf.op is Ops.DEFINE_LOCAL and not free[load] & reduced:
+            continue  # a local load built right before a barrier is read before it, in its barrier epoch
         if rd is None:
             first = us[0]
             if any(k <= w < first for w in writes):
@@ -115,7 +120,7 @@ def check_load_order(stmts: tuple[UOp, ...], nodes: list[UOp], free: dict[UOp, f
 
 
 def _refuse(load: UOp, buf: UOp, why: str) -> None:
-    name = buf.arg[1]
+    name = buf.arg[1] if buf.op is Ops.PARAM else buf.arg[0]  # a local array's arg is (name, size)
     raise KernelError(f"a load from {name} cannot keep its value: {why}; load {name} again where the value is "
                       "used (docs/ir.md, Memory order)", load)
 

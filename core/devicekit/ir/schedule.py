@@ -241,7 +241,8 @@ class Scheduler:
         for st in later:
             needed.update(st.toposort())
         for u in self.nodes:
-            if (u.op is Ops.LOAD and isinstance(u.arg, tuple) and u.arg[0] == "epoch" and u.arg[1] < barrier.arg
+            if (u.op is Ops.LOAD and isinstance(u.arg, tuple) and (u.arg[0] == "epoch" and u.arg[1] < barrier.arg or (
+                    is_ordered_load(u) and u.src[0].src[0].op is Ops.DEFINE_LOCAL and u.arg[2] <= barrier.arg))
                     and u in needed and self._visible(u, self.stack) is None):
                 self._emit(u, self.stack)
 

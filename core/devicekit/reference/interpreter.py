@@ -70,6 +70,7 @@ class Interpreter:
             for u in st.toposort() if st.op is Ops.STORE else ():
                 first_use.setdefault(u, n)
         ordered = {u for u in self.nodes if is_ordered_load(u)}
+        self.at_build: set[UOp] = set()  # ordered loads read at their build point (a barrier does not pin them)
         for u in self.nodes:
             if u not in first_use:
                 continue
@@ -80,6 +81,7 @@ class Interpreter:
                     else None
                 if rd is not None:
                     self.reads_at.setdefault(k, []).append((rd, u))
+                    self.at_build.add(u)
                     continue
             elif u.op is not Ops.REDUCE or not any(x in ordered for x in u.toposort()):
                 continue
@@ -124,11 +126,12 @@ class Interpreter:
 
     def _carried(self, group: list[int], r: UOp) -> bool:
         """Whether a loop body may depend on its earlier iterations: a param it stores is loaded in it (other than
-        an in-place update by a lone store of an element only this iteration touches) or stored twice."""
+        an in-place update by a lone store of an element only this iteration touches) or stored twice (a local
+        array too)."""
         stores: dict[UOp, list[UOp]] = {}
         for i in group:
             st = self.k.sink.src[i]
-            if st.op is Ops.STORE and st.src[0].src[0].op is Ops.PARAM:
+            if st.op is Ops.STORE:  # a param or a local array (the same memory-order rules)
                 stores.setdefault(st.src[0].src[0], []).append(st)
         for i in group:
             st = self.k.sink.src[i]
@@ -162,7 +165,8 @@ class Interpreter:
         for st in later:
             needed.update(st.toposort())
         for u in self.nodes:
-            if u.op is not Ops.LOAD or u.src[0].src[0].op is not Ops.DEFINE_LOCAL or u in self.pinned:
+            if u.op is not Ops.LOAD or u.src[0].src[0].op is not Ops.DEFINE_LOCAL or u in self.pinned \
+                    or u in self.at_build:
                 continue
             epoch = u.src[-1].arg if u.src[-1].op is Ops.BARRIER else -1
             if epoch < barrier.arg and u in needed and not any(r in self.reduced for r in self.free[u]):
