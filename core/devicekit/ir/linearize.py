@@ -192,10 +192,30 @@ def _check_dtypes(sink: UOp, caps: Any, scalars: tuple[UOp, ...] = ()) -> None:
 
 # ---- ranges -> loops, GPU indices, the CPU core split -----------------------------------------------------------------
 
+def _no_barrier_in_lane_loop(stmts: tuple[UOp, ...], free: dict[UOp, frozenset]) -> None:
+    """Without GPU indices a `local` range runs as a loop, and a barrier between two statements that both run in it
+    closes nothing: lane j would read the tile before lanes j+1.. stored their elements (garbage on both CPU pairs,
+    where the reference and the GPUs agree). Refused by name instead; a workgroup of one lane is fine."""
+    for n, st in enumerate(stmts):
+        if st.op is not Ops.BARRIER:
+            continue
+        before = next((s for s in reversed(stmts[:n]) if s.op is not Ops.BARRIER), None)
+        after = next((s for s in stmts[n + 1:] if s.op is not Ops.BARRIER), None)
+        if before is None or after is None:
+            continue
+        for r in free[before] & free[after]:
+            if r.op is Ops.RANGE and r.arg[1] == "local" and not (r.src[0].op is Ops.CONST and r.src[0].arg <= 1):
+                raise KernelError(f"a barrier between two statements of local range {r.arg[0]}: this device runs a "
+                                  "local range as a loop, so a lane cannot see what the lanes after it store; run "
+                                  "the kernel on a GPU device", st)
+
+
 def _map_ranges(sink: UOp, caps: Any):
     nodes = sink.toposort()
     free = free_ranges(nodes)
     stmt_ranges = sorted(set().union(*(free[s] for s in sink.src)), key=lambda r: (KIND_RANK[r.arg[1]], r.arg[0]))
+    if not caps.gpu_indexing:
+        _no_barrier_in_lane_loop(sink.src, free)
     zero = UOp.const(dtypes.index, 0)
     mapping: dict[UOp, UOp] = {}  # global/local ranges -> GPU indices or the CPU split; every other range: to_loop
     gsize = lsize = split = guard = None
