@@ -9,20 +9,14 @@ from devicekit import kernels
 from devicekit.ir import dtypes
 from devicekit.ir.ops import Ops
 from devicekit.render.renderer import Capabilities
+from kernel_devices import python_or_cpu
 
 NP = {"sum": np.sum, "max": np.max, "prod": np.prod}
 
 
-def _cpu():
-    try:
-        return dk.device("CPU")
-    except Exception as e:  # noqa: BLE001 - the CPU plugin is optional here
-        pytest.skip(f"no CPU device: {e}")
-
-
 @pytest.fixture(params=["PYTHON", "CPU"])
 def device(request):
-    return dk.device("PYTHON") if request.param == "PYTHON" else _cpu()
+    return python_or_cpu(request.param)
 
 
 def _caps(regs: int) -> Capabilities:

@@ -9,6 +9,7 @@ from devicekit import kernels
 from devicekit.ir import dtypes
 from devicekit.ir.ops import ALU, Ops
 from devicekit.render.renderer import Capabilities
+from kernel_devices import python_or_cpu
 
 TOL = {np.float32: 1e-4, np.float64: 1e-9, np.float16: 1e-2}  # docs/ir.md: |got - want| <= tol * (1 + |want|)
 
@@ -29,15 +30,12 @@ def _close(got: np.ndarray, want: np.ndarray, tol: float) -> None:
 
 
 def _cpu():
-    try:
-        return dk.device("CPU")
-    except Exception as e:  # noqa: BLE001 - the CPU plugin is optional here
-        pytest.skip(f"no CPU device: {e}")
+    return python_or_cpu("CPU")
 
 
 @pytest.fixture(params=["PYTHON", "CPU"])
 def device(request):
-    return dk.device("PYTHON") if request.param == "PYTHON" else _cpu()
+    return python_or_cpu(request.param)
 
 
 @pytest.fixture(params=["PYTHON", "CPU", "OPENCL", "WEBGPU"])
