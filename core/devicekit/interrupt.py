@@ -129,6 +129,16 @@ def wait_until(done: Callable[[], bool], block: Callable[[], Any] | None = None,
         raise
 
 
+def abandoned(done: Callable[[], bool], keep: Any) -> None:
+    """Count a command a KeyboardInterrupt left running (its `done()` polled by `pending()`), keeping `keep` alive,
+    unless `wait_until` already counted it for the same `keep`. For a Ctrl-C that lands while a driver call runs (a
+    lazy kernel build inside an enqueue can take seconds): Python raises it at the next Python call after the enqueue
+    returned, before any wait began, and a kernel nobody counts would be waited for at exit, forever."""
+    with _abandoned_lock:
+        if keep is None or not any(k is keep for _, k in _polled):
+            _polled.append((done, keep))
+
+
 def _prune_polled() -> int:
     """Forget the interrupted waits whose kernel has finished; how many are left. Each `done()` is asked outside the
     lock (a runtime's may take its own context lock)."""

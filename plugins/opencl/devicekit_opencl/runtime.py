@@ -164,10 +164,18 @@ def _group_info(kernel, device, what: str) -> Any:
 
 def _enqueue(queue, kernel, glob: tuple, local: tuple, wait: bool, keep: list) -> Any:
     import pyopencl as cl
-    ev = cl.enqueue_nd_range_kernel(queue, kernel, glob, local)
-    if not wait:
-        return EventLaunch(ev, queue)
-    wait_event(ev, queue, keep)
+    try:
+        ev = cl.enqueue_nd_range_kernel(queue, kernel, glob, local)
+        if not wait:
+            return EventLaunch(ev, queue)
+        wait_event(ev, queue, keep)
+    except KeyboardInterrupt:
+        # a Ctrl-C that landed during the enqueue (a lazy build can take seconds) is raised as the call returns,
+        # before its event is ours: count what the queue holds as running, through a marker behind it
+        mark = cl.enqueue_marker(queue)
+        queue.flush()
+        interrupt.abandoned(lambda: mark.command_execution_status <= cl.command_execution_status.COMPLETE, keep)
+        raise
     return (ev.profile.end - ev.profile.start) * 1e-9
 
 

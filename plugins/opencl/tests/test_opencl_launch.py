@@ -82,6 +82,8 @@ SPIN = textwrap.dedent("""
     p = d.program_from_source("__kernel void spin(__global volatile int *x) { while (x[1] == 0) { x[0]++; } }",
                               "spin", sizes={"x": 4})
     b = dk.Buffer(d, 4, "int32").copyin(np.zeros(4, np.int32))
+    ended = dk.Buffer(d, 4, "int32").copyin(np.array([0, 1, 0, 0], np.int32))
+    p.execute([ended], global_size=(1,), wait=True)  # built and run once: the launch below starts at once, loaded or not
     print("running", flush=True)
     try:
         if sys.argv[1] == "wait=True":
@@ -108,7 +110,7 @@ def test_ctrl_c_interrupts_a_kernel_that_never_ends(cl_device, run_py, how):
     try:
         assert p.stdout.readline().strip() == "running", p.stderr.read() if p.poll() is not None else ""
         import time
-        time.sleep(0.5)  # well inside the loop
+        time.sleep(1.0)  # well inside the loop (the launch path was built and run once before)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
     except subprocess.TimeoutExpired:
@@ -155,3 +157,34 @@ def test_a_param_named_global_work_size_is_a_param(cl_device):
     buf = dk.Buffer(cl_device, 4, "int32").copyin(np.zeros(4, np.int32))
     prog(global_work_size=buf, global_size=(4,), wait=True)
     assert buf.numpy().tolist() == [7] * 4
+
+
+# a Ctrl-C that lands while the enqueue itself runs (a driver's lazy build can take seconds on a loaded machine):
+# Python raises it at the next Python call after the enqueue returned, before any wait began
+DURING_ENQUEUE = SPIN.replace('print("running", flush=True)\n', """\
+import signal
+import pyopencl as cl
+real = cl.enqueue_nd_range_kernel
+def enqueue_then_ctrl_c(*a, **k):
+    ev = real(*a, **k)
+    signal.raise_signal(signal.SIGINT)
+    return ev
+cl.enqueue_nd_range_kernel = enqueue_then_ctrl_c
+print("running", flush=True)
+""")
+
+
+@pytest.mark.parametrize("how", ["wait=True", "wait=False+wait()"])
+def test_ctrl_c_during_the_enqueue_counts_the_running_kernel(cl_device, how):
+    """The kernel was enqueued when the KeyboardInterrupt came: it is counted as running (pending 1) and the process
+    ends; uncounted, it was waited for at exit, forever (the CI run that hung 60 s in the test above, under load)."""
+    import os
+    assert "print(\"running\"" in DURING_ENQUEUE and "enqueue_then_ctrl_c" in DURING_ENQUEUE
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEVICEKIT_", "POCL_DEVICES"))}
+    try:
+        r = subprocess.run([sys.executable, "-c", DURING_ENQUEUE, how], capture_output=True, text=True, env=env,
+                           timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{how}: the process still runs 60 s after a Ctrl-C during the enqueue")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"caught": True, "pending": 1}
