@@ -145,6 +145,28 @@ def test_printed_source_rebuilds_the_same_kernel(profile):
         assert ns["build"]()[0].key == case.kernel.key, (profile, seed)
 
 
+def test_printed_source_rebuilds_local_memory_and_barriers():
+    """A kernel over a local array with a barrier (the memory profile draws local arrays; a GPU finding may have a
+    barrier) is printed as `k.local` and `k.barrier()` at its place, and rebuilds the very kernel."""
+    import numpy as np
+    from devicekit import ir
+    from devicekit.ir.dtypes import dtypes
+    from devicekit.testing.shrink import PRELUDE, to_python
+    k = ir.KernelBuilder("tile")
+    x, out = k.param("x", dtypes.float32, 64), k.param("out", dtypes.float32, 64, writable=True)
+    t = k.local("t", dtypes.float32, 16)
+    g, i = k.range(4, "global"), k.range(16, "local")
+    t[i] = x[g * 16 + i]
+    k.barrier()
+    out[g * 16 + i] = t[15 - i] * 2.0
+    kern = k.build()
+    src = to_python(kern, {"x": np.zeros(64, np.float32)})
+    assert "k.local('t', dtypes.float32, 16)" in src and "k.barrier()" in src, src
+    ns: dict = {}
+    exec(PRELUDE + src, ns)  # noqa: S102 - the printed source is ours
+    assert ns["build"]()[0].key == kern.key
+
+
 def test_the_shrinker_keeps_the_indexes_of_written_params():
     """Shrinking `y[row + j]` to `y[j]` lets two lanes share an element (a race the verifier cannot always prove):
     candidates keep every index and gate into a param the kernel writes."""

@@ -218,6 +218,13 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
             emit(x)
         count += 1
         nm, s = f"v{count}", u.src
+        if u.op is Ops.DEFINE_LOCAL:  # local memory: k.local(name, dtype, size)
+            names[u] = f"l_{u.arg[0]}"
+            lines.append(f"    l_{u.arg[0]} = k.local({u.arg[0]!r}, {_dt(u.dtype)}, {u.arg[1]!r})")
+            return
+        if u.op is Ops.BARRIER:  # its sources are the stores before it, emitted first: the barrier follows them
+            lines.append("    k.barrier()")
+            return
         if u.op is Ops.RANGE:
             expr = f"k.range({', '.join(ref(x) if x.op is not Ops.CONST else repr(x.arg) for x in s)}, {u.arg[1]!r})"
         elif u.op is Ops.INDEX:
@@ -245,7 +252,7 @@ def to_python(kernel: Kernel, inputs: dict, fn: str = "build") -> str:
         elif u.op in ALU:
             expr = f"make_alu(Ops.{u.op.name}, ({', '.join(ref(x) for x in s)},))"
         else:
-            raise NotImplementedError(f"to_python: {u.op.name} is not printed (local memory, barriers)")
+            raise NotImplementedError(f"to_python: {u.op.name} is not printed")
         names[u] = nm
         lines.append(f"    {nm} = {expr}")
 
