@@ -23,9 +23,11 @@ for _v in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # as bench/run.py: numpy's
 
 import time
 
+import devicekit_cpu.settings  # noqa: E402,F401 - registers DEVICEKIT_CPU_THREADS
 import numpy as np
+from devicekit import settings  # noqa: E402
 
-ONE_THREAD = os.environ.get("DEVICEKIT_CPU_THREADS") == "1"
+ONE_THREAD = settings.get("DEVICEKIT_CPU_THREADS") == 1
 CLOCK = time.process_time if ONE_THREAD else time.perf_counter
 
 

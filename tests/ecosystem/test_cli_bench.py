@@ -150,7 +150,8 @@ def test_bench_script_rows_come_from_the_shared_definition():
     spec = importlib.util.spec_from_file_location("dk_bench_run", ROOT / "bench" / "run.py")
     run = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(run)
-    large = {c.name: c for c in cases(profile="large", proposals=True)}
+    from devicekit.bench import more_cases
+    large = {c.name: c for c in (*cases(profile="large", proposals=True), *more_cases.cases("large"))}
     assert set(run.ROWS.values()) <= set(large)
     assert set(run.BARS) <= {c.title for c in large.values()}
     assert large["fma"].title == "fused a*b+c 16M f32" and large["matmul-packed"].title.startswith("matmul 1024 f32")
@@ -243,5 +244,5 @@ def test_matmul_layouts_script_times_both_layouts_and_checks_them():
     spec.loader.exec_module(mod)
     row = mod.one_size(dk.device("CPU"), 40)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[0] == "40" and len(cells) == 6, row
-    assert all(re.fullmatch(r"\d+\.\d\dx", c) and float(c[:-1]) > 0 for c in (cells[3], cells[5])), row
+    assert cells[0] == "40" and len(cells) == 8, row  # size, numpy, then default, pack + panels, panels: time, ratio
+    assert all(re.fullmatch(r"\d+\.\d\dx", c) and float(c[:-1]) > 0 for c in (cells[3], cells[5], cells[7])), row
