@@ -11,6 +11,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
+# the environment as the session started, before any test could change os.environ: a child process that must behave
+# as a user's (the Ctrl-C tests) gets this one, not whatever the tests run before it in this worker left behind
+START_ENV = dict(os.environ)
+
+
+@pytest.fixture
+def child_env(tmp_path: Path) -> dict[str, str]:
+    """START_ENV without devicekit's and PoCL's device settings, with a private compile cache."""
+    e = {k: v for k, v in START_ENV.items() if not k.startswith(("DEVICEKIT_", "POCL_DEVICES"))}
+    e["DEVICEKIT_CACHE_DIR"] = str(tmp_path / "dk-cache")
+    return e
 
 
 @pytest.fixture(scope="session")
