@@ -74,8 +74,11 @@ def test_huge_sizes_are_refused_not_a_crash(cl_device, run_py):
 
 
 SPIN = textwrap.dedent("""
-    import faulthandler, json, sys, time
+    import faulthandler, json, signal, sys, time
     faulthandler.dump_traceback_later(45, exit=True)  # a hang fails the test with every thread's stack, not silence
+    # Ctrl-C as a user's Python has it: a parent that ignores SIGINT (a CI job started in the background, an xdist
+    # worker) passes SIG_IGN through exec, and Python then installs no KeyboardInterrupt for it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np
     import devicekit as dk
     from devicekit import interrupt
