@@ -12,7 +12,7 @@ import numpy as np
 
 from . import forksafe
 
-__all__ = ["DEFAULT_OPTIONS", "Allocator", "BufferOptions", "HostAllocator", "LRUAllocator"]
+__all__ = ["DEFAULT_OPTIONS", "Allocator", "BufferOptions", "HostAllocator", "LRUAllocator", "Region", "RegionAllocator"]
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,13 @@ class Allocator(ABC):
 
     @abstractmethod
     def copyin(self, handle: Any, src: memoryview) -> None:
-        """Copy the bytes of `src` (a flat byte memoryview) to the start of `handle`."""
+        """Copy the bytes of `src` (a flat byte memoryview) to the start of `handle`. Never called with zero bytes
+        (`Buffer` and `alloc` skip empty copies), which some drivers refuse."""
 
     @abstractmethod
     def copyout(self, dest: memoryview, handle: Any) -> None:
-        """Copy len(dest) bytes from the start of `handle` into `dest` (a flat writable byte memoryview)."""
+        """Copy len(dest) bytes from the start of `handle` into `dest` (a flat writable byte memoryview); never zero
+        bytes, as for `copyin`."""
 
     def offset(self, handle: Any, nbytes: int, offset: int) -> Any:
         """A handle to `nbytes` bytes of `handle` starting at byte `offset`, sharing its memory (for views)."""
@@ -171,6 +173,35 @@ class LRUAllocator(Allocator):
             self.stats["flushes"] += 1
         for (sz, o), h in items:
             self._free(h, sz, o)
+
+
+@dataclass(frozen=True, eq=False)
+class Region:
+    """The handle of a device whose memory objects take a byte offset wherever they are used (OpenCL's cl_mem,
+    WebGPU's GPUBuffer, Metal's MTLBuffer): the allocation, a byte offset into it, the size, and the id of the device
+    whose context owns the allocation (OPENCL:1's must never meet OPENCL:0's)."""
+
+    mem: Any
+    offset: int
+    nbytes: int
+    index: int = 0
+
+
+class RegionAllocator(LRUAllocator):
+    """An LRUAllocator whose handles are `Region`s of device `index`: a view is the same allocation at another
+    offset, and `_own` refuses a handle of another id before the driver sees it."""
+
+    def __init__(self, device: str = "", index: int = 0, max_cached_bytes: int = 256 << 20):
+        super().__init__(device, max_cached_bytes)
+        self.index = index
+
+    def offset(self, handle: Region, nbytes: int, offset: int) -> Region:
+        return Region(handle.mem, handle.offset + offset, nbytes, handle.index)
+
+    def _own(self, handle: Region) -> None:
+        if handle.index != self.index:
+            raise ValueError(f"{self.device}: the buffer belongs to device id {handle.index} of this kind, not to "
+                             "this device")
 
 
 class HostAllocator(LRUAllocator):

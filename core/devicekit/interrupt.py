@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from queue import SimpleQueue
 from typing import Any
 
-__all__ = ["call", "on_main_thread", "pending", "wait_pending", "wait_until"]
+__all__ = ["abandoned", "call", "on_main_thread", "pending", "wait_event", "wait_pending", "wait_until"]
 
 _main_ident = threading.main_thread().ident
 _idle: list[_Launcher] = []  # launchers waiting for work (list.append/pop are atomic)
@@ -127,6 +127,14 @@ def wait_until(done: Callable[[], bool], block: Callable[[], Any] | None = None,
         with _abandoned_lock:
             _polled.append((done, keep))
         raise
+
+
+def wait_event(done: Callable[[], bool], block: Callable[[], Any], keep: Any = None) -> None:
+    """Wait for a queued command's event (`done()`: its status polled; `block()`: the driver's blocking wait) as
+    `wait_until` does, then call `block()` once more: it returns at once, and a command that ended in error raises
+    there, from the driver's own wait (clWaitForEvents, cuEventSynchronize)."""
+    wait_until(done, block, keep)
+    block()
 
 
 def abandoned(done: Callable[[], bool], keep: Any) -> None:

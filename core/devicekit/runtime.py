@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .render.program_spec import ProgramSpec
     from .targets import Device
 
-__all__ = ["Launch", "Program", "RuntimeFactory"]
+__all__ = ["EventLaunch", "Launch", "Program", "RuntimeFactory"]
 
 
 class Launch:
@@ -47,6 +47,23 @@ class Launch:
 
     def __repr__(self) -> str:
         return f"<Launch done in {self.seconds:.6f} s>" if self.done else "<Launch submitted>"
+
+
+class EventLaunch(Launch):
+    """A backend's own handle for `execute(wait=False)` when each launch has a driver event (OpenCL): `finish()`
+    waits for that launch only (the device's one in-order queue ran everything before it) and returns its time on
+    the device, which `wait()` keeps."""
+
+    __slots__ = ("_finish",)
+
+    def __init__(self, finish: Callable[[], float]):
+        super().__init__(None, 0.0)
+        self._finish = finish
+
+    def wait(self) -> float:
+        if self.seconds is None:
+            self.seconds = self._finish()
+        return self.seconds
 
 
 def launched(program: Program, t: Any, t0: float, wait: bool) -> Any:

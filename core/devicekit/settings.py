@@ -34,8 +34,8 @@ from typing import Any
 from .errors import SettingError
 from .spec import DeviceSpec
 
-__all__ = ["Setting", "SettingError", "SettingWarning", "declared", "describe", "device_spec", "flag", "get",
-           "get_or_default", "int_in", "name_list", "path", "register", "seconds", "size", "source", "text",
+__all__ = ["Setting", "SettingError", "SettingWarning", "accepting", "declared", "describe", "device_spec", "flag",
+           "get", "get_or_default", "int_in", "name_list", "path", "register", "seconds", "size", "source", "text",
            "unknown"]
 
 
@@ -60,10 +60,14 @@ _FLOAT_RE = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$", re.ASCI
 
 
 def _accepting(words: str) -> Callable[[Parser], Parser]:
+    """A decorator giving a parser its `accepts` words; a plugin marks its own parsers with `settings.accepting`."""
     def mark(fn: Parser) -> Parser:
         fn.accepts = words  # type: ignore[attr-defined]
         return fn
     return mark
+
+
+accepting = _accepting
 
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -6,7 +6,8 @@ local_size), where clEnqueueNDRangeKernel's and pyopencl's `global_size` counts 
 too): a user passing work-items as `global_size` launched local_size times too many. `global_work_size=` says which
 one is meant. A Program that mixes in `WorkSizes` takes `global_work_size=` / `local_work_size=` in `execute` and in
 a call by name (where no param or var has that name), translated by `to_groups` and then checked like any launch.
-`with_required` gives a launch without a local size the kernel's required one, and refuses another."""
+`with_required` gives a launch without a local size the kernel's required one, and refuses another; `CheckedSizes` is
+a program's whole size check (values, required size, the device's limits), done once per sizes asked."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 from . import launch_sizes
 from .errors import LaunchError
 
-__all__ = ["WORK_OPTIONS", "WorkSizes", "to_groups", "with_required"]
+__all__ = ["WORK_OPTIONS", "CheckedSizes", "WorkSizes", "to_groups", "with_required"]
 
 WORK_OPTIONS = ("global_work_size", "local_work_size")
 
@@ -63,6 +64,26 @@ def with_required(name: str, groups: tuple[int, ...], local: tuple[int, ...] | N
         raise LaunchError(f"{name}: the kernel declares {declares}({want}); it was launched with local size {local}: "
                           f"pass local_size=({want}) or leave it out")
     return groups, local
+
+
+class CheckedSizes:
+    """One program's launch sizes, checked (`launch_sizes.check_values`, `with_required`, `launch_sizes.check_limits`
+    against `limits`) and kept for the last sizes asked: the check costs ~3 us and a program's launches mostly repeat
+    their sizes. Calling it gives (work-groups, work-items a group, work-items), one int per axis, all one length."""
+
+    def __init__(self, name: str, limits: launch_sizes.Limits, required: tuple[int, ...] | None = None):
+        self.name, self.limits, self.required = name, limits, required
+        self._last: tuple[Any, Any, tuple[tuple[int, ...], ...]] | None = None
+
+    def __call__(self, global_size: Any, local_size: Any) -> tuple[tuple[int, ...], ...]:
+        last = self._last
+        if last is None or last[0] != global_size or last[1] != local_size:
+            groups, local = launch_sizes.check_values(self.name, global_size, local_size)
+            groups, local = with_required(self.name, groups or (1,), local, self.required)
+            launch_sizes.check_limits(self.name, groups, local, self.limits)
+            items = tuple(g * lo for g, lo in zip(groups, local))
+            last = self._last = (global_size, local_size, (groups, local, items))
+        return last[2]
 
 
 class WorkSizes:

@@ -74,8 +74,9 @@ class CUDAContext:
 
     def wait_event(self, ev, keep=None) -> None:
         """Wait for a recorded event without holding this context's lock, so that Ctrl-C interrupts the wait
-        (devicekit.interrupt.wait_until polls cuEventQuery on the main thread, other threads block in
-        cuEventSynchronize); `keep` stays referenced until the event completes when the wait was interrupted."""
+        (devicekit.interrupt.wait_event polls cuEventQuery on the main thread, other threads block in
+        cuEventSynchronize, and a launch's error raises); `keep` stays referenced until the event completes when the
+        wait was interrupted."""
         def done() -> bool:
             with self:
                 return bool(ev.query())
@@ -83,8 +84,7 @@ class CUDAContext:
         def block() -> None:
             with self:
                 ev.synchronize()
-        interrupt.wait_until(done, block, keep)
-        block()  # at once; raises the launch's error, if any
+        interrupt.wait_event(done, block, keep)
 
     def limits(self, max_threads: int) -> Limits:
         """Launch limits of a kernel whose blocks take at most `max_threads` threads (its own attribute)."""

@@ -7,6 +7,7 @@ record format, so the compile cache never hands one driver's binary to another (
 
 from __future__ import annotations
 
+import pyopencl as cl
 from devicekit.compile import Compiler
 from devicekit.compile.envelope import Envelope
 from devicekit.errors import CompileError
@@ -23,7 +24,6 @@ class OpenCLCompiler(Compiler):
     name = "opencl"
 
     def __init__(self, index: int = 0):
-        import pyopencl as cl
         self.index, self.ctx = index, context.get(index)  # platform.Unavailable without the device: pair skipped
         exact = self.ctx.device.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT
         self.options = (*BASE_OPTIONS, *("-cl-fp32-correctly-rounded-divide-sqrt",) * bool(exact),
@@ -42,7 +42,6 @@ class OpenCLCompiler(Compiler):
         return self._build_cl(src, [*self.options, *ctx.cc_args()]), None
 
     def _build_cl(self, src: str, options: list[str]) -> bytes:
-        import pyopencl as cl
         dev, prg = self.ctx.device, cl.Program(self.ctx.context, src)
         try:
             prg.build(options=options, devices=[dev])

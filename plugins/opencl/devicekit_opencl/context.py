@@ -1,5 +1,6 @@
 """One OpenCL context and one in-order queue per OPENCL id, created on first use and shared by that id's compiler,
-allocator and runtime (a cl_mem or cl_program belongs to one context: OPENCL:1's must never meet OPENCL:0's)."""
+allocator and runtime (a cl_mem or cl_program belongs to one context: OPENCL:1's must never meet OPENCL:0's), and the
+one way to wait on that queue: polling an event, so Ctrl-C interrupts a kernel that never ends."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import pyopencl as cl
+from devicekit import interrupt
 from devicekit.launch_sizes import Limits
 
 from . import platform
@@ -47,12 +50,23 @@ class Ctx:
                       max_global=(2 ** int(d.address_bits) - 1,) * 3, max_total_groups=2 ** 32 - 1 if pocl else None,
                       why_total_groups=" (PoCL's limit: 2^32 work-groups or more crash it)" if pocl else "")
 
+    def wait(self, ev: Any, keep: Any = None) -> None:
+        """Wait for `ev`, a command of this queue, so that Ctrl-C interrupts the wait (devicekit.interrupt.wait_event
+        polls its status on the main thread, where clFinish would hold the signal until a kernel that never ends
+        returns); a failed command raises here. `keep` stays referenced until it ends when the wait is interrupted."""
+        self.queue.flush()  # polled status moves only for commands the driver was handed
+        interrupt.wait_event(lambda: ev.command_execution_status <= cl.command_execution_status.COMPLETE, ev.wait,
+                             keep)
+
+    def synchronize(self) -> None:
+        """Wait for everything queued so far: a marker behind it, waited for as above."""
+        self.wait(cl.enqueue_marker(self.queue))
+
 
 def get(index: int) -> Ctx:
     """The context of OPENCL:index (platform.Unavailable when it does not exist)."""
     with _lock:
         if index not in _contexts:
-            import pyopencl as cl
             dev = platform.device(index)
             context = cl.Context([dev])
             queue = cl.CommandQueue(context, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)

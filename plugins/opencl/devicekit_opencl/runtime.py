@@ -1,29 +1,34 @@
 """OpenCLProgram: a program binary (checked: compiler.RECORD) loaded in one OPENCL id's context, launched on its
 queue with per-thread kernel objects (clSetKernelArg is not thread-safe). Sizes are work-groups x work-items a group,
-checked before anything is enqueued; waiting polls the event, so Ctrl-C interrupts a kernel that never ends. More
-in README.md ("How it works")."""
+checked before anything is enqueued (the core's work_sizes.CheckedSizes); waiting polls the event (context.Ctx.wait),
+so Ctrl-C interrupts a kernel that never ends. More in README.md ("How it works")."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 from typing import Any
 
 import numpy as np
-from devicekit import interrupt, launch_sizes
+import pyopencl as cl
+from devicekit import interrupt
 from devicekit.render.signature import launch_shared
-from devicekit.runtime import Launch, Program
-from devicekit.work_sizes import WorkSizes, with_required
+from devicekit.runtime import EventLaunch, Program
+from devicekit.spec import DeviceSpec
+from devicekit.work_sizes import CheckedSizes, WorkSizes
 
 from . import context
 from .compiler import RECORD
+
+__all__ = ["EventLaunch", "OpenCLProgram", "factory"]
 
 
 class OpenCLProgram(WorkSizes, Program):
     def __init__(self, compiled, ctx: context.Ctx):
         super().__init__(compiled)
-        import pyopencl as cl
         self.ctx, spec = ctx, compiled.spec
+        self.home = DeviceSpec.parse(ctx.name)  # the core refuses another id's Buffers (Program.check)
         try:
             self._prg = cl.Program(ctx.context, [ctx.device], [RECORD.unwrap(compiled.lib, ctx.binary_key, spec.name)])
             self._prg.build(devices=[ctx.device])
@@ -39,22 +44,17 @@ class OpenCLProgram(WorkSizes, Program):
                            for v in spec.vars]
         self._align = max(1, int(ctx.device.mem_base_addr_align) // 8)  # reported in bits
         own = _group_info(kernel, ctx.device, "WORK_GROUP_SIZE")  # register use can make it below the device's
-        self._limits = ctx.limits if not own else dataclasses.replace(
+        limits = ctx.limits if not own else dataclasses.replace(
             ctx.limits, max_group_items=min(int(own), ctx.limits.max_group_items or int(own)))
         reqd = tuple(int(x) for x in _group_info(kernel, ctx.device, "COMPILE_WORK_GROUP_SIZE") or ())
         self.default_local = reqd if spec.get_meta("from_source") and len(reqd) == 3 and any(reqd) else None
+        self._sizes = CheckedSizes(self.name, limits, self.default_local)
 
     def _kernel(self) -> Any:
         k = getattr(self._tls, "kernel", None)
         if k is None:
-            import pyopencl as cl
             k = self._tls.kernel = cl.Kernel(self._prg, self.spec.entry)
         return k
-
-    def _own(self, handles: list) -> None:
-        for j, h in enumerate(handles):
-            if h.index != self.ctx.index:
-                raise ValueError(f"{self.name}: buffer {j} lives on OPENCL:{h.index}, the program on {self.ctx.name}")
 
     def _mem(self, h, j: int) -> Any:
         """A hand-written kernel's buffer argument: the cl_mem, or for a view an aligned sub-buffer."""
@@ -65,12 +65,10 @@ class OpenCLProgram(WorkSizes, Program):
                              f"buffer; a hand-written OpenCL kernel gets views as sub-buffers, which need offsets "
                              f"aligned to {self._align} bytes on {self.ctx.device.name.strip()}: copy the data to its "
                              f"own buffer")
-        import pyopencl as cl
         return h.mem.get_sub_region(h.offset, max(h.nbytes, 1), cl.mem_flags.READ_WRITE)
 
     def _source_args(self, handles: list, vals: list, var_vals: dict) -> list:
         """A hand-written kernel's arguments in declaration order (`__local` params sized by `shared_bytes`)."""
-        import pyopencl as cl
         locs = launch_shared(self.spec, var_vals)[1] if any(k == "local" for k, _ in self._order) else ()
         args: list[Any] = []
         for kind, i in self._order:
@@ -85,9 +83,8 @@ class OpenCLProgram(WorkSizes, Program):
         return args
 
     def _launch(self, handles: list, vals: list, var_vals: dict, global_size, local_size, wait: bool):
-        self._own(handles)
         args = None if self._view_args else self._source_args(handles, vals, var_vals)
-        groups, local, glob = self._sizes(global_size, local_size)
+        groups, local, items = self._sizes(global_size, local_size)
         if not all(groups):
             return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
         k = self._kernel()
@@ -95,7 +92,7 @@ class OpenCLProgram(WorkSizes, Program):
             self._set_changed(k, handles, vals)
         else:
             k.set_args(*args)
-        return _enqueue(self.ctx.queue, k, glob, local, wait, handles)
+        return _enqueue(self.ctx, k, items, local, wait, handles)
 
     def _set_changed(self, k, handles: list, vals: list) -> None:
         """Set a generated kernel's (cl_mem, byte offset) pairs and vars on this thread's kernel object, only where
@@ -129,80 +126,46 @@ class OpenCLProgram(WorkSizes, Program):
         one's views are sub-buffers, which would keep their parent allocation alive in the cache."""
         if not self._view_args:
             return None
-        self._own(handles)
-        groups, local, glob = self._sizes(global_size, local_size)
+        groups, local, items = self._sizes(global_size, local_size)
         if not all(groups):
             return None
-        import pyopencl as cl
         kern = cl.Kernel(self._prg, self.spec.entry)  # its own: clSetKernelArg is never called on it again
         kern.set_args(*[x for h in handles for x in (h.mem, np.uint64(h.offset))],
                       *[t(x) for t, x in zip(self._var_types, vals)])
-        queue = self.ctx.queue
-        return lambda wait: _enqueue(queue, kern, glob, local, wait, handles)
-
-    def _sizes(self, global_size, local_size) -> tuple[tuple[int, ...], ...]:
-        """(work-groups, work-items a group, global work size) per axis, checked against the device's and the
-        kernel's limits; kept for the last sizes asked (the check costs ~3 us, launches mostly repeat sizes)."""
-        sized = self.__dict__.get("_sized")
-        if sized is None or sized[0] != global_size or sized[1] != local_size:
-            groups, local = launch_sizes.check_values(self.name, global_size, local_size)
-            groups, local = with_required(self.name, groups or (1,), local, self.default_local)
-            launch_sizes.check_limits(self.name, groups, local, self._limits)
-            glob = tuple(g * lo for g, lo in zip(groups, local))
-            sized = self._sized = (global_size, local_size, groups, local, glob)
-        return sized[2:]
+        ctx = self.ctx
+        return lambda wait: _enqueue(ctx, kern, items, local, wait, handles)
 
 
 def _group_info(kernel, device, what: str) -> Any:
     """clGetKernelWorkGroupInfo(`what`), None when the driver does not answer (the device's limits hold)."""
-    import pyopencl as cl
     try:
         return kernel.get_work_group_info(getattr(cl.kernel_work_group_info, what), device)
     except (cl.Error, TypeError, ValueError):
         return None
 
 
-def _enqueue(queue, kernel, glob: tuple, local: tuple, wait: bool, keep: list) -> Any:
-    import pyopencl as cl
+def _enqueue(ctx: context.Ctx, kernel, items: tuple, local: tuple, wait: bool, keep: list) -> Any:
+    """Enqueue `kernel` over `items` work-items in groups of `local`: its seconds on the device when `wait`, else its
+    EventLaunch."""
     try:
-        ev = cl.enqueue_nd_range_kernel(queue, kernel, glob, local)
+        ev = cl.enqueue_nd_range_kernel(ctx.queue, kernel, items, local)
         if not wait:
-            return EventLaunch(ev, queue)
-        wait_event(ev, queue, keep)
+            return EventLaunch(functools.partial(_timed, ctx, ev))
+        return _timed(ctx, ev, keep)
     except KeyboardInterrupt:
         # a Ctrl-C that landed during the enqueue (a lazy build can take seconds) is raised as the call returns,
         # before its event is ours: count what the queue holds as running, through a marker behind it
-        mark = cl.enqueue_marker(queue)
-        queue.flush()
+        mark = cl.enqueue_marker(ctx.queue)
+        ctx.queue.flush()
         interrupt.abandoned(lambda: mark.command_execution_status <= cl.command_execution_status.COMPLETE, keep)
         raise
+
+
+def _timed(ctx: context.Ctx, ev, keep: Any = None) -> float:
+    """Wait for a kernel's event (Ctx.wait: Ctrl-C interrupts it) and return its time on the device, from the
+    profile."""
+    ctx.wait(ev, keep)
     return (ev.profile.end - ev.profile.start) * 1e-9
-
-
-def wait_event(ev, queue, keep=None) -> None:
-    """Wait for `ev` so that Ctrl-C interrupts the wait (devicekit.interrupt.wait_until polls its status on the main
-    thread); a failed command raises here, from the driver's own wait."""
-    import pyopencl as cl
-    queue.flush()  # polled status moves only for commands the driver was handed
-    interrupt.wait_until(lambda: ev.command_execution_status <= cl.command_execution_status.COMPLETE, ev.wait, keep)
-    ev.wait()  # returns at once; raises for a command that ended in error
-
-
-class EventLaunch(Launch):
-    """What `execute(wait=False)` returns on OpenCL: the launch's own event. `wait()` waits for that kernel only
-    (the in-order queue has run everything before it) and returns its time on the device, from the profile."""
-
-    __slots__ = ("_ev", "_queue")
-
-    def __init__(self, ev, queue):
-        super().__init__(None, 0.0)
-        self._ev, self._queue = ev, queue
-
-    def wait(self) -> float:
-        if self.seconds is None:
-            wait_event(self._ev, self._queue)
-            self.seconds = (self._ev.profile.end - self._ev.profile.start) * 1e-9
-        return self.seconds
 
 
 def factory(spec):

@@ -11,8 +11,8 @@ OWNER = "devicekit-opencl"
 DEVICE_TYPES = ("all", "gpu", "cpu", "accelerator")
 
 
+@settings.accepting("all, gpu, cpu, accelerator, or device indices within the platform such as 0 or 0,2")
 def device_choice(raw: str) -> tuple[str, tuple[int, ...]]:
-    """'all' / 'gpu' / 'cpu' / 'accelerator', or device indices within the platform ('0', '1,3')."""
     text = raw.strip().lower()
     if text in DEVICE_TYPES:
         return text, ()
@@ -27,6 +27,7 @@ def device_choice(raw: str) -> tuple[str, tuple[int, ...]]:
     return "index", idx
 
 
+@settings.accepting("a platform index (0, 1, ...) or a part of its name of at most 256 characters")
 def platform_choice(raw: str) -> str:
     """A platform index (ASCII digits) or a part of its name; kept as written (platform.py matches it)."""
     text = raw.strip()
@@ -36,11 +37,6 @@ def platform_choice(raw: str) -> str:
         raise ValueError("longer than any platform name")
     return raw
 
-
-platform_choice.accepts = (  # type: ignore[attr-defined]
-    "a platform index (0, 1, ...) or a part of its name of at most 256 characters")
-device_choice.accepts = (  # type: ignore[attr-defined]
-    "all, gpu, cpu, accelerator, or device indices within the platform such as 0 or 0,2")
 
 settings.register("DEVICEKIT_OPENCL_PLATFORM", platform_choice, None,
                   "the OpenCL platform whose devices are OPENCL:0, OPENCL:1, ...: its index or a part of its name "
