@@ -16,10 +16,11 @@ from typing import Any
 from devicekit.ir.ops import Ops
 
 
-def compile_direct(spec: Any, n_handles: int, serial_below: int, split_fn: Callable | None
+def compile_direct(spec: Any, n_handles: int, serial_below: int, split_fn: Callable | None, tail: tuple = ()
                    ) -> tuple[Callable, Callable | None]:
-    """(direct, long) for a program whose native arguments are its handles then its vars (then the split's bounds).
-    `long` is None when the launch's work is not extent x a constant."""
+    """(direct, long) for a program whose native arguments are its handles then its vars (then the split's bounds,
+    then `tail`: a split reduction's scratch address, 0 on one thread). `long` is None when the launch's work is not
+    extent x a constant."""
     names = tuple(v.name for v in spec.vars)
     env: dict[str, Any] = {"SPLIT": split_fn, "SERIAL": serial_below}
     ptrs = [f"handles[{i}].ptr" for i in range(n_handles)]
@@ -32,7 +33,7 @@ def compile_direct(spec: Any, n_handles: int, serial_below: int, split_fn: Calla
         extent = (f"vals[{names.index(split.arg[0])}]" if getattr(split, "op", None) is Ops.VAR
                   and split.arg[0] in names else repr(int(split)) if isinstance(split, int) else "SPLIT(vals)")
         lines += [f"    e = {extent}", "    if e >= SERIAL:", "        return False",
-                  f"    program._fn({', '.join([*ptrs, *vals, '0', 'e'])})", "    return True"]
+                  f"    program._fn({', '.join([*ptrs, *vals, '0', 'e', *map(repr, tail)])})", "    return True"]
     long_src = None
     if split is not None and serial_below:
         long_src = f"def long(vals):\n    return {extent} >= SERIAL"

@@ -14,12 +14,14 @@ stay branch-free and vectorizable; gated stores branch.
 
 from __future__ import annotations
 
+import dataclasses
+
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.names import mangle
 from devicekit.ir.ops import ALU, Ops
 from devicekit.render.renderer import Renderer
 
-from . import hostinfo, stream
+from . import hostinfo, split_reduce, stream
 from .llvm_types import _SCALAR, const_literal, intrinsic_suffix, lty, mty
 from .loop_passes import LoopPasses, settings_salt
 from .memo import MemoRender
@@ -44,7 +46,19 @@ class LLVMRenderer(MemoRender, Renderer):
     stream_threshold: int | None = None
 
     def render_linear(self, lk, name: str) -> str:
+        if (plan := split_reduce.plan(lk)) is not None:  # a lone reduction: two stages (split_reduce.py)
+            lk = split_reduce.rewrite(lk, plan)
         return _Emitter(lk, name, self.streaming()).run()
+
+    def render_uncached(self, kernel, name: str | None = None):
+        """The core's render; a lone reduction's spec gets its pieces as the split (the runtime divides them)."""
+        spec = super().render_uncached(kernel, name)
+        parts = spec.get_meta("reduce_parts")
+        if parts is None:
+            return spec
+        meta = dict(spec.meta)
+        meta["opts"] = (*meta.pop("opts", ()), meta.pop("reduce_opts"))
+        return dataclasses.replace(spec, core_split=parts, meta=tuple(meta.items()))
 
     def streaming(self) -> int:
         """The streaming-store threshold in bytes this renderer writes into its sources (0: off)."""
@@ -60,6 +74,9 @@ class LLVMRenderer(MemoRender, Renderer):
 
     def meta(self, lk) -> tuple:
         from .cost import split_cost
+        if (plan := split_reduce.plan(lk)) is not None:  # cost a piece; what the runtime's scratch must hold
+            return (("split_cost", plan.cost), ("reduce_parts", plan.parts),
+                    ("reduce_scratch", split_reduce.scratch_bytes(plan)), ("reduce_opts", split_reduce.describe(plan, lk)))
         return (("split_cost", split_cost(lk)),)
 
 
@@ -82,6 +99,7 @@ class _Emitter(LoopPasses):
             if u.op is Ops.ENDRANGE:
                 self.ends.setdefault(u.src[0], []).append(pos)
         self.lines: list[str] = []
+        self.loop_hints: dict = dict(getattr(lk, "loop_hints", ()))  # RANGE -> its `!llvm.loop` properties
         self.allocas: list[str] = []
         self.decls: set[str] = set()
         self.r: dict = {}
@@ -385,7 +403,7 @@ class _Emitter(LoopPasses):
         elif op is Ops.RANGE:
             self.open_loop(u, self.v(src[0]))
         elif op is Ops.ENDRANGE:
-            self.close_loop(self.loops[src[0]])
+            self.close_loop(self.loops[src[0]], 1, self.loop_hints.get(src[0], ()))
         elif op is Ops.IF:
             k = self.tmp()[2:]
             self.ifs[u] = k
@@ -448,11 +466,21 @@ class _Emitter(LoopPasses):
             attrs = "noalias" + ("" if p.writable else " readonly")
             args.append(f"ptr {attrs} align {p.dtype.itemsize} {nm}")
         vnames = [v.name for v in lk.vars] + (["core_start", "core_end"] if lk.core_split is not None else [])
+        scratch = getattr(lk, "scratch_bytes", 0)  # a lone reduction's pieces (split_reduce.py)
+        if scratch:
+            vnames.append(split_reduce.SCRATCH_VAR)
         for i, vn in enumerate(vnames):
             ty = "i64" if i >= len(lk.vars) or lk.vars[i].scalar is None else lty(lk.vars[i].dtype)  # k.scalar: wire type
             args.append(f"{ty} %{mangle(vn) if i < len(lk.vars) else vn}")
         self.pnames = pnames
         self.vmap = {vn: a.split(" ", 1)[1] for vn, a in zip(vnames, args[len(lk.params):])}
+        if scratch:  # the caller's scratch (an address; 0: none given, this call's own on the stack)
+            self.allocas.append(f"  %scr.local = alloca [{scratch} x i8], align 64")
+            given = self.ins(f"inttoptr i64 %{split_reduce.SCRATCH_VAR} to ptr")
+            base = self.ins(f"select i1 {self.ins(f'icmp eq i64 %{split_reduce.SCRATCH_VAR}, 0')}, ptr %scr.local, "
+                            f"ptr {given}")
+            for pname, off in lk.regions:
+                pnames[pname] = self.ins(f"getelementptr inbounds i8, ptr {base}, i64 {off}")
         for i, u in enumerate(self.uops):
             if u.op is Ops.RANGE and (plan := self.split_plan(i)) is not None:
                 self.emit_split_loop(u, *plan)

@@ -23,7 +23,7 @@ class MemoRender:
 
     def render(self, kernel, name: str | None = None):
         if getattr(kernel, "key", None) is None:
-            return super().render(kernel, name)
+            return self.render_uncached(kernel, name)
         from devicekit.compile import lowered
         return lowered.render(self, kernel, name)
 

@@ -58,7 +58,10 @@ class CPUProgram(Program):
         order = spec.get_meta("args")  # hand-written C: buffers and scalars interleaved, scalars of their C type
         self._order = None if order is None or order == _plain_order(spec) else tuple(order)
         argtypes = [ctypes.c_void_p if kind == "buffer" else _ctype(spec.vars[j].dtype) for kind, j in spec.arg_order()]
-        splits = [ctypes.c_int64] * (2 if spec.core_split is not None else 0)
+        # a lone reduction split in pieces (split_reduce.py): the scratch's address follows the split's bounds
+        self._scratch = spec.get_meta("reduce_scratch", 0) if spec.core_split is not None else 0
+        self._tail = (0,) if self._scratch else ()  # one thread: no scratch given, the call's own
+        splits = [ctypes.c_int64] * ((2 if spec.core_split is not None else 0) + (1 if self._scratch else 0))
         self._fn = ctypes.CFUNCTYPE(None, *argtypes, *splits)(addr)
         self._addr = addr
         # plans replay natively (replay.py) the launches whose every argument is a pointer or an int64
@@ -81,7 +84,7 @@ class CPUProgram(Program):
         self._quick: QuickTier | None = None  # set by Device.compile on a quick build (tiers)
         # the one-thread call with its arguments spelled out (direct.py): handles, then vars, then the split
         self._direct, self._long = compile_direct(spec, len(argtypes) - len(spec.vars), self._serial_below,
-                                                  self._split) if self._order is None else (None, None)
+                                                  self._split, self._tail) if self._order is None else (None, None)
 
     def _set_final(self, build) -> bool:
         if self.compiled.tier != "quick":
@@ -149,7 +152,8 @@ class CPUProgram(Program):
         if self._split is None:
             return tuple(args)
         extent = self._split(vals)
-        return (*args, 0, extent) if extent < self._serial_below or self.chunks(extent, vals) == 1 else None
+        return (*args, 0, extent, *self._tail) if extent < self._serial_below or self.chunks(extent, vals) == 1 \
+            else None
 
     def plan_record(self, handles, vals):
         """For dk.Plan: (replay.run_records, [fn, argc, args...]) when this launch runs on one thread with pointer
@@ -187,7 +191,13 @@ class CPUProgram(Program):
             extent = self._split(vals)
             n = 1 if extent < self._serial_below else self.chunks(extent, vals)
             if n == 1:
-                self._fn(*args, 0, extent)
+                self._fn(*args, 0, extent, *self._tail)
+            elif self._scratch:  # the pieces on every thread, then their combine and the stores (split_reduce.py)
+                buf = ctypes.create_string_buffer(self._scratch + 64)
+                at = -(-ctypes.addressof(buf) // 64) * 64
+                bounds = [extent * i // n for i in range(n + 1)]
+                pool().run(self._fn, [(*args, bounds[i], bounds[i + 1], at) for i in range(n)])
+                self._fn(*args, -1, -1, at)
             else:
                 bounds = [extent * i // n for i in range(n + 1)]
                 pool().run(self._fn, [(*args, bounds[i], bounds[i + 1]) for i in range(n)])
