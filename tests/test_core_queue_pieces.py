@@ -1,7 +1,8 @@
 """The core pieces a queue-based runtime shares (issue 35: lean backends), tested without a device: a program's
 checked launch sizes (work_sizes.CheckedSizes), the launch handle of an event (runtime.EventLaunch), the event wait
 that Ctrl-C interrupts and whose driver wait raises (interrupt.wait_event), handles that are byte ranges of one
-allocation (alloc.Region, RegionAllocator) and a plugin parser's accepted words (settings.accepting). Each was
+allocation (alloc.Region, RegionAllocator), a plugin parser's accepted words (settings.accepting), a probe's rank
+by what it found (plugin.Availability.found) and a device's limits over its language's (Renderer.set_limits). Each was
 OpenCL's own before; the OPENCL plugin's tests run them on a device."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pytest
 from devicekit import interrupt, launch_sizes, settings
 from devicekit.alloc import BufferOptions, Region, RegionAllocator
 from devicekit.errors import LaunchError, SettingError
+from devicekit.plugin import Availability
 from devicekit.runtime import EventLaunch
 from devicekit.work_sizes import CheckedSizes
 
@@ -112,3 +114,28 @@ def test_a_plugin_parser_says_what_it_accepts(monkeypatch):
         settings.get("DKTEST_QUEUE_EVEN")
     monkeypatch.setenv("DKTEST_QUEUE_EVEN", "4")
     assert settings.get("DKTEST_QUEUE_EVEN") == 4
+
+
+def test_a_probe_ranks_a_gpu_above_the_cpu_device_and_a_software_device_below_it():
+    """Availability.found, the probe answer of OPENCL and WEBGPU: installing PoCL or lavapipe never makes them the
+    default device, a real GPU does."""
+    import devicekit as dk
+    cpu = next(d.priority for d in dk.devices() if d.kind == "CPU")
+    gpu, software = Availability.found(gpu=True), Availability.found(gpu=False)
+    assert gpu.ok and software.ok
+    assert gpu.priority > cpu > software.priority > -100  # PYTHON, the reference, is -100
+
+
+def test_a_devices_limits_replace_the_languages_and_local_max_is_cut_to_the_workgroup():
+    """Renderer.set_limits, how OPENCL and WEBGPU renderers take a device's limits from its driver."""
+    from devicekit.render.cstyle import CStyleRenderer
+
+    class Toy(CStyleRenderer):
+        local_max, local_total_max, shared_max, max_buffers = (256, 256, 64), 256, 16384, 8
+
+    r = Toy()
+    r.set_limits(local_max=(1024, 1024, 64), local_total_max=512, shared_max=65536)
+    assert (r.local_max, r.local_total_max, r.shared_max, r.max_buffers) == ((512, 512, 64), 512, 65536, 8)
+    assert (Toy.local_max, Toy.shared_max) == ((256, 256, 64), 16384)  # the language's defaults stay as they are
+    r.set_limits(global_max=(7, 7, 7))
+    assert r.capabilities.global_max == (7, 7, 7) and r.capabilities.local_max == (512, 512, 64)

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 API_VERSION: tuple[int, int] = (1, 0)
 """The plugin API this core provides. A plugin declaring another major version is refused; a newer minor is noted."""
 
+GPU_PRIORITY = 40  # a kind found on a real GPU: above CPU (10), below CUDA and METAL (50), which win on their own GPUs
+SOFTWARE_PRIORITY = 2  # the same kind on a software or host-CPU device: below CPU (10) and ACME (5), above PYTHON
+
 
 @dataclass(frozen=True)
 class Availability:
@@ -43,6 +46,12 @@ class Availability:
     @classmethod
     def yes(cls, priority: int | None = None) -> Availability:
         return cls(True, "", priority)
+
+    @classmethod
+    def found(cls, gpu: bool) -> Availability:
+        """Available, ranked by what the probe found: GPU_PRIORITY on a real GPU, else SOFTWARE_PRIORITY, so that
+        installing a software driver (PoCL for OPENCL, lavapipe for WEBGPU) never changes the default device."""
+        return cls(True, "", GPU_PRIORITY if gpu else SOFTWARE_PRIORITY)
 
     @classmethod
     def no(cls, reason: str) -> Availability:

@@ -62,6 +62,24 @@ class Renderer(ABC):
                             max_buffers=self.max_buffers, vector_register_bytes=self.vector_register_bytes,
                             passes=tuple(self.passes))
 
+    def set_limits(self, local_max: tuple[int, ...] | None = None, local_total_max: int | None = None,
+                   shared_max: int | None = None, max_buffers: int | None = None,
+                   global_max: tuple[int, ...] | None = None) -> None:
+        """One device's own limits, read from its driver, over the language's minimums (the class attributes): each
+        one given replaces its default, and `local_max` is cut to `local_total_max` (no axis of a workgroup runs more
+        threads than the whole workgroup may)."""
+        if local_total_max is not None:
+            self.local_total_max = local_total_max
+        if local_max is not None:
+            total = self.local_total_max
+            self.local_max = tuple(x if total is None else min(x, total) for x in local_max)
+        if shared_max is not None:
+            self.shared_max = shared_max
+        if max_buffers is not None:
+            self.max_buffers = max_buffers
+        if global_max is not None:
+            self.global_max = global_max
+
     def render(self, kernel, name: str | None = None) -> ProgramSpec:
         """Lower `kernel` (an ir.Kernel) for this renderer's capabilities (passes and limits: render/prepare.py)
         and render the linear form. A renderer with local memory gets `shared_bytes` first in its meta."""

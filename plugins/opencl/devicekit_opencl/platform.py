@@ -13,8 +13,6 @@ from devicekit.plugin import Availability
 
 from . import settings
 
-GPU_PRIORITY = 40  # above CPU (10), below CUDA and METAL (50): on an NVIDIA or Apple GPU their own plugin wins
-OTHER_PRIORITY = 2  # below CPU (10) and ACME (5), above PYTHON (-100)
 NO_PLATFORM = ("no OpenCL platform found: install your GPU vendor's OpenCL driver (ICD), or PoCL for the host CPU "
                "(pip install 'devicekit-opencl[pocl]')")
 _SMOKE = "__kernel void dk_smoke(__global int *x) { x[get_global_id(0)] += 1; }"
@@ -95,32 +93,8 @@ def select() -> Selection:
         return _cache[key]
 
 
-def _select(want_p: str | None, kind: str, idx: tuple[int, ...]) -> Selection:
-    plats = _platforms()
-    if not plats:
-        raise Unavailable(NO_PLATFORM)
-    names = ", ".join(f"{i}: {p.name}" for i, p in enumerate(plats))
-    if want_p is None:
-        found = [(p, ds) for p in plats if (ds := _devices(p))]
-        if not found:
-            raise Unavailable(f"no OpenCL platform has a device (platforms: {names})")
-        found.sort(key=lambda pd: not any(_type_of(d) == "gpu" for d in pd[1]))  # platforms with a GPU first
-        why = {id(p): _build_failure(p, ds[0]) for p, ds in found}
-        if not (working := [pd for pd in found if why[id(pd[0])] is None]):
-            raise Unavailable("no OpenCL platform here can build a kernel: " + "; ".join(
-                f"{p.name} ({p.version.split('  ')[0]}): {why[id(p)]}" for p, _ in found))
-        plat, devs = working[0]
-    else:
-        text = want_p.strip()
-        if text.isdigit() and int(text) >= len(plats):
-            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p}: there are {len(plats)} platforms ({names})")
-        hits = [plats[int(text)]] if text.isdigit() else [p for p in plats if text.lower() in p.name.lower()]
-        if not hits:
-            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r} matches no platform ({names})")
-        plat, devs = hits[0], _devices(hits[0])
-        if devs and (why_not := _build_failure(plat, devs[0])):
-            raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want_p!r}: {plat.name} cannot build a kernel here: "
-                              f"{why_not}")
+def _select(want: str | None, kind: str, idx: tuple[int, ...]) -> Selection:
+    plat, devs = _platform(want)
     if kind == "index":
         if bad := [i for i in idx if i >= len(devs)]:
             raise Unavailable(f"DEVICEKIT_OPENCL_DEVICE: {plat.name} has {len(devs)} devices, no device {bad[0]}")
@@ -133,6 +107,41 @@ def _select(want_p: str | None, kind: str, idx: tuple[int, ...]) -> Selection:
     return Selection(plat, tuple(devs))
 
 
+def _platform(want: str | None) -> tuple[Any, list[Any]]:
+    """The platform and its devices: the one DEVICEKIT_OPENCL_PLATFORM names, else the first with a GPU, else the
+    first with any device, of those that build a kernel (each reason kept for the message when none does)."""
+    plats = _platforms()
+    if not plats:
+        raise Unavailable(NO_PLATFORM)
+    names = ", ".join(f"{i}: {p.name}" for i, p in enumerate(plats))
+    if want is not None:
+        return _named(want, plats, names)
+    found = [(p, ds) for p in plats if (ds := _devices(p))]
+    if not found:
+        raise Unavailable(f"no OpenCL platform has a device (platforms: {names})")
+    found.sort(key=lambda pd: not any(_type_of(d) == "gpu" for d in pd[1]))  # platforms with a GPU first
+    reasons = []
+    for p, ds in found:
+        if (why := _build_failure(p, ds[0])) is None:
+            return p, ds
+        reasons.append(f"{p.name} ({p.version.split('  ')[0]}): {why}")
+    raise Unavailable("no OpenCL platform here can build a kernel: " + "; ".join(reasons))
+
+
+def _named(want: str, plats: list[Any], names: str) -> tuple[Any, list[Any]]:
+    """The platform DEVICEKIT_OPENCL_PLATFORM names (an index or a part of its name) and its devices."""
+    text = want.strip()
+    if text.isdigit() and int(text) >= len(plats):
+        raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want}: there are {len(plats)} platforms ({names})")
+    hits = [plats[int(text)]] if text.isdigit() else [p for p in plats if text.lower() in p.name.lower()]
+    if not hits:
+        raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want!r} matches no platform ({names})")
+    plat, devs = hits[0], _devices(hits[0])
+    if devs and (why_not := _build_failure(plat, devs[0])):
+        raise Unavailable(f"DEVICEKIT_OPENCL_PLATFORM={want!r}: {plat.name} cannot build a kernel here: {why_not}")
+    return plat, devs
+
+
 def device(index: int) -> Any:
     """The pyopencl.Device of OPENCL:index."""
     sel = select()
@@ -143,12 +152,13 @@ def device(index: int) -> Any:
 
 
 def probe() -> Availability:
-    """Available when a platform with devices is found; GPU_PRIORITY when one of them is a GPU, else OTHER_PRIORITY."""
+    """Available when a platform with devices is found, ranked above the CPU device only when one of them is a GPU
+    (Availability.found: PoCL's host-CPU device stays below it)."""
     try:
         sel = select()
     except Unavailable as e:
         return Availability.no(str(e))
-    return Availability.yes(priority=GPU_PRIORITY if any(_type_of(d) == "gpu" for d in sel.devices) else OTHER_PRIORITY)
+    return Availability.found(gpu=any(_type_of(d) == "gpu" for d in sel.devices))
 
 
 def count() -> int:

@@ -8,7 +8,6 @@ bool memory is uchar, half needs cl_khr_fp16 and double cl_khr_fp64."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from typing import ClassVar
 
@@ -77,10 +76,7 @@ class OpenCLRenderer(CStyleRenderer):
         self.extensions, self.version, self.image_support = tuple(extensions), int(version), bool(image_support)
         self.supported_dtypes = frozenset(d for d in dtypes.all() if d != dtypes.bfloat16
                                           and (fp16 or d != dtypes.float16) and (fp64 or d != dtypes.float64))
-        self.local_total_max = local_total_max or self.local_total_max
-        if local_max is not None:
-            self.local_max = tuple(min(x, self.local_total_max) for x in local_max)
-        self.shared_max = self.shared_max if shared_max is None else shared_max
+        self.set_limits(local_max, local_total_max or None, shared_max)
 
     @classmethod
     def for_id(cls, index: int) -> OpenCLRenderer:
@@ -98,19 +94,13 @@ class OpenCLRenderer(CStyleRenderer):
     def __reduce__(self):
         return (type(self), self._args)
 
-    def source_macros(self) -> tuple[str, ...]:
-        """What the device's compiler predefines, as libclang flags for the signature reader (source.py): the
-        extension macros and switches (`double` needs cl_khr_fp64, as there), __OPENCL_VERSION__, __IMAGE_SUPPORT__."""
-        return ("-Xclang", "-cl-ext=-all" + "".join(f",+{e}" for e in self.extensions),
-                *(f"-D{e}=1" for e in self.extensions), f"-D__OPENCL_VERSION__={self.version}",
-                *(("-D__IMAGE_SUPPORT__=1",) if self.image_support else ()))
-
     def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
                      shared_bytes=None):
-        """A ProgramSpec for a hand-written OpenCL C kernel: its signature read with libclang (.source)."""
+        """A ProgramSpec for a hand-written OpenCL C kernel: its signature read with libclang as this device's
+        compiler would see it (.source)."""
         from .source import parse_opencl_source
-        return parse_opencl_source(src, entry, sizes=sizes, global_size=global_size, local_size=local_size,
-                                   shared_bytes=shared_bytes, device=self.device, macros=self.source_macros())
+        return parse_opencl_source(src, entry, self, sizes=sizes, global_size=global_size, local_size=local_size,
+                                   shared_bytes=shared_bytes)
 
     def render_linear(self, lk, name: str) -> str:
         """With `narrow`, int64 index arithmetic in int32 where `ir.narrow.narrowed` proves it exact; off by default:
@@ -119,11 +109,6 @@ class OpenCLRenderer(CStyleRenderer):
             from devicekit.ir.narrow import narrowed
             lk = narrowed(lk) or lk
         return super().render_linear(lk, name)
-
-    def render_const(self, value, dt: DType) -> str:
-        if dt.name == "float16" and math.isfinite(value):
-            return f"((half)({self.render_float(value, dtypes.float32)}))"
-        return super().render_const(value, dt)
 
     def render_cast(self, x: str, src: DType, dst: DType) -> str:
         if src == dst:

@@ -21,8 +21,6 @@ from devicekit.work_sizes import CheckedSizes, WorkSizes
 from . import context
 from .compiler import RECORD
 
-__all__ = ["EventLaunch", "OpenCLProgram", "factory"]
-
 
 class OpenCLProgram(WorkSizes, Program):
     def __init__(self, compiled, ctx: context.Ctx):

@@ -2,7 +2,7 @@
 ProgramSpec, so `dev.program_from_source(src, entry)` builds a kernel as its author wrote it (README.md,
 docs/handwritten.md). libclang reads it as OpenCL C 1.2 (`-x cl`) with stand-ins for the types opencl-c.h declares
 (the wheel has no headers); its preprocessor sees what the driver's does: the device's macros
-(OpenCLRenderer.source_macros) and the -D/-U/-I/-cl-std= options of DEVICEKIT_OPENCL_BUILD_OPTIONS."""
+(parse_opencl_source) and the -D/-U/-I/-cl-std= options of DEVICEKIT_OPENCL_BUILD_OPTIONS."""
 
 from __future__ import annotations
 
@@ -89,9 +89,13 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
     return sg.Signature(entry, tuple(params), line, (("includes", sg.included_files(tu)),))
 
 
-def parse_opencl_source(src: str, entry: str, device: str = "OPENCL", macros: tuple[str, ...] = (), **options):
-    """The ProgramSpec of a hand-written OpenCL C kernel; `macros`: the device's predefined macros as libclang flags
-    (OpenCLRenderer.source_macros); `options`: sizes=, global_size=, local_size=, shared_bytes=."""
+def parse_opencl_source(src: str, entry: str, renderer, **options):
+    """The ProgramSpec of a hand-written OpenCL C kernel for `renderer`'s device; `options`: sizes=, global_size=,
+    local_size=, shared_bytes=. The reader's preprocessor sees what the device's compiler predefines: the extension
+    macros and switches (`double` needs cl_khr_fp64, as there), __OPENCL_VERSION__ and __IMAGE_SUPPORT__."""
+    ext = renderer.extensions
+    macros = ("-Xclang", "-cl-ext=-all" + "".join(f",+{e}" for e in ext), *(f"-D{e}=1" for e in ext),
+              f"-D__OPENCL_VERSION__={renderer.version}", *(("-D__IMAGE_SUPPORT__=1",) if renderer.image_support else ()))
     build = preprocessor_flags(settings.get("DEVICEKIT_OPENCL_BUILD_OPTIONS"), ("-cl-std=", "-cl-fast-relaxed-math"))
-    return read_source("devicekit_opencl.source:read_opencl", src, entry, (*macros, *build), device=device,
+    return read_source("devicekit_opencl.source:read_opencl", src, entry, (*macros, *build), device=renderer.device,
                        lang="opencl", **options)

@@ -15,12 +15,13 @@ from devicekit.testing.conformance import check_against_reference
 
 
 def test_pocl_does_not_become_the_default_device(cl_device):
+    from devicekit.plugin import SOFTWARE_PRIORITY
     from devicekit.registry import get_registry
     from devicekit_opencl import platform
     a = platform.probe()
-    assert a.ok and a.priority == platform.OTHER_PRIORITY  # PoCL's device is CPU-type: below CPU (10)
+    assert a.ok and a.priority == SOFTWARE_PRIORITY  # PoCL's device is CPU-type: below CPU (10)
     row = next(d for d in dk.devices() if d.kind == "OPENCL")
-    assert row.priority == platform.OTHER_PRIORITY
+    assert row.priority == SOFTWARE_PRIORITY
     assert get_registry().default_spec().kind != "OPENCL"
 
 

@@ -15,8 +15,6 @@ from typing import Any
 
 from devicekit.plugin import Availability
 
-GPU_PRIORITY = 40  # above CPU (10), below CUDA and METAL (50): their own plugins win on their GPUs
-SOFTWARE_PRIORITY = 2  # below CPU (10) and ACME (5), above PYTHON (-100)
 BACKENDS = ("Vulkan", "Metal", "DX12")
 NO_ADAPTER = ("no WebGPU adapter found: install a Vulkan driver (your GPU vendor's, or Mesa's lavapipe for the host "
               "CPU: apt-get install mesa-vulkan-drivers), or Metal/D3D12 on macOS/Windows")
@@ -94,8 +92,7 @@ def probe() -> Availability:
         found = adapters()
     except Unavailable as e:
         return Availability.no(str(e))
-    real = any(not is_software(a) for a in found)
-    return Availability.yes(priority=GPU_PRIORITY if real else SOFTWARE_PRIORITY)
+    return Availability.found(gpu=any(not is_software(a) for a in found))
 
 
 def count() -> int:

@@ -152,16 +152,8 @@ class WGSLRenderer(CStyleRenderer):
         self.fp16 = fp16
         self.supported_dtypes = frozenset({dtypes.bool, dtypes.int32, dtypes.uint32, dtypes.float32}
                                           | ({dtypes.float16} if fp16 else set()))
-        if local_total_max is not None:
-            self.local_total_max = local_total_max
-        if local_max is not None:
-            self.local_max = tuple(min(x, self.local_total_max) for x in local_max)
-        if shared_max is not None:
-            self.shared_max = shared_max
-        if max_buffers is not None:
-            self.max_buffers = max_buffers
-        if global_max is not None:
-            self.global_max = (global_max,) * 3
+        self.set_limits(local_max, local_total_max, shared_max, max_buffers,
+                        None if global_max is None else (global_max,) * 3)
         self._tls = threading.local()
 
     @property

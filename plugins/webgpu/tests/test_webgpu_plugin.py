@@ -71,9 +71,10 @@ def test_more_buffers_than_the_adapter_allows_is_refused(wg_device):
 
 
 def test_software_adapter_ranks_below_cpu(wg_device):
+    from devicekit.plugin import GPU_PRIORITY, SOFTWARE_PRIORITY
     from devicekit_webgpu import adapters
     soft = all(adapters.is_software(a) for a in adapters.adapters())
-    assert adapters.probe().priority == (adapters.SOFTWARE_PRIORITY if soft else adapters.GPU_PRIORITY)
+    assert adapters.probe().priority == (SOFTWARE_PRIORITY if soft else GPU_PRIORITY)
 
 
 def test_conformance_kit(wg_device):
