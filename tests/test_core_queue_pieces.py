@@ -2,7 +2,8 @@
 checked launch sizes (work_sizes.CheckedSizes), the launch handle of an event (runtime.EventLaunch), the event wait
 that Ctrl-C interrupts and whose driver wait raises (interrupt.wait_event), handles that are byte ranges of one
 allocation (alloc.Region, RegionAllocator), a plugin parser's accepted words (settings.accepting), a probe's rank
-by what it found (plugin.Availability.found) and a device's limits over its language's (Renderer.set_limits). Each was
+by what it found (plugin.Availability.found), a device's limits over its language's (Renderer.set_limits) and a
+hand-written kernel's argument list (render.signature.launch_args). Each was
 OpenCL's own before; the OPENCL plugin's tests run them on a device."""
 
 from __future__ import annotations
@@ -139,3 +140,19 @@ def test_a_devices_limits_replace_the_languages_and_local_max_is_cut_to_the_work
     assert (Toy.local_max, Toy.shared_max) == ((256, 256, 64), 16384)  # the language's defaults stay as they are
     r.set_limits(global_max=(7, 7, 7))
     assert r.capabilities.global_max == (7, 7, 7) and r.capabilities.local_max == (512, 512, 64)
+
+
+def test_launch_args_follow_the_declaration_order_with_local_memory_sized_per_launch():
+    """render.signature.launch_args, a hand-written kernel's argument list (OPENCL's runtime passes it to
+    clSetKernelArg): buffers, vars and local memory interleaved as declared, local bytes from these var values."""
+    pytest.importorskip("clang.cindex")
+    pytest.importorskip("devicekit_opencl")
+    from devicekit.compile.source_spec import read_source
+    from devicekit.render.signature import launch_args
+    src = "__kernel void k(__local float *tile, int n, __global float *x, float a, __local int *t2) { }"
+    spec = read_source("devicekit_opencl.source:read_opencl", src, "k", device="OPENCL", lang="opencl",
+                       sizes={"x": "n"}, shared_bytes={"tile": "n * 4", "t2": 64})
+    made = launch_args(spec, {"n": 8, "a": 1.5}, buffer=lambda i: ("buffer", i), var=lambda j: ("var", j),
+                       local=lambda nbytes: ("local", nbytes))
+    assert made == [("local", 32), ("var", 0), ("buffer", 0), ("var", 1), ("local", 64)]
+    assert launch_args(spec, {"n": 2, "a": 0.0}, str, str, lambda nbytes: nbytes)[0] == 8

@@ -36,7 +36,8 @@ A plugin's `parse_source(src, entry, **options)` does two things with this modul
    ("builtin", k)), with the Params themselves in `meta["source_params"]`. `sizes={"x": "n*4"}` (elements: an int or
    an expression over int params with + - * // % and parentheses) states buffer sizes; `shared_bytes` sizes dynamic
    shared memory: an int/expression for CUDA's `extern __shared__` (or a kernel's only local param), or
-   {"param": bytes} for each local param. `launch_shared(spec, var_vals)` evaluates those at launch.
+   {"param": bytes} for each local param. `launch_shared(spec, var_vals)` evaluates those at launch, and
+   `launch_args(spec, var_vals, buffer=, var=, local=)` makes the argument list in declaration order.
 
 libclang (the `libclang` wheel, a dependency of the source-reading plugins, not of the core) is imported only when a
 function that needs it runs.
@@ -46,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import CompileError
@@ -72,7 +74,7 @@ from .source_reader import (
 )
 
 __all__ = ["Bodies", "Param", "Signature", "Unsupported", "build_spec", "clang_dtype", "clang_index", "find_function",
-           "first_errors", "included_files", "instance_arg_types", "launch_shared", "parse", "read_param",
+           "first_errors", "included_files", "instance_arg_types", "launch_args", "launch_shared", "parse", "read_param",
            "signature_errors", "size_expr", "template_params"]
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -212,3 +214,14 @@ def launch_shared(spec: Any, var_vals: dict[str, Any]) -> tuple[int, tuple[int, 
     dyn = spec.get_meta("dynamic_shared")
     locs = spec.get_meta("local_bytes") or ()
     return (0 if dyn is None else int(sym_eval(dyn, ints))), tuple(int(sym_eval(x, ints)) for x in locs)
+
+
+def launch_args(spec: Any, var_vals: dict[str, Any], buffer: Callable[[int], Any], var: Callable[[int], Any],
+                local: Callable[[int], Any]) -> list[Any]:
+    """A hand-written kernel's arguments in its declaration order (`ProgramSpec.arg_order`), each as the driver takes
+    it: `buffer(i)` for params[i], `var(j)` for vars[j], `local(nbytes)` for a local-memory param (its bytes for these
+    var values: `launch_shared`). Builtin params are the launch's own (Metal's thread positions) and are left out."""
+    order = spec.arg_order()
+    locs = launch_shared(spec, var_vals)[1] if any(kind == "local" for kind, _ in order) else ()
+    make = {"buffer": buffer, "var": var, "local": lambda k: local(locs[k])}
+    return [make[kind](i) for kind, i in order if kind != "builtin"]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 from devicekit import interrupt
-from devicekit.render.signature import launch_shared
+from devicekit.render.signature import launch_args
 from devicekit.runtime import EventLaunch, Program
 from devicekit.spec import DeviceSpec
 from devicekit.work_sizes import CheckedSizes, WorkSizes
@@ -37,7 +37,6 @@ class OpenCLProgram(WorkSizes, Program):
         self._tls = threading.local()
         self._tls.kernel = kernel
         self._view_args = bool(spec.get_meta("view_args", False))
-        self._order = spec.arg_order()
         self._var_types = [np.int64 if v.dtype is None else np.uint8 if v.dtype.is_bool else v.dtype.np.type
                            for v in spec.vars]
         self._align = max(1, int(ctx.device.mem_base_addr_align) // 8)  # reported in bits
@@ -67,18 +66,8 @@ class OpenCLProgram(WorkSizes, Program):
 
     def _source_args(self, handles: list, vals: list, var_vals: dict) -> list:
         """A hand-written kernel's arguments in declaration order (`__local` params sized by `shared_bytes`)."""
-        locs = launch_shared(self.spec, var_vals)[1] if any(k == "local" for k, _ in self._order) else ()
-        args: list[Any] = []
-        for kind, i in self._order:
-            if kind == "builtin":
-                raise ValueError(f"{self.name}: OpenCL kernels have no builtin params")
-            if kind == "buffer":
-                args.append(self._mem(handles[i], i))
-            elif kind == "var":
-                args.append(self._var_types[i](vals[i]))
-            else:
-                args.append(cl.LocalMemory(max(int(locs[i]), 1)))
-        return args
+        return launch_args(self.spec, var_vals, buffer=lambda i: self._mem(handles[i], i),
+                           var=lambda j: self._var_types[j](vals[j]), local=lambda n: cl.LocalMemory(max(n, 1)))
 
     def _launch(self, handles: list, vals: list, var_vals: dict, global_size, local_size, wait: bool):
         args = None if self._view_args else self._source_args(handles, vals, var_vals)
