@@ -7,7 +7,7 @@ kernels on OPENCL and WEBGPU where they run, in one run. See bench/README.md (sc
     python bench/run.py --peers numba,torch,jax.jit   # a subset of the peers (default: all; a missing one's column
                                                        # says "not installed")
     python bench/run.py --update-readme  # also writes the table into bench/README.md
-    python bench/run.py --only fused,sum # a subset: fused sum matmul matmul-default naive searched softmax gather
+    python bench/run.py --only fused,sum # a subset: fused sum naive-sum matmul matmul-default naive searched softmax gather
                                          # gather-unchecked mlp jacobi compile interop wavefront launch import
                                          # bandwidth (with fused or jacobi: the copy bandwidth and the row's
                                          # fraction of it)
@@ -120,10 +120,11 @@ def tg_time(tg, fn, args, reps):
 
 
 # ------------------------------------------------------------------ benchmarks
-ROWS = {"fused": "fma", "sum": "sum", "matmul": "matmul", "matmul-default": "matmul-default", "naive": "matmul-naive", "searched": "matmul-naive-searched",
+ROWS = {"fused": "fma", "sum": "sum", "naive-sum": "sum-naive", "matmul": "matmul", "matmul-default": "matmul-default", "naive": "matmul-naive", "searched": "matmul-naive-searched",
         "softmax": "softmax",
         "gather": "gather", "gather-unchecked": "gather-unchecked",
         "mlp": "mlp", "jacobi": "jacobi"}  # --only name -> case name (the last two: devicekit.bench.more_cases)
+NAIVE_SUM_BAR = 1.1  # issue 36: the obvious `o[0] = x[r].sum(r)` within 1.1x of kernels.reduce's two stages
 
 
 def bench_case(dk, tg, case, reps, peers, compare: bool = True) -> dict:
@@ -484,6 +485,11 @@ def main() -> int:
             mm_row = next((x[1] for x in rows if x[0] == by_name["matmul"].title), None)
             if name == "matmul-naive-searched":  # the search itself, timed once in a fresh cache; the case reuses
                 search_s, search_opts = bench_search(dk)  # its choice (remembered in memory)
+            sum_row = next((x[1] for x in rows if x[0] == by_name["sum"].title), None)
+            if name == "sum-naive" and sum_row is not None:  # the same sum: the sum row's peers (run once)
+                got = bench_case(dk, tg, case, r, peers, compare=False)
+                rows.append((case.title, {**{k: sum_row[k] for k in PEERS}, **got}))
+                continue
             if name in ("matmul-default", "matmul-naive", "matmul-naive-searched") and mm_row is not None:
                 # the same product: the peers' times of the matmul row (run once); its own OPENCL/WEBGPU time
                 got = bench_case(dk, tg, case, r, peers, compare=False)
@@ -498,6 +504,12 @@ def main() -> int:
     singles = []
     mm, naive, searched = (next((r[1]["devicekit"] for r in rows if r[0] == by_name[n].title), None)
                            for n in ("matmul", "matmul-naive", "matmul-naive-searched"))
+    lib_sum, naive_sum = (next((r[1]["devicekit"] for r in rows if r[0] == by_name[n].title), None)
+                          for n in ("sum", "sum-naive"))
+    if lib_sum is not None and naive_sum is not None:
+        singles.append(("naive sum (o[0] = x[r].sum(r)) / kernels.reduce's two stages", naive_sum,
+                        f"{naive_sum / lib_sum:.2f}x kernels.reduce's {fmt_t(lib_sum)} (issue 36: within "
+                        f"{NAIVE_SUM_BAR}x)"))
     if mm is not None and naive is not None:
         singles.append(("naive matmul (core optimizer) / kernels.matmul", naive,
                         f"{naive / mm:.2f}x kernels.matmul's {fmt_t(mm)} (issue 17: within 1.5x)"))

@@ -240,6 +240,25 @@ def _wall_clock_setup(make: Callable[[], Any]) -> Callable[[Any, dict[str, Any]]
     return setup
 
 
+def naive_sum():
+    """A full sum written the obvious way, `o[0] = x[r].sum(r)`: one launch with no global range; a CPU splits it
+    across its threads itself (devicekit_cpu/split_reduce.py), as the sum row's two launches do by hand."""
+    from .. import ir
+    from ..ir import dtypes
+    k = ir.KernelBuilder("bench_sum_naive")
+    n = k.var("n", 0)
+    x, o = k.param("x", dtypes.float32, n), k.param("o", dtypes.float32, 1, writable=True)
+    r = k.range(n, "reduce")
+    o[0] = x[r].sum(r)
+    return k.build()
+
+
+def _naive_sum_setup(dev: Any, inputs: dict[str, Any]) -> Prepared:
+    program = final(dev.compile(naive_sum()))
+    bufs, vals = _buffers(dev, program, {**inputs, "n": inputs["x"].size})
+    return Prepared(lambda: program.execute(bufs, vals, wait=True), bufs[1].numpy)
+
+
 _SIZES = {  # profile -> fma n, sum n, softmax (rows, cols), matmul s
     "quick": (1 << 14, 1 << 14, (32, 256), 32),
     "standard": (1 << 21, 1 << 21, (512, 1024), 256),
@@ -297,6 +316,9 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
         out.append(BenchCase("matmul-default", f"{s}x{s}x{s}",
                              f"matmul {s} f32, kernels.matmul({s}, {s}, {s}) as a user calls it",
                              out[3].kernel, out[3].inputs, "c", out[3].reference, 2.0 * s ** 3, "GFLOP/s"))
+        out.append(BenchCase("sum-naive", f"n={ns}", f"sum {_count(ns)} f32, o[0] = x[r].sum(r) as written",
+                             naive_sum, out[1].inputs, "o", out[1].reference, out[1].work, "GB/s", rtol=out[1].rtol,
+                             atol=out[1].atol, setup=_naive_sum_setup))
         out.append(BenchCase("matmul-naive", f"{s}x{s}x{s}", f"matmul {s} f32, naive kernel (core optimizer)",
                              lambda: naive_matmul(s), out[3].inputs, "c", out[3].reference, 2.0 * s ** 3, "GFLOP/s",
                              tinygrad=out[3].tinygrad))
