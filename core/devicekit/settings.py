@@ -372,6 +372,8 @@ register("DEVICEKIT_PARSE_TIMEOUT", seconds, 20.0, "seconds reading one hand-wri
          "(0: no bound, read in process)", _CORE, shown_default="20")
 register("DEVICEKIT_OPT", flag, True, "the heuristic optimizer (register tiles for reductions; 0: every kernel as "
          "written, as build(optimize=False) does for one)", _CORE)
+register("DEVICEKIT_OPT_PACK", flag, True, "the optimizer packs b into a local array per K block for a gemm on the "
+         "CPU (ir/pack.py; 0: the unpacked register tile)", _CORE)
 register("DEVICEKIT_TIERS", flag, True, "a new kernel first runs a quick build (the CPU llvm pair: O0, same values "
          "bit for bit) until it has run enough to earn its final one; 0: the final build at once", _CORE)
 register("DEVICEKIT_SEARCH", flag, False, "dk.run searches the optimizer's register tiles of a kernel (dk.search: "

@@ -38,6 +38,12 @@ def gemm(epilogue: bool, in_place: bool = False, const: tuple | None = None) -> 
     return k.build()
 
 
+@pytest.fixture(autouse=True)
+def unpacked(monkeypatch):
+    """The unpacked tile this module is about (a gemm the optimizer would pack: tests/ir/test_pack.py)."""
+    monkeypatch.setenv("DEVICEKIT_OPT_PACK", "0")
+
+
 @pytest.fixture
 def small_blocks(monkeypatch):
     monkeypatch.setattr(optimize, "block_k", lambda rows, width, itemsize: 16)

@@ -39,8 +39,10 @@ def run_gemm(kernel, M, N, K, dt=np.float32, pair="llvm", device="CPU", var=Fals
 
 @pytest.mark.parametrize("pair", ["llvm", "c"])
 @pytest.mark.parametrize("shape", [(16, 32, 8), (13, 17, 5), (1, 3, 7), (5, 1, 2)])
-def test_a_naive_gemm_is_tiled_and_right(pair, shape):
-    """Sizes no tile divides take the gated rows of the unroll and the tail statements of the upcast."""
+def test_a_naive_gemm_is_tiled_and_right(pair, shape, monkeypatch):
+    """Sizes no tile divides take the gated rows of the unroll and the tail statements of the upcast (the unpacked
+    tile: tests/ir/test_pack.py has the packed one)."""
+    monkeypatch.setenv("DEVICEKIT_OPT_PACK", "0")
     M, N, K = shape
     kern = naive_gemm(M, N, K)
     got = opts(kern, pair)
@@ -219,11 +221,12 @@ def _bt_gemm(name="bt_gemm", t_store=False):
     return k.build()
 
 
-def test_a_var_vector_axis_gets_a_half_width_vector_tail_in_one_reduce_loop_per_level():
+def test_a_var_vector_axis_gets_a_half_width_vector_tail_in_one_reduce_loop_per_level(monkeypatch):
     """n = 10 (a 10-class layer) on a x16 upcast: the lanes past the last 16 run as one x8 vector, then scalars,
     not as 10 scalar lanes; each level's 16 rows share one reduce loop (the scheduler groups the tail's reductions
     as it groups the main tile's): 4 reduce loops (the main tile's first K block and the blocks after it, ir/kblock.py;
-    each tail's), not 2 + 16 + 16."""
+    each tail's), not 2 + 16 + 16. (The unpacked tile.)"""
+    monkeypatch.setenv("DEVICEKIT_OPT_PACK", "0")
     lk = _lower(naive_gemm(0, 0, 0, var=True))
     assert lk.opts[:3] == ("unroll global range 0 x16", "upcast global range 1 x16", "vector tails x8"), lk.opts
     assert lk.opts[3].startswith("k blocks of "), lk.opts
@@ -252,9 +255,11 @@ def test_scalar_rows_stay_at_unroll_when_there_is_no_vector_axis():
     assert _lower(_bt_gemm(t_store=True)).opts == (f"unroll global range 0 x{optimize.UNROLL}",)
 
 
-def test_a_transposed_b_is_gathered_for_a_vector_tile():
+def test_a_transposed_b_is_gathered_for_a_vector_tile(monkeypatch):
     """b[j, r] (b^T) has no unit stride in j, but inside the reduction and shared by every row of the tile: its 16
-    lanes are gathered once a k step and the tile is 16 rows x 16 lanes, not 4 scalar rows."""
+    lanes are gathered once a k step and the tile is 16 rows x 16 lanes, not 4 scalar rows (unpacked; packed, the
+    pack reads it column by column)."""
+    monkeypatch.setenv("DEVICEKIT_OPT_PACK", "0")
     assert _lower(_bt_gemm()).opts[:2] == ("unroll global range 0 x16", "upcast global range 1 x16")
 
 

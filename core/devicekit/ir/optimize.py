@@ -30,10 +30,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import settings
 from .analysis import free_ranges
 from .dtypes import dtypes, scalar_wire
 from .kblock import block_k, kblock
 from .ops import Ops
+from .pack import PANELS, packed, worth_packing
 from .passes import simplify_step
 from .rewrite import substitute_memo
 from .uop import UOp, memo_order
@@ -107,6 +109,18 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     tidy = _Tidy(vec) if not any((u.op is Ops.SCALAR and scalar_wire(u.dtype) != u.dtype)
                                  or u.dtype.scalar() in _HALVES or (u.op is Ops.RANGE and u.arg[1] == "unroll")
                                  for u in nodes) else _keep
+    if tiles is None and vec is not None and unr is not None and caps.core_split and len(stmts) == 1 and \
+            set(glob) == {unr, vec} and settings.get("DEVICEKIT_OPT_PACK"):
+        dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32)
+        lanes = max(1, min(16, TILE_BYTES // dt.itemsize))
+        vrb = getattr(caps, "vector_register_bytes", 0) or 0
+        panels = PANELS if tile_rows(vrb, TILE_BYTES * PANELS) >= 4 * PANELS else 1
+        prow = tile_rows(vrb, TILE_BYTES * panels)
+        if worth_packing(unr.src[0], vec.src[0], prow, lanes * panels) and (done := packed(
+                stmts[0], unr, vec, free, nodes, lanes, prow, panels, next_id,
+                _Tidy(None, tidy.clean) if tidy is not _keep else _keep)) is not None:
+            applied_pack(done[1])
+            return sink.replace(src=tuple(done[0])), (done[1],)
     if unr is not None and rows > 1:
         stmts = _unroll(stmts, unr, rows, tidy)
         opts.append(f"unroll global range {unr.arg[0]} x{rows}")
@@ -135,6 +149,11 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     global applied
     applied += 1
     return sink.replace(src=tuple(stmts)), tuple(opts)
+
+
+def applied_pack(opts: str) -> None:
+    global applied
+    applied += 1
 
 
 def _gathered(u: UOp, g: UOp, glob: list[UOp], red_loads: list[UOp], free: dict[UOp, frozenset]) -> bool:

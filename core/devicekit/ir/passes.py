@@ -313,10 +313,14 @@ def _pow2_divisor(u: UOp, memo: dict) -> int:
     return r
 
 
-def _index_at(buf: UOp, base: UOp | None, off: int) -> UOp:
+def _index_at(buf: UOp, base: UOp | None, off: int, gate: UOp | None = None) -> UOp:
     c = UOp.const(dtypes.index, off)
     idx = c if base is None else (base if off == 0 else UOp(Ops.ADD, dtypes.index, (base, c)))
-    return UOp(Ops.INDEX, buf.dtype, (buf, idx))
+    return UOp(Ops.INDEX, buf.dtype, (buf, idx) if gate is None else (buf, idx, gate))
+
+
+def _ungated(ix: UOp) -> UOp:
+    return ix if len(ix.src) == 2 else ix.replace(src=ix.src[:2])
 
 
 def _lanes_contiguous(indexes: list[UOp], unaligned: bool, memo: dict) -> tuple[UOp, UOp | None, int] | None:
@@ -362,14 +366,21 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
     while k < len(stmts):
         st = stmts[k]
         done = False
-        # a gated store (a row past a tile's end) never merges: _lanes_contiguous refuses an index with a gate
-        if st.op is Ops.STORE and st.src[1].dtype.count == 1 and st.src[0].op is Ops.INDEX and len(st.src[0].src) == 2:
+        # gated stores merge only where every lane has the same gate (a row of a tile past M: all its lanes or none
+        # are stored); a gate per lane (a column past N) keeps them apart
+        if st.op is Ops.STORE and st.src[1].dtype.count == 1 and st.src[0].op is Ops.INDEX:
+            gate = st.src[0].src[2] if len(st.src[0].src) == 3 else None
+            if gate is not None and isinstance(st.arg, tuple) and st.arg[0] == "bounds":  # a bounds-check record
+                out.append(st)
+                k += 1
+                continue
             for n in reversed(_VEC_WIDTHS):
                 group = stmts[k:k + n]
                 if len(group) < n or any(g.op is not Ops.STORE or g.src[1].dtype.count != 1 or free[g] != free[st]
+                                         or g.src[0].op is not Ops.INDEX or (g.src[0].src[2:] or (None,))[0] is not gate
                                          for g in group):
                     continue
-                hit = _lanes_contiguous([g.src[0] for g in group], unaligned, memo)
+                hit = _lanes_contiguous([_ungated(g.src[0]) for g in group], unaligned, memo)
                 if hit is None:
                     continue
                 buf, base, off = hit
@@ -383,7 +394,7 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
                     vec = src0
                 else:
                     vec = UOp(Ops.VECTORIZE, vals[0].dtype.vec(n), tuple(vals))
-                out.append(UOp(Ops.STORE, dtypes.void, (_index_at(buf, base, off), vec), st.arg))
+                out.append(UOp(Ops.STORE, dtypes.void, (_index_at(buf, base, off, gate), vec), st.arg))
                 k += n
                 done = True
                 break

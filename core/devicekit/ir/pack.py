@@ -1,0 +1,172 @@
+"""Packed tiles: the optimizer's form of a naive gemm on the CPU, b's panel copied into a local array per K block.
+
+A register tile reads one line of b a k step. Unpacked, the lines of a panel are a row of b apart: at a power-of-two
+row length (512 float32: 2 KiB) every line of a 192-line slice maps to the same two sets of a 48 KiB L1, so each row
+tile of a reads the slice from the L2 again, and the tile (16 rows x 16 lanes: 17 loads for 16 multiply-adds) is
+bound by its loads. BLAS packs b and widens the tile; `kernels.matmul` does so by hand (`_packed`). This module
+builds the same form from the user's naive kernel, for any sizes (vars included):
+
+    for kb in K blocks (of `kc` or fewer, kc from the L1):                  sequential ("block", outermost)
+      for jt in column tiles of w = panels x lanes:                         sequential ("block")
+        bt[rr, y] = B(lo + rr, jt * w + y)  for rr < block, y < w           each thread packs its own copy (local)
+        for it in row tiles of tm rows:                                     the range split across threads
+          acc[x, q] = sum over the block of A(row x, r) * bt[r - lo, q lanes]   (tm x panels vector accumulators)
+          out[row x, lanes] = (kb > 0 ? out : 0) + acc                      and the epilogue at the last block
+
+Each thread keeps its chunk of row tiles (as the unpacked tile did) and packs each (kb, jt) panel once for all of
+them: a panel of kc x w values stays in the L1 while every row tile of the chunk runs against it, and the tile is
+`tm` rows x two vectors (8 x 32 float32 on AVX-512: 10 loads for 16 multiply-adds). Rows past M read the last row
+(clamped) and store nothing; columns past N pack zeros, read the last column and store nothing; the partial sums
+live in `out` (the rule of ir/kblock.py: only where exact, an ADD reduction over one range from 0, no load of a
+buffer the kernel writes). What the statement computes lane by lane is the user's own expression with its b loads
+read from the panel: the loads of a, the epilogue's loads (a bias, a mask) and any arithmetic stay as written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dtypes import dtypes
+from .kblock import l1_data_bytes
+from .ops import Ops
+from .rewrite import substitute_memo
+from .uop import UOp, make_alu
+
+PANELS = 2  # vectors a tile row spans where the register file holds tm x PANELS accumulators (8 x 2 on AVX-512)
+MIN_KC = 64
+
+
+def block_kc(w: int, itemsize: int, l1: int | None = None) -> int:
+    """Rows of a packed panel: w lanes of `itemsize` a row in half the L1 (48 KiB, 32 float32 lanes: 192; 32 KiB:
+    128), a multiple of 16, MIN_KC at least."""
+    l1 = l1_data_bytes() if l1 is None else l1
+    return max(MIN_KC, (l1 // 2) // (w * itemsize) // 16 * 16)
+
+
+def worth_packing(m: UOp, n: UOp, rows: int, w: int) -> bool:
+    """Whether a gemm of m rows and n columns gains from packing: a known m under two row tiles reads each panel
+    once anyway, and a known n under one column tile is better served by the unpacked tile's vector tails. A var
+    size may be large: it is packed."""
+    return not (m.op is Ops.CONST and m.arg < 2 * rows) and not (n.op is Ops.CONST and n.arg < w)
+
+
+def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp], lanes: int, rows: int,
+           panels: int, next_id: int, tidy: Any) -> tuple[list[UOp], str] | None:
+    """The packed statements for the one statement `st` over global ranges i (rows) and j (columns), and the opts
+    text; None where the form does not apply (see the module's docstring). `lanes` a vector, `rows` x `panels`
+    vectors a tile; `next_id`: the first free range id; `tidy`: the optimizer's builder of what it rewrites."""
+    ix, val = st.src
+    if st.op is not Ops.STORE or len(ix.src) != 2 or val.dtype not in (dtypes.float32, dtypes.float64):
+        return None
+    reds = [u for u in val.toposort() if u.op is Ops.REDUCE]
+    if len(reds) != 1 or reds[0].arg is not Ops.ADD or len(reds[0].src) != 2 or reds[0].dtype != val.dtype:
+        return None
+    red = reds[0]
+    r = red.src[1]
+    if r.arg[1] != "reduce" or len(r.src) != 1 or any(x in free[r.src[0]] for x in (i, j)):
+        return None
+    written = {u.src[0].src[0] for u in nodes if u.op is Ops.STORE}
+    loads = [u for u in nodes if u.op is Ops.LOAD]
+    if any(u.src[0].src[0] in written for u in loads):
+        return None
+    body = red.src[0]
+    bl = [u for u in body.toposort() if u.op is Ops.LOAD and j in free[u]]
+    if not bl or any(i in free[u] or len(u.src) != 1 or len(u.src[0].src) != 2 for u in bl):
+        return None  # a load of both axes (nothing to share), or a gated one
+    N, K = j.src[0], r.src[0]
+    w = lanes * panels
+    kc = block_kc(w, val.dtype.itemsize)
+    isz = dtypes.index
+    # K blocks: nb = ceil(K / kc) (one at least: K = 0 still stores the epilogue of an empty sum), equal sizes <= kc
+    nb = tidy.expr(_ceil_div(K, kc).maximum(1))
+    size = tidy.expr(((K + nb - 1) // nb).replace(arg="safe"))
+    kb = UOp(Ops.RANGE, isz, (nb,), (next_id, "block"))
+    lo = tidy.expr(kb * size)
+    hi = tidy.expr((lo + size).minimum(K))
+    ragged = not (N.op is Ops.CONST and N.arg % w == 0)
+    t = _Tile(st, red, i, j, r, bl, kb, lo, hi, nb, rows, lanes, panels, kc, next_id, tidy)
+    # full column tiles: vector loads and stores; the last, partial one (N % w columns) by itself, lane by lane
+    full = tidy.expr(N // w if ragged else _div(N, w))
+    stmts = t.column_tiles(UOp(Ops.RANGE, isz, (full,), (next_id + 1, "block")), 0, False, st.arg)
+    if ragged:
+        edge = UOp(Ops.RANGE, isz, (tidy.expr(_ceil_div(N, w) - full),), (next_id + 2, "block"))
+        stmts += t.column_tiles(edge, full, True, st.arg + 2)
+    return stmts, f"packed b panels of {kc} x {w}, tiles {rows} x {w}"
+
+
+class _Tile:
+    """The pack and the register tile of one set of column tiles (see the module's docstring)."""
+
+    def __init__(self, st: UOp, red: UOp, i: UOp, j: UOp, r: UOp, bl: list[UOp], kb: UOp, lo: UOp, hi: UOp,
+                 nb: UOp, rows: int, lanes: int, panels: int, kc: int, next_id: int, tidy: Any):
+        self.st, self.red, self.i, self.j, self.r, self.bl = st, red, i, j, r, bl
+        self.kb, self.lo, self.hi, self.nb = kb, lo, hi, nb
+        self.rows, self.lanes, self.panels, self.kc, self.ids = rows, lanes, panels, kc, next_id + 3
+        self.w, self.tidy = lanes * panels, tidy
+
+    def _id(self) -> int:
+        self.ids += 1
+        return self.ids - 1
+
+    def column_tiles(self, jt: UOp, base: Any, edge: bool, k: int) -> list[UOp]:
+        """Pack and tile statements for column tiles `base + jt` (statement numbers k and k + 1: the tile reads a
+        settled panel). `edge`: columns past N exist (pack zeros, read the last column, store nothing)."""
+        from .optimize import _vector_statement  # the optimizer's lane lifting (a vector where the ops allow)
+        st, red, i, j, r, w, isz = self.st, self.red, self.i, self.j, self.r, self.w, dtypes.index
+        ix, val = st.src
+        out, M, N = ix.src[0], i.src[0], j.src[0]
+        lo, hi, tidy = self.lo, self.hi, self.tidy
+        jj = UOp(Ops.RANGE, isz, (UOp.const(isz, w),), (self._id(), "global"))  # lanes: constants below
+        col = tidy.expr((jt + base) * w + jj)
+        jc = tidy.expr(col.minimum(N - 1)) if edge else col
+        dep: dict = {}
+        memos: list[dict] = [{} for _ in range(self.panels)]
+        subs: list[list[dict]] = [[{} for _ in range(self.lanes)] for _ in range(self.panels)]
+        lane_sets = [[UOp.const(isz, q * self.lanes + c) for c in range(self.lanes)] for q in range(self.panels)]
+
+        def lanes_of(tmpl: UOp) -> list[UOp]:
+            got: list[UOp] = []
+            for q in range(self.panels):
+                got += _vector_statement(tmpl, jj, lane_sets[q], dep, memos[q], subs[q], tidy)
+            return got
+
+        stmts: list[UOp] = []
+        rr = UOp(Ops.RANGE, isz, (lo, hi), (self._id(), "loop"))
+        rk = UOp(Ops.RANGE, isz, (lo, hi), (self._id(), "reduce"))
+        from_panel = {}
+        for n, u in enumerate(self.bl):
+            bt = UOp(Ops.DEFINE_LOCAL, u.dtype, (), (f"packed_b{n}{'_edge' if edge else ''}", self.kc * w))
+            at = substitute_memo(u.src[0].src[1], {r: rr, j: col}, {}, tidy)
+            src = (UOp(Ops.INDEX, isz, (u.src[0].src[0], at, tidy.expr(col < N))), UOp.const(u.dtype, 0)) if edge else \
+                (UOp(Ops.INDEX, isz, (u.src[0].src[0], at)),)
+            stmts += lanes_of(UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, isz, (bt, tidy.expr((rr - lo) * w + jj))),
+                                                           UOp(Ops.LOAD, u.dtype, src)), (k, "pack", n)))
+            from_panel[u] = UOp(Ops.LOAD, u.dtype, (UOp(Ops.INDEX, isz, (bt, tidy.expr((rk - lo) * w + jj))),))
+        rows, exact_m = self.rows, M.op is Ops.CONST and M.arg % self.rows == 0
+        it = UOp(Ops.RANGE, isz, (tidy.expr(_div(M, rows) if exact_m else _ceil_div(M, rows)),), i.arg)
+        first, last = self.kb.eq(0), self.kb.eq(self.nb - 1)
+        for x in range(rows):
+            row = tidy.expr(it * rows + x)
+            at_row = row if exact_m else tidy.expr(row.minimum(M - 1))
+            place = {i: at_row, j: jc}
+            red_x = UOp(Ops.REDUCE, red.dtype, (substitute_memo(red.src[0], {**from_panel, r: rk, **place}, {}, tidy), rk),
+                        Ops.ADD)
+            to = substitute_memo(ix.src[1], place, {}, tidy)
+            prev = UOp(Ops.LOAD, val.dtype, (UOp(Ops.INDEX, isz, (out, to)),))
+            total = make_alu(Ops.WHERE, (first, UOp.const(val.dtype, 0.0), prev)) + red_x
+            if val is not red:
+                total = make_alu(Ops.WHERE, (last, substitute_memo(val, {**place, red: total}, {}, tidy), total))
+            gate = None if exact_m else tidy.expr(row < M)  # one gate for the row's lanes: its vector store stays one
+            if edge:
+                gate = tidy.expr(col < N if gate is None else gate & (col < N))
+            stmts += lanes_of(UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, isz, (out, to) if gate is None else
+                                                               (out, to, gate)), total), (k + 1, "tile", x)))
+        return stmts
+
+
+def _div(a: UOp, n: int) -> UOp:
+    return (a // n).replace(arg="safe")
+
+
+def _ceil_div(a: UOp, n: int) -> UOp:
+    return ((a + (n - 1)) // n).replace(arg="safe")

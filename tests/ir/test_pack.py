@@ -1,0 +1,176 @@
+"""Packed tiles (ir/pack.py): the optimizer's form of a gemm on the CPU, b's panel copied into a local array per K
+block, a tile of rows x two vectors. It gives numpy's result on both CPU pairs at sizes no tile, panel or block
+divides (var and constant, the ragged column tile, several K blocks), with the epilogues and transposes of a
+framework's layers; its rows are stored as whole vectors under one gate; DEVICEKIT_OPT_PACK=0 and small known
+sizes keep the unpacked tile. The K block is forced small (`pack.block_kc`) so that small kernels run several
+blocks; kernel names are unique per case (the lowered-kernel cache's key does not hold a patched rule)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import devicekit as dk
+import numpy as np
+import pytest
+from devicekit import ir
+from devicekit.ir import dtypes, linearize, pack
+from devicekit.ir.ops import Ops
+from devicekit.ir.passes import group_vectors
+from devicekit.ir.uop import UOp
+
+_names = itertools.count()
+
+
+def gemm(ta=False, tb=False, bias=False, relu=False, mask=False, dt=dtypes.float32, const=None) -> ir.Kernel:
+    """examples/mlp_train.py's layer kernel: out = A @ B (+ bias, relu, or where(mask > 0)), A or B transposed."""
+    k = ir.KernelBuilder(f"pk_gemm_{next(_names)}")
+    if const is None:
+        m, n, kk = k.var("m", 1, 4096), k.var("n", 1, 4096), k.var("k", 1, 4096)
+    else:
+        m, n, kk = const
+    a = k.param("a", dt, shape=(kk, m) if ta else (m, kk))
+    b = k.param("b", dt, shape=(n, kk) if tb else (kk, n))
+    bs = k.param("bias", dt, size=n) if bias else None
+    mk = k.param("mask", dt, shape=(m, n)) if mask else None
+    out = k.param("out", dt, shape=(m, n), writable=True)
+    i, j, r = k.range(m, "global"), k.range(n, "global"), k.range(kk, "reduce")
+    acc = ((a[r, i] if ta else a[i, r]) * (b[j, r] if tb else b[r, j])).sum(r)
+    if bs is not None:
+        acc = acc + bs[j]
+    if relu:
+        acc = ir.maximum(acc, 0.0)
+    if mk is not None:
+        acc = ir.where(mk[i, j] > 0.0, acc, 0.0)
+    out[i, j] = acc
+    return k.build()
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(pack, "block_kc", lambda w, itemsize: 16)
+
+
+def run(kern, M, N, K, pair, ta=False, tb=False, bias=False, relu=False, mask=False, dt=np.float32):
+    rng = np.random.default_rng(M * 10007 + N * 101 + K)
+    a = rng.standard_normal((K, M) if ta else (M, K)).astype(dt)
+    b = rng.standard_normal((N, K) if tb else (K, N)).astype(dt)
+    args = {"a": a.ravel(), "b": b.ravel(), "out": np.full(M * N, np.nan, dt)}
+    want = (a.T if ta else a).astype(np.float64) @ (b.T if tb else b).astype(np.float64)
+    if bias:
+        bv = rng.standard_normal(N).astype(dt)
+        args["bias"], want = bv, want + bv
+    if relu:
+        want = np.maximum(want, 0)
+    if mask:
+        mv = rng.standard_normal((M, N)).astype(dt)
+        args["mask"], want = mv.ravel(), np.where(mv > 0, want, 0)
+    dev = dk.device("CPU")
+    prog = dev.compile(kern, pair=pair)
+    sizes = {} if "m" not in {v.name for v in kern.vars} else {"m": M, "n": N, "k": K}
+    got = dk.run(prog, dev, **args, **sizes)["out"].reshape(M, N)
+    return prog, got, want
+
+
+LAYERS = {"plain": {}, "bias relu": {"bias": True, "relu": True}, "a^T": {"ta": True},
+          "b^T mask": {"tb": True, "mask": True}}
+
+
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+@pytest.mark.parametrize("layer", list(LAYERS))
+@pytest.mark.parametrize("shape", [(37, 40, 100), (16, 32, 48), (9, 65, 17), (40, 7, 33), (1, 33, 5)])
+def test_packed_gemm_matches_numpy(small_blocks, pair, layer, shape):
+    """Var sizes: every row tile gated, the ragged column tile lane by lane, K in blocks of 16 (several, the last
+    short); the output starts as NaN, so a lane the kernel fails to store shows."""
+    M, N, K = shape
+    kw = LAYERS[layer]
+    prog, got, want = run(gemm(**kw), M, N, K, pair, **kw)
+    assert prog.spec.get_meta("opts")[0].startswith("packed b panels of 16 x "), prog.spec.get_meta("opts")
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pair", ["llvm", "c"])
+def test_constant_sizes_and_float64(small_blocks, pair):
+    """Known sizes a tile divides (no gate at all) and ones it does not; float64 (8 lanes a vector)."""
+    for shape in [(32, 64, 48), (24, 40, 20)]:
+        prog, got, want = run(gemm(bias=True, relu=True, const=shape), *shape, pair, bias=True, relu=True)
+        assert prog.spec.get_meta("opts")[0].startswith("packed"), prog.spec.get_meta("opts")
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    prog, got, want = run(gemm(dt=dtypes.float64), 20, 19, 35, pair, dt=np.float64)
+    assert prog.spec.get_meta("opts")[0].startswith("packed"), prog.spec.get_meta("opts")
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _lower(kernel):
+    caps = dataclasses.replace(dk.device("CPU").renderer.capabilities, vector_register_bytes=2048)
+    return linearize.lower(kernel, caps)
+
+
+def test_the_tile_is_rows_of_whole_vector_stores_reading_a_local_panel():
+    """AVX-512's register file: 8 rows x 2 vectors of 16 float32; each row's 16 lanes are one vector store under
+    the row's one gate (a tile's last rows past M), the k loop reads the panel from a local array, and the K block
+    loop and the column tiles run outside the CPU's split of the row tiles."""
+    lk = _lower(gemm())
+    assert lk.opts == ("packed b panels of 192 x 32, tiles 8 x 32",) or lk.opts[0].startswith("packed b panels of ")
+    locals_ = [u for u in lk.uops if u.op is Ops.DEFINE_LOCAL]
+    assert {u.arg[0] for u in locals_} == {"packed_b0", "packed_b0_edge"}, locals_
+    out_stores = [u for u in lk.uops if u.op is Ops.STORE and u.src[0].src[0].op is Ops.PARAM]
+    wide = [u for u in out_stores if u.src[1].dtype.count == 16]
+    assert len(wide) == 16 and all(len(u.src[0].src) == 3 for u in wide), [u.src[1].dtype for u in out_stores]
+    kinds = [u.arg[1] for u in lk.uops if u.op is Ops.RANGE]
+    assert kinds[:2] == ["block", "block"], kinds
+
+
+def test_opting_out_and_small_known_sizes_keep_the_unpacked_tile(monkeypatch):
+    """DEVICEKIT_OPT_PACK=0 (a setting: in the lowering key), or a known m under two row tiles or n under one
+    column tile: the unpacked register tile."""
+    assert _lower(gemm(const=(8, 64, 64))).opts[0].startswith("unroll"), "one row tile"
+    assert _lower(gemm(const=(64, 16, 64))).opts[0].startswith("unroll"), "one narrow column tile"
+    kern = gemm()
+    assert _lower(kern).opts[0].startswith("packed")
+    monkeypatch.setenv("DEVICEKIT_OPT_PACK", "0")
+    assert _lower(kern).opts[0].startswith("unroll")
+
+
+def test_a_gemm_the_pack_cannot_share_is_not_packed():
+    """A b load that also depends on the row (nothing to share between rows), an int gemm (no float lanes), and a
+    kernel that reads its own output (the partial sums live there) keep the unpacked tile."""
+    k = ir.KernelBuilder(f"pk_both_{next(_names)}")
+    m, n = k.var("m", 1, 99), k.var("n", 1, 99)
+    a, b = k.param("a", dtypes.float32, shape=(m, n)), k.param("b", dtypes.float32, shape=(m, n))
+    out = k.param("out", dtypes.float32, shape=(m, n), writable=True)
+    i, j, r = k.range(m, "global"), k.range(n, "global"), k.range(n, "reduce")
+    out[i, j] = (a[i, r] * b[i, j]).sum(r)
+    assert not any(o.startswith("packed") for o in _lower(k.build()).opts)
+    assert not any(o.startswith("packed") for o in _lower(gemm(dt=dtypes.int32)).opts)
+    k = ir.KernelBuilder(f"pk_inplace_{next(_names)}")
+    m, n = k.var("m", 1, 99), k.var("n", 1, 99)
+    a, b = k.param("a", dtypes.float32, shape=(m, n)), k.param("b", dtypes.float32, shape=(n, n))
+    out = k.param("out", dtypes.float32, shape=(m, n), writable=True)
+    i, j, r = k.range(m, "global"), k.range(n, "global"), k.range(n, "reduce")
+    out[i, j] = out[i, j] + (a[i, r] * b[r, j]).sum(r)
+    assert not any(o.startswith("packed") for o in _lower(k.build()).opts)
+
+
+def _stores(gates):
+    buf = UOp(Ops.PARAM, dtypes.float32, (), ("o", 0, True))
+    base = UOp(Ops.VAR, dtypes.index, (), ("base", 0, 1 << 20))
+    vals = [UOp.const(dtypes.float32, float(c)) for c in range(len(gates))]
+    return UOp(Ops.SINK, dtypes.void, tuple(
+        UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, dtypes.index, (buf, base + c) if g is None else (buf, base + c, g)),
+                                     v), c) for c, (g, v) in enumerate(zip(gates, vals))))
+
+
+def test_group_vectors_merges_stores_under_one_gate_only():
+    """Consecutive stores with one gate for every lane become one gated vector store; a gate per lane (a column
+    past N) or a bounds-check record keeps them apart."""
+    v = UOp(Ops.VAR, dtypes.index, (), ("m", 0, 99))
+    row_gate = v < 7
+    merged = group_vectors(_stores([row_gate] * 4), unaligned=True)
+    assert len(merged.src) == 1 and merged.src[0].src[1].dtype.count == 4
+    assert merged.src[0].src[0].src[2] is row_gate
+    per_lane = group_vectors(_stores([v < c for c in range(4)]), unaligned=True)
+    assert len(per_lane.src) == 4
+    sink = _stores([row_gate] * 4)
+    records = sink.replace(src=tuple(s.replace(arg=("bounds", 0, s.arg, 0)) for s in sink.src))
+    assert len(group_vectors(records, unaligned=True).src) == 4
