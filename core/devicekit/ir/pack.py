@@ -84,13 +84,14 @@ def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp]
     lo = tidy.expr(kb * size)
     hi = tidy.expr((lo + size).minimum(K))
     ragged = not (N.op is Ops.CONST and N.arg % w == 0)
-    t = _Tile(st, red, i, j, r, bl, kb, lo, hi, nb, rows, lanes, panels, kc, next_id, tidy)
+    t = _Tile(st, red, i, j, r, bl, kb, lo, hi, nb, rows, lanes, kc, next_id, tidy)
     # full column tiles: vector loads and stores; the last, partial one (N % w columns) by itself, lane by lane
     full = tidy.expr(N // w if ragged else _div(N, w))
-    stmts = t.column_tiles(UOp(Ops.RANGE, isz, (full,), (next_id + 1, "block")), 0, False, st.arg)
-    if ragged:
-        edge = UOp(Ops.RANGE, isz, (tidy.expr(_ceil_div(N, w) - full),), (next_id + 2, "block"))
-        stmts += t.column_tiles(edge, full, True, st.arg + 2)
+    stmts = t.column_tiles(UOp(Ops.RANGE, isz, (full,), (next_id + 1, "block")), 0, panels, False, st.arg)
+    if ragged:  # the rest in tiles of one vector: half the lanes a 10-column layer computes and drops
+        start = tidy.expr(full * w)
+        edge = UOp(Ops.RANGE, isz, (tidy.expr(_ceil_div(N - start, lanes)),), (next_id + 2, "block"))
+        stmts += t.column_tiles(edge, start, 1, True, st.arg + 2)
     return stmts, f"packed b panels of {kc} x {w}, tiles {rows} x {w}"
 
 
@@ -98,35 +99,36 @@ class _Tile:
     """The pack and the register tile of one set of column tiles (see the module's docstring)."""
 
     def __init__(self, st: UOp, red: UOp, i: UOp, j: UOp, r: UOp, bl: list[UOp], kb: UOp, lo: UOp, hi: UOp,
-                 nb: UOp, rows: int, lanes: int, panels: int, kc: int, next_id: int, tidy: Any):
+                 nb: UOp, rows: int, lanes: int, kc: int, next_id: int, tidy: Any):
         self.st, self.red, self.i, self.j, self.r, self.bl = st, red, i, j, r, bl
         self.kb, self.lo, self.hi, self.nb = kb, lo, hi, nb
-        self.rows, self.lanes, self.panels, self.kc, self.ids = rows, lanes, panels, kc, next_id + 3
-        self.w, self.tidy = lanes * panels, tidy
+        self.rows, self.lanes, self.kc, self.ids, self.tidy = rows, lanes, kc, next_id + 3, tidy
 
     def _id(self) -> int:
         self.ids += 1
         return self.ids - 1
 
-    def column_tiles(self, jt: UOp, base: Any, edge: bool, k: int) -> list[UOp]:
-        """Pack and tile statements for column tiles `base + jt` (statement numbers k and k + 1: the tile reads a
-        settled panel). `edge`: columns past N exist (pack zeros, read the last column, store nothing)."""
+    def column_tiles(self, jt: UOp, base: Any, panels: int, edge: bool, k: int) -> list[UOp]:
+        """Pack and tile statements for the column tiles of `panels` vectors from column `base` (statement numbers
+        k and k + 1: the tile reads a settled panel). `edge`: columns past N exist (pack zeros, read the last column,
+        store nothing)."""
         from .optimize import _vector_statement  # the optimizer's lane lifting (a vector where the ops allow)
-        st, red, i, j, r, w, isz = self.st, self.red, self.i, self.j, self.r, self.w, dtypes.index
+        st, red, i, j, r, isz = self.st, self.red, self.i, self.j, self.r, dtypes.index
+        w = self.lanes * panels
         ix, val = st.src
         out, M, N = ix.src[0], i.src[0], j.src[0]
         lo, hi, tidy = self.lo, self.hi, self.tidy
         jj = UOp(Ops.RANGE, isz, (UOp.const(isz, w),), (self._id(), "global"))  # lanes: constants below
-        col = tidy.expr((jt + base) * w + jj)
+        col = tidy.expr(base + jt * w + jj)
         jc = tidy.expr(col.minimum(N - 1)) if edge else col
         dep: dict = {}
-        memos: list[dict] = [{} for _ in range(self.panels)]
-        subs: list[list[dict]] = [[{} for _ in range(self.lanes)] for _ in range(self.panels)]
-        lane_sets = [[UOp.const(isz, q * self.lanes + c) for c in range(self.lanes)] for q in range(self.panels)]
+        memos: list[dict] = [{} for _ in range(panels)]
+        subs: list[list[dict]] = [[{} for _ in range(self.lanes)] for _ in range(panels)]
+        lane_sets = [[UOp.const(isz, q * self.lanes + c) for c in range(self.lanes)] for q in range(panels)]
 
         def lanes_of(tmpl: UOp) -> list[UOp]:
             got: list[UOp] = []
-            for q in range(self.panels):
+            for q in range(panels):
                 got += _vector_statement(tmpl, jj, lane_sets[q], dep, memos[q], subs[q], tidy)
             return got
 
