@@ -108,7 +108,10 @@ def test_softmax_exp_is_within_a_few_ulp_of_numpy(every_device, dt):
     if dt not in every_device.renderer.capabilities.dtypes:
         pytest.skip(f"{every_device} has no {dt}")
     np_dt = {dtypes.float32: np.float32, dtypes.float64: np.float64}[dt]
-    d = np.r_[np.linspace(-103.0, 0.0, 4001), -0.3466, 0.3466 - 1, -1e-7, -87.3, -88.0, -np.inf].astype(np_dt)
+    # 4001 points (about 27 per ln 2 the exp reduces by); PYTHON interprets the same series as every compiled device
+    # does, at 1 ms a point: every fourth point there (4 s -> 1 s each)
+    grid = np.linspace(-103.0, 0.0, 4001)[::4 if every_device.spec.kind == "PYTHON" else 1]
+    d = np.r_[grid, -0.3466, 0.3466 - 1, -1e-7, -87.3, -88.0, -np.inf].astype(np_dt)
     x = np.r_[d, 0.0].astype(np_dt)  # the max is 0: out = exp(d) / sum
     out = dk.run(kernels.softmax(dt, device=every_device), device=every_device, x=x, m=1, n=x.size)["out"]
     out = out.astype(np.float64)

@@ -24,6 +24,12 @@ def _gemm(n: int, name: str):
     return k.build()
 
 
+# the searching tests share one kernel (SEARCHED): a process compiles each of its candidates once, and the next test's
+# search, with its own memory of choices and its own disk cache, times them again without compiling them again
+# (three searches of three names compiled every candidate three times: 5 to 9 s each)
+SEARCHED = "search_gemm"
+
+
 def _var_gemm(name: str):
     k = ir.KernelBuilder(name)
     n = k.var("n", 1, 4096)
@@ -37,7 +43,7 @@ def _var_gemm(name: str):
 def test_search_keeps_a_candidate_that_computes_the_product(monkeypatch, tmp_path):
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
-    kern = _var_gemm("search_gemm")
+    kern = _var_gemm(SEARCHED)
     cpu = dk.device("CPU")
     prog = dk.search(kern, cpu, n=96)
     assert prog.spec.get_meta("opts"), "a candidate the optimizer rewrote (as written is far slower at 96)"
@@ -108,7 +114,7 @@ def test_run_searches_when_asked(monkeypatch, tmp_path):
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("DEVICEKIT_SEARCH", "1")
     monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
-    kern = _var_gemm("search_by_run")
+    kern = _var_gemm(SEARCHED)
     rng = np.random.default_rng(2)
     a, b = (rng.standard_normal(40 * 40).astype(np.float32) for _ in range(2))
     got = dk.run(kern, "CPU", a=a, b=b, n=40)["c"]
@@ -126,7 +132,7 @@ def test_a_stored_choice_that_makes_no_sense_is_searched_again(monkeypatch, tmp_
     again and replaced."""
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(search, "_CHOSEN", search.LRU(search.CHOSEN_MEMO_SIZE))
-    kern = _var_gemm("search_stale_entry")
+    kern = _var_gemm(SEARCHED)
     cpu = dk.device("CPU")
     key = search._key(kern, cpu, cpu.compiler, [24])
     store = search._store(cpu.compiler)
@@ -135,9 +141,9 @@ def test_a_stored_choice_that_makes_no_sense_is_searched_again(monkeypatch, tmp_
     choice = search._CHOSEN.get(key)
     assert search.valid_choice(choice)
     assert store.get(search._cache_key(key)) != stored  # replaced by the new search's choice
-    assert prog.spec.name == "search_stale_entry"
+    assert prog.spec.name == SEARCHED
     search._CHOSEN.clear()  # the next search of the kernel reads the replaced entry and reuses it
-    assert dk.search(kern, cpu, n=24).spec.name == "search_stale_entry"
+    assert dk.search(kern, cpu, n=24).spec.name == SEARCHED
 
 
 def test_a_bad_stored_choice_is_said_at_debug_level(monkeypatch, tmp_path, capsys):

@@ -167,9 +167,14 @@ def test_rows_tiles_follow_the_device_vector_registers(regs, tile):
     assert len([st for st in mm.sink.src if st.src[0].src[0].op is Ops.PARAM]) == tile[0] * tile[1]
     widths = {u.dtype.count for u in kernels.softmax(device=dev).uops() if u.op is Ops.VECTORIZE}
     assert max(widths) == (16 if regs == 2048 else 8)
-    x = np.random.default_rng(0).standard_normal(64 * 8).astype(np.float32)
+    # the values at 32 x 64: the same tile, two row tiles, more than one column tile (b packed in a local array, as at
+    # 64 x 64), a quarter of 64 x 64's time on the PYTHON interpreter (4.8 + 11.9 s there on a loaded machine)
+    small = kernels.matmul(32, 64, 8, device=dev)
+    assert len([st for st in small.sink.src if st.src[0].src[0].op is Ops.PARAM]) == tile[0] * tile[1]
+    assert {u.op for u in small.uops()} == {u.op for u in mm.uops()}
+    x = np.random.default_rng(0).standard_normal(32 * 8).astype(np.float32)
     y = np.random.default_rng(1).standard_normal(8 * 64).astype(np.float32)
-    np.testing.assert_allclose(run(mm, a=x, b=y)["c"].reshape(64, 64), x.reshape(64, 8) @ y.reshape(8, 64),
+    np.testing.assert_allclose(run(small, a=x, b=y)["c"].reshape(32, 64), x.reshape(32, 8) @ y.reshape(8, 64),
                                rtol=1e-5, atol=1e-5)
 
 

@@ -202,10 +202,12 @@ NORMAL_EXIT = textwrap.dedent("""
     from devicekit import kernels
     from devicekit.compile.cache import CompileCache
     from devicekit_cpu.cc_compiler import CCompiler
-    slow_cc = sys.argv[1]  # the real C compiler behind a wrapper that first sleeps: the compile is surely in flight
-    r = dk.device("CPU").pair("c")[0]
+    slow_cc, slow_flag = sys.argv[1], sys.argv[2]  # the real C compiler behind a wrapper that sleeps once the flag
+    r = dk.device("CPU").pair("c")[0]               # file exists: the compile is surely in flight at the fork
     c = CCompiler(cc=slow_cc)
     c.cache = CompileCache(disk=False)
+    c.compile(r.render(kernels.elementwise("a + b")))  # the compiler's probes (8 runs of it) and a compile, at full speed
+    open(slow_flag, "w").close()
     result = {}
 
     def compile_in_thread():
@@ -236,10 +238,11 @@ def test_child_exiting_normally_does_not_remove_the_parents_compile_dir(tmp_path
     if cc is None:
         pytest.skip("no C compiler")
     wrapper = tmp_path / "slow-cc"
-    wrapper.write_text(f"#!/bin/sh\nsleep 1.5\nexec {cc} \"$@\"\n")
+    flag = tmp_path / "slow"  # the wrapper sleeps only for the compile in flight at the fork, not for the probes
+    wrapper.write_text(f"#!/bin/sh\nif [ -e '{flag}' ]; then sleep 1.5; fi\nexec {cc} \"$@\"\n")
     wrapper.chmod(0o755)
-    p = subprocess.run([sys.executable, "-c", NORMAL_EXIT, str(wrapper)], capture_output=True, text=True, timeout=120,
-                       check=False)
+    p = subprocess.run([sys.executable, "-c", NORMAL_EXIT, str(wrapper), str(flag)], capture_output=True, text=True,
+                       timeout=120, check=False)
     assert p.returncode == 0, p.stderr[-2000:]
     rep = json.loads(p.stdout.strip().splitlines()[-1])
     assert "error" not in rep and rep["lib"] > 0, rep
