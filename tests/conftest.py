@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ FIXTURES = HERE / "fixtures"
 sys.path.insert(0, str(FIXTURES / "toy"))  # in-process use of the TOY plugin (dkfix_toy)
 sys.path.insert(0, str(HERE))  # fixture_wheels
 
-from fixture_wheels import build_wheels
+from fixture_wheels import layered_venv, worker_dir
 
 # the DEVICEKIT_* isolation and the private compile cache of every test: the repository's conftest.py
 
@@ -40,24 +39,26 @@ def _fixture_dirs() -> list[Path]:
 
 
 class FixtureVenv:
-    """A venv layered on the test venv (devicekit importable) with every fixture distribution installed."""
+    """A venv layered on the test venv (devicekit importable) with every fixture distribution installed, shared by
+    the xdist workers; each worker has its own side-effect markers, compile cache and working directory."""
 
     def __init__(self, root: Path):
         self.root = root
         self.python = str(root / "bin" / "python")
-        self.side_effects = root / "side-effects"
+        self.own = worker_dir(root)
+        self.side_effects = self.own / "side-effects"
         self.side_effects.mkdir(exist_ok=True)
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
-        env["DEVICEKIT_CACHE_DIR"] = str(self.root / "dk-cache")
+        env["DEVICEKIT_CACHE_DIR"] = str(self.own / "dk-cache")
         env["DKFIX_SIDE_EFFECT_DIR"] = str(self.side_effects)
         env.update(extra)
         return env
 
     def run(self, args: list[str], **extra: str) -> subprocess.CompletedProcess:
         return subprocess.run([self.python, *args], env=self.env(**extra), capture_output=True, check=False, text=True,
-                              timeout=120, cwd=self.root)
+                              timeout=120, cwd=self.own)
 
     def script(self, code: str, **extra: str) -> dict:
         """Run `code` (which must print one JSON document last) and return it parsed."""
@@ -68,21 +69,8 @@ class FixtureVenv:
 
 @pytest.fixture(scope="session")
 def fixture_venv(tmp_path_factory, request) -> FixtureVenv:
-    """Build the fixture wheels once (tests/fixture_wheels.py: cached by content in .pytest_cache, shared by xdist
-    workers), then install them with --no-deps into a fresh venv layered on the test venv."""
-    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider: build into a temp dir
-    base = Path(cache.mkdir("devicekit-fixture-wheels")) if cache is not None else tmp_path_factory.mktemp("wheels")
-    wheels = build_wheels(_fixture_dirs(), FIXTURES, base, tmp_path_factory.mktemp("fixture-build"))
-    root = tmp_path_factory.mktemp("fixture-venv")
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
-                    "--system-site-packages", str(root)], check=True, timeout=120)
-    # --system-site-packages reaches the base interpreter, not the test venv: layer the test venv's site-packages
-    # (and its .pth files: the editable devicekit) under the new one
-    purelib = subprocess.run([str(root / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    Path(purelib, "_devicekit_test_parent.pth").write_text(
-        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
-    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(root),
-                        *map(str, sorted(wheels.glob("*.whl")))], capture_output=True, check=False, text=True, timeout=300)
-    assert p.returncode == 0, f"installing fixture wheels failed:\n{p.stdout}\n{p.stderr}"
-    return FixtureVenv(root)
+    """The fixture wheels (tests/fixture_wheels.py: cached by content in .pytest_cache) installed with --no-deps into
+    a venv layered on the test venv, built once per run for every xdist worker."""
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider: the wheels go next to the venv
+    wheels = Path(cache.mkdir("devicekit-fixture-wheels")) if cache is not None else None
+    return FixtureVenv(layered_venv(tmp_path_factory, wheels, _fixture_dirs(), FIXTURES, "fixture-venv"))

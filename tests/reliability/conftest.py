@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
 sys.path.insert(0, str(HERE.parent))  # fixture_wheels
 
-from fixture_wheels import build_wheels
+from fixture_wheels import layered_venv, worker_dir
 
 SLOW = settings.get("DEVICEKIT_SLOW")
 
@@ -62,18 +61,22 @@ def isolated() -> Isolated:
 
 
 class RelVenv:
+    """The venv of the faulty plugin distributions, shared by the xdist workers; each worker has its own side-effect
+    markers, compile cache and working directory."""
+
     def __init__(self, root: Path):
         self.root = root
         self.python = str(root / "bin" / "python")
-        self.side_effects = root / "side-effects"
+        self.own = worker_dir(root)
+        self.side_effects = self.own / "side-effects"
         self.side_effects.mkdir(exist_ok=True)
 
     def run(self, args: list[str], timeout: float = 120, **extra: str) -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
-        env.update(DEVICEKIT_CACHE_DIR=str(self.root / "dk-cache"), DKREL_SIDE_EFFECT_DIR=str(self.side_effects))
+        env.update(DEVICEKIT_CACHE_DIR=str(self.own / "dk-cache"), DKREL_SIDE_EFFECT_DIR=str(self.side_effects))
         env.update(extra)
         return subprocess.run([self.python, *args], env=env, capture_output=True, check=False, text=True,
-                              timeout=timeout, cwd=self.root)
+                              timeout=timeout, cwd=self.own)
 
     def script(self, code: str, **extra: str) -> dict:
         p = self.run(["-c", code], **extra)
@@ -84,21 +87,8 @@ class RelVenv:
 @pytest.fixture(scope="session")
 def rel_venv(tmp_path_factory, request) -> RelVenv:
     """Wheels built once per fixture content (offline, no build isolation), installed --no-deps into a venv layered
-    on the test venv (same scheme as tests/conftest.py's fixture_venv)."""
+    on the test venv (tests/fixture_wheels.py's layered_venv, as tests/conftest.py's fixture_venv): once per run."""
     dirs = sorted(p.parent for p in FIXTURES.glob("*/pyproject.toml"))
     cache = getattr(request.config, "cache", None)
-    base = Path(cache.mkdir("devicekit-reliability-wheels")) if cache is not None else tmp_path_factory.mktemp("w")
-    wheels = build_wheels(dirs, FIXTURES, base, tmp_path_factory.mktemp("relbuild"))
-    root = tmp_path_factory.mktemp("rel-venv")
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
-                    "--system-site-packages", str(root)], check=True, timeout=120)
-    purelib = subprocess.run([str(root / "bin" / "python"), "-c",
-                              "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    Path(purelib, "_devicekit_test_parent.pth").write_text(
-        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
-    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(root),
-                        *map(str, sorted(wheels.glob("*.whl")))], capture_output=True, text=True, timeout=300,
-                       check=False)
-    assert p.returncode == 0, f"installing reliability fixture wheels failed:\n{p.stdout}\n{p.stderr}"
-    return RelVenv(root)
+    wheels = Path(cache.mkdir("devicekit-reliability-wheels")) if cache is not None else None
+    return RelVenv(layered_venv(tmp_path_factory, wheels, dirs, FIXTURES, "rel-venv"))
