@@ -1,4 +1,4 @@
-"""The differential fuzzer as part of the suite: a CI-sized run on both CPU compiler pairs against PYTHON (400
+"""The differential fuzzer as part of the suite: a CI-sized run on both CPU compiler pairs against PYTHON (200
 kernels per pair by default, DEVICEKIT_FUZZ_N to change, in chunks of 100 seeds that xdist runs in parallel), the long run behind DEVICEKIT_SLOW=1, and the fuzzer's
 own machinery (shrinker, printer, crash isolation) checked on real kernels."""
 
