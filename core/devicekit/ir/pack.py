@@ -34,6 +34,7 @@ from .uop import UOp, make_alu
 
 PANELS = 2  # vectors a tile row spans where the register file holds tm x PANELS accumulators (8 x 2 on AVX-512)
 MIN_KC = 64
+MAX_PANELS = 2  # b loads packed (each a local array of kc x w on the thread's stack, and its edge's)
 
 
 def block_kc(w: int, itemsize: int, l1: int | None = None) -> int:
@@ -71,8 +72,8 @@ def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp]
         return None
     body = red.src[0]
     bl = [u for u in body.toposort() if u.op is Ops.LOAD and j in free[u]]
-    if not bl or any(i in free[u] or len(u.src) != 1 or len(u.src[0].src) != 2 for u in bl):
-        return None  # a load of both axes (nothing to share), or a gated one
+    if not 1 <= len(bl) <= MAX_PANELS or any(i in free[u] or len(u.src) != 1 or len(u.src[0].src) != 2 for u in bl):
+        return None  # a load of both axes (nothing to share), a gated one, or more panels than a thread's stack holds
     N, K = j.src[0], r.src[0]
     w = lanes * panels
     kc = block_kc(w, val.dtype.itemsize)
