@@ -85,8 +85,15 @@ def test_packed_gemm_matches_numpy(small_blocks, pair, layer, shape):
     M, N, K = shape
     kw = LAYERS[layer]
     prog, got, want = run(gemm(**kw), M, N, K, pair, **kw)
-    assert prog.spec.get_meta("opts")[0].startswith("packed b panels of 16 x "), prog.spec.get_meta("opts")
+    assert is_packed(prog, pair), prog.spec.get_meta("opts")
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def is_packed(prog, pair) -> bool:
+    """Packed on the llvm pair; the c pair (vectors one scalar a lane: gcc made the packed tile of a 10-column layer
+    5x slower) keeps the unpacked tile (Capabilities.pack_tiles)."""
+    opts = prog.spec.get_meta("opts")
+    return opts[0].startswith("packed b panels of 16 x ") if pair == "llvm" else opts[0].startswith("unroll")
 
 
 @pytest.mark.parametrize("pair", ["llvm", "c"])
@@ -94,10 +101,10 @@ def test_constant_sizes_and_float64(small_blocks, pair):
     """Known sizes a tile divides (no gate at all) and ones it does not; float64 (8 lanes a vector)."""
     for shape in [(32, 64, 48), (24, 40, 20)]:
         prog, got, want = run(gemm(bias=True, relu=True, const=shape), *shape, pair, bias=True, relu=True)
-        assert prog.spec.get_meta("opts")[0].startswith("packed"), prog.spec.get_meta("opts")
+        assert prog.spec.get_meta("opts")[0].startswith("packed" if pair == "llvm" else "unroll")
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     prog, got, want = run(gemm(dt=dtypes.float64), 20, 19, 35, pair, dt=np.float64)
-    assert prog.spec.get_meta("opts")[0].startswith("packed"), prog.spec.get_meta("opts")
+    assert prog.spec.get_meta("opts")[0].startswith("packed" if pair == "llvm" else "unroll")
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 

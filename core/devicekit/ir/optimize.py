@@ -109,8 +109,8 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     tidy = _Tidy(vec) if not any((u.op is Ops.SCALAR and scalar_wire(u.dtype) != u.dtype)
                                  or u.dtype.scalar() in _HALVES or (u.op is Ops.RANGE and u.arg[1] == "unroll")
                                  for u in nodes) else _keep
-    if tiles is None and vec is not None and unr is not None and caps.core_split and len(stmts) == 1 and \
-            set(glob) == {unr, vec} and settings.get("DEVICEKIT_OPT_PACK"):
+    if tiles is None and vec is not None and unr is not None and caps.core_split and caps.pack_tiles and \
+            len(stmts) == 1 and set(glob) == {unr, vec} and settings.get("DEVICEKIT_OPT_PACK"):
         dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32)
         lanes = max(1, min(16, TILE_BYTES // dt.itemsize))
         vrb = getattr(caps, "vector_register_bytes", 0) or 0

@@ -30,6 +30,7 @@ class Capabilities:
     shared_max: int = 0  # bytes of local memory a workgroup (0: not checked)
     max_buffers: int | None = None
     vector_register_bytes: int = 0  # the SIMD register file (count x width; 0: unknown): register tiles are sized by it
+    pack_tiles: bool = False  # the optimizer may pack a gemm's b into a local array per K block (ir/pack.py)
     # linear passes run after lowering, in order (tinygrad's extra_matcher): each maps the op list to a new op list
     passes: tuple[Callable[[list[Any]], list[Any]], ...] = ()
 
@@ -50,6 +51,7 @@ class Renderer(ABC):
     shared_max = 0
     max_buffers: int | None = None
     vector_register_bytes = 0
+    pack_tiles = False  # a CPU renderer whose vector values are vector registers (not one scalar per lane)
     passes: ClassVar[tuple[Callable[[list[Any]], list[Any]], ...]] = ()  # see Capabilities.passes
 
     @property
@@ -60,7 +62,7 @@ class Renderer(ABC):
                             global_max=self.global_max, local_max=self.local_max,
                             local_total_max=self.local_total_max, shared_max=self.shared_max,
                             max_buffers=self.max_buffers, vector_register_bytes=self.vector_register_bytes,
-                            passes=tuple(self.passes))
+                            pack_tiles=self.pack_tiles, passes=tuple(self.passes))
 
     def set_limits(self, local_max: tuple[int, ...] | None = None, local_total_max: int | None = None,
                    shared_max: int | None = None, max_buffers: int | None = None,

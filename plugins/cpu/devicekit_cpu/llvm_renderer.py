@@ -37,6 +37,7 @@ class LLVMRenderer(MemoRender, Renderer):
     core_split = True
     vectors = True
     unaligned_vectors = True  # vector loads and stores are emitted with their element's alignment
+    pack_tiles = True  # a gemm's packed tile (ir/pack.py): its vectors are registers; the c pair's are per lane
     supported_dtypes = frozenset(d for d in dtypes.all() if d.name != "bfloat16")
     # exp2/log2/sin: the core's polynomial decompositions (1-2 ulp) vectorize; libm calls do not (softmax 3x)
     native_ops = ALU - {Ops.EXP2, Ops.LOG2, Ops.SIN}
