@@ -1,8 +1,8 @@
 """WebGPUAllocator: storage buffers of one WEBGPU id, with the core's LRU reuse; copies through mapped staging buffers.
 
-A handle is a `WGMem`: the allocation's GPUBuffer (usage STORAGE | COPY_SRC | COPY_DST, its size rounded up to 4
+A handle is a core `Region` (devicekit.alloc): the allocation's GPUBuffer (usage STORAGE | COPY_SRC | COPY_DST, its size rounded up to 4
 bytes as WebGPU's copies and bindings need), a byte offset into it (views, at any byte: generated kernels take the
-offset in elements through their uniform args) and a size. copyin fills a staging buffer mapped at creation
+offset in elements through their uniform args), a size and the id. copyin fills a staging buffer mapped at creation
 (MAP_WRITE) and copies it over; copyout copies into a MAP_READ staging buffer and maps it. Both are on the device's
 queue, so they are ordered after the dispatches submitted before them, and both block. WebGPU copies move whole
 4-byte words: an unaligned copyin reads the words it touches first.
@@ -10,11 +10,10 @@ queue, so they are ordered after the dispatches submitted before them, and both 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from devicekit.memory import BufferOptions, LRUAllocator
+from devicekit.alloc import BufferOptions, Region, RegionAllocator
 
 from . import adapters
 
@@ -26,24 +25,15 @@ def _words(offset: int, nbytes: int) -> tuple[int, int]:
     return offset & ~3, (offset + nbytes + 3) & ~3
 
 
-@dataclass(frozen=True, eq=False)
-class WGMem:
-    buf: Any  # wgpu GPUBuffer, the whole allocation
-    offset: int  # bytes into it
-    nbytes: int
-    index: int  # the WEBGPU id whose device owns it
-
-
-class WebGPUAllocator(LRUAllocator):
+class WebGPUAllocator(RegionAllocator):
     def __init__(self, index: int = 0, max_cached_bytes: int = 256 << 20):
-        super().__init__("WEBGPU" if index == 0 else f"WEBGPU:{index}", max_cached_bytes)
-        self.index = index
+        super().__init__("WEBGPU" if index == 0 else f"WEBGPU:{index}", index, max_cached_bytes)
         self.ctx = adapters.get(index)
         # every GPUBuffer until _free: a Buffer collected in a reference cycle hands its handle back to the LRU from
         # its finalizer, and the GPUBuffer's own finalizer (which releases the native buffer) must not run with it
         self._live: dict[int, Any] = {}
 
-    def _alloc(self, nbytes: int, options: BufferOptions) -> WGMem:
+    def _alloc(self, nbytes: int, options: BufferOptions) -> Region:
         import wgpu
         size = max(PAD, (nbytes + 3) & ~3)
         limit = int(self.ctx.limits["max-buffer-size"])
@@ -52,15 +42,11 @@ class WebGPUAllocator(LRUAllocator):
         u = wgpu.BufferUsage
         buf = self.ctx.device.create_buffer(size=size, usage=u.STORAGE | u.COPY_SRC | u.COPY_DST)  # zeroed by WebGPU
         self._live[id(buf)] = buf
-        return WGMem(buf, 0, nbytes, self.index)
+        return Region(buf, 0, nbytes, self.index)
 
-    def _free(self, handle: WGMem, nbytes: int, options: BufferOptions) -> None:
-        self._live.pop(id(handle.buf), None)
-        handle.buf.destroy()  # work already submitted that uses it still completes (WebGPU defers the release)
-
-    def _check(self, handle: WGMem) -> None:
-        if handle.index != self.index:
-            raise ValueError(f"{self.device}: the buffer belongs to WEBGPU:{handle.index}, not to this device")
+    def _free(self, handle: Region, nbytes: int, options: BufferOptions) -> None:
+        self._live.pop(id(handle.mem), None)
+        handle.mem.destroy()  # work already submitted that uses it still completes (WebGPU defers the release)
 
     def _read(self, buf: Any, lo: int, hi: int) -> np.ndarray:
         import wgpu
@@ -76,15 +62,15 @@ class WebGPUAllocator(LRUAllocator):
             staging.unmap()
             staging.destroy()
 
-    def copyin(self, handle: WGMem, src: memoryview) -> None:
+    def copyin(self, handle: Region, src: memoryview) -> None:
         if src.nbytes == 0:
             return
         import wgpu
-        self._check(handle)
+        self._own(handle)
         host = np.frombuffer(src, dtype=np.uint8)
         lo, hi = _words(handle.offset, host.nbytes)
         if (lo, hi) != (handle.offset, handle.offset + host.nbytes):  # keep the neighbouring bytes of the words
-            words = self._read(handle.buf, lo, hi)
+            words = self._read(handle.mem, lo, hi)
             words[handle.offset - lo:handle.offset - lo + host.nbytes] = host
             host = words
         dev = self.ctx.device
@@ -93,19 +79,16 @@ class WebGPUAllocator(LRUAllocator):
         staging.write_mapped(host)
         staging.unmap()
         enc = dev.create_command_encoder()
-        enc.copy_buffer_to_buffer(staging, 0, handle.buf, lo, hi - lo)
+        enc.copy_buffer_to_buffer(staging, 0, handle.mem, lo, hi - lo)
         dev.queue.submit([enc.finish()])  # the staging buffer is released when the copy no longer needs it
 
-    def copyout(self, dest: memoryview, handle: WGMem) -> None:
+    def copyout(self, dest: memoryview, handle: Region) -> None:
         if dest.nbytes == 0:
             return
-        self._check(handle)
+        self._own(handle)
         lo, hi = _words(handle.offset, dest.nbytes)
-        words = self._read(handle.buf, lo, hi)
+        words = self._read(handle.mem, lo, hi)
         np.frombuffer(dest, dtype=np.uint8)[:] = words[handle.offset - lo:handle.offset - lo + dest.nbytes]
-
-    def offset(self, handle: WGMem, nbytes: int, offset: int) -> WGMem:
-        return WGMem(handle.buf, handle.offset + offset, nbytes, handle.index)
 
     def synchronize(self) -> None:
         self.ctx.wait()

@@ -136,11 +136,11 @@ class WebGPUProgram(Program):
                 raise ValueError(f"{self.name}: param {p.name!r} is a view {h.offset} bytes into its buffer, not a "
                                  f"whole number of {unit}-byte elements: WGSL arrays are typed")
             elem = (h.offset - start) // unit
-        size = min(int(h.buf.size) - start, self._max_bind)
+        size = min(int(h.mem.size) - start, self._max_bind)
         if h.offset - start + h.nbytes > size:
             raise ValueError(f"{self.name}: param {p.name!r} spans {h.nbytes} bytes; this adapter binds at most "
                              f"{self._max_bind} bytes of a storage buffer (max-storage-buffer-binding-size)")
-        return h.buf, start, size - size % 4, elem
+        return h.mem, start, size - size % 4, elem
 
     def _bind_group(self, binds: list, flag: Any = None) -> Any:
         key = tuple((b[0], b[1], b[2]) for b in binds)
@@ -268,7 +268,7 @@ class WebGPUProgram(Program):
         checks = self.spec.checks
         if checks is not None:
             h = handles[-1]  # the bounds-check record: (failed, index) int64 pairs per site
-            record = np.frombuffer(self._read(h.buf, h.offset - h.offset % 4, (h.nbytes + 3) & ~3), np.int64)
+            record = np.frombuffer(self._read(h.mem, h.offset - h.offset % 4, (h.nbytes + 3) & ~3), np.int64)
             if any(record[2 * k] for k in range(len(checks.sites))):
                 return
         from devicekit.errors import DataRangeError
