@@ -34,25 +34,30 @@ MIN_KC = 64  # the narrowest slice: below it the partial sums' loads and stores 
 FALLBACK_L1 = 32 * 1024  # the smallest L1d of the hosts this runs on (Zen 4); used where sysfs says nothing
 
 
-@functools.cache
 def l1_data_bytes() -> int:
     """The L1 data cache of CPU 0 from sysfs (level 1, type Data); FALLBACK_L1 where it cannot be read."""
+    return cache_bytes(1) or FALLBACK_L1
+
+
+@functools.cache
+def cache_bytes(level: int) -> int:
+    """The data (or unified) cache of CPU 0 at `level` from sysfs; 0 where it cannot be read."""
     base = "/sys/devices/system/cpu/cpu0/cache"
     try:
         for d in sorted(os.listdir(base)):
             p = os.path.join(base, d)
             with open(os.path.join(p, "level")) as f:
-                level = f.read().strip()
+                lv = f.read().strip()
             with open(os.path.join(p, "type")) as f:
                 kind = f.read().strip()
-            if level == "1" and kind in ("Data", "Unified"):
+            if lv == str(level) and kind in ("Data", "Unified"):
                 with open(os.path.join(p, "size")) as f:
                     s = f.read().strip().upper()
                 n = int(s.rstrip("KMB"))
                 return n * (1024 if s.endswith("K") else 1024 * 1024 if s.endswith("M") else 1)
     except (OSError, ValueError):
         pass
-    return FALLBACK_L1
+    return 0
 
 
 def block_k(rows: int, width: int, itemsize: int, l1: int | None = None) -> int:

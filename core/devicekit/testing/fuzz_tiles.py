@@ -3,7 +3,7 @@ these (a reduction over global ranges) into register tiles.
 
 Each kernel writes `out[i, j] = epilogue(reduce_r(term(a[i, r], b[r, j])))` over 2 global ranges (a third of them
 batched over a third one), with what a user's gemm, gemv or stencil has around it: constant and var sizes that no
-tile divides (a var K up to 385: several K blocks), lane ranges that start past 0, float32/float64/int32/float16 (summed in float32 or in float16), shaped
+tile divides (a var K up to 2100: several K blocks), lane ranges that start past 0, float32/float64/int32/float16 (summed in float32 or in float16), shaped
 and flat indices, b transposed (no unit stride: nothing to upcast), a transposed store, gated boundary loads, k.scalar
 params, epilogues (bias, relu, alpha, the output's own old value read in place), max and sum reductions, a triangular
 reduce (r <= i: i may not be tiled), a second statement over the same lanes. Every kernel is defined and in bounds,
@@ -38,7 +38,7 @@ def tile_kernel(seed: int, pool: tuple = DTYPES) -> RandomKernel:
         v = r.choice(SIZES)
         if r.random() < 0.5:
             vals[name] = v
-            return k.var(name, 1, 400 if name == "kd" else 40)
+            return k.var(name, 1, 2200 if name == "kd" else 40)
         return v
 
     tri = r.random() < 0.15  # a triangular reduce: r in [0, i] over a square a
@@ -106,7 +106,7 @@ def tile_kernel(seed: int, pool: tuple = DTYPES) -> RandomKernel:
             if acc != dt else (a[at(a, a_flat, bx + (i, red))] * 2).sum(red)
     kern = k.build()
     if "kd" in vals and not tri and r.random() < 0.15:  # a var K past one K block of the packed tile (ir/pack.py);
-        vals["kd"] = r.choice([200, 385])  # drawn last: every other draw of a seed is what it was
+        vals["kd"] = r.choice([200, 1100, 2100])  # drawn last: every other draw of a seed is what it was
     nrng = np.random.default_rng(seed)
     m_v, n_v = vals.get("m", M), vals.get("n", N)
     k_v = m_v if tri else vals.get("kd", K)

@@ -495,5 +495,8 @@ class _Emitter(LoopPasses):
         head = f'define void @"{fname}"({", ".join(args)}) #0 {{\nentry:'
         decls = "\n".join(sorted(self.decls))
         return (f"; devicekit kernel {fname}\n{head}\n" + "\n".join(self.allocas + self.lines) + "\n}\n\n" + decls
-                + '\n\nattributes #0 = { nounwind nofree norecurse nosync "frame-pointer"="none" }\n'
+                # a packed tile's panel (ir/pack.py) is a local array of up to 192 KiB on the calling thread's stack:
+                # probed page by page, a stack too small for it faults at its guard page instead of writing past it
+                + '\n\nattributes #0 = { nounwind nofree norecurse nosync "frame-pointer"="none" '
+                  '"probe-stack"="inline-asm" }\n'
                 + "".join(m + "\n" for m in self.metadata))
