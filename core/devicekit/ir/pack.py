@@ -6,7 +6,7 @@ tile of a reads the slice from the L2 again, and the tile (16 rows x 16 lanes: 1
 bound by its loads. BLAS packs b and widens the tile; `kernels.matmul` does so by hand (`_packed`). This module
 builds the same form from the user's naive kernel, for any sizes (vars included):
 
-    for kb in K blocks (of `kc` or fewer, kc from the L1):                  sequential ("block", outermost)
+    for kb in K blocks (of `kc` or fewer, kc from the L2):                  sequential ("block", outermost)
       for jt in column tiles of w = panels x lanes:                         sequential ("block")
         bt[rr, y] = B(lo + rr, jt * w + y)  for rr < block, y < w           each thread packs its own copy (local)
         for it in row tiles of tm rows:                                     the range split across threads
@@ -14,12 +14,13 @@ builds the same form from the user's naive kernel, for any sizes (vars included)
           out[row x, lanes] = (kb > 0 ? out : 0) + acc                      and the epilogue at the last block
 
 Each thread keeps its chunk of row tiles (as the unpacked tile did) and packs each (kb, jt) panel once for all of
-them: a panel of kc x w values stays in the L1 while every row tile of the chunk runs against it, and the tile is
-`tm` rows x two vectors (8 x 32 float32 on AVX-512: 10 loads for 16 multiply-adds). Rows past M read the last row
-(clamped) and store nothing; columns past N pack zeros, read the last column and store nothing; the partial sums
-live in `out` (the rule of ir/kblock.py: only where exact, an ADD reduction over one range from 0, no load of a
-buffer the kernel writes). What the statement computes lane by lane is the user's own expression with its b loads
-read from the panel: the loads of a, the epilogue's loads (a bias, a mask) and any arithmetic stay as written.
+them: the panel's lines are contiguous, and the tile is `tm` rows x two vectors (8 x 32 float32 on AVX-512: 10 loads
+for 16 multiply-adds). Rows past M read the last row (clamped) and store nothing. The columns past the last whole
+tile run after the whole tiles in tiles of one vector, lane by lane: zeros packed past N, the last column read,
+nothing stored past N. The partial sums live in `out` (the rule of ir/kblock.py: only where exact, an ADD reduction
+over one range from 0, no load of a buffer the kernel writes). What the statement computes lane by lane is the
+user's own expression with its b loads read from the panel: the loads of a, the epilogue's loads (a bias, a mask)
+and any arithmetic stay as written.
 """
 
 from __future__ import annotations
