@@ -227,3 +227,26 @@ def test_packed_rows_built_for_a_cpu_are_right_on_a_gpu(kind):
     assert _packed_form(mm)
     out = dk.run(mm, device=kind, a=a.reshape(-1), b=b.reshape(-1))["c"]
     np.testing.assert_allclose(out.reshape(64, 64), a @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_k_too_long_for_the_pack_is_the_naive_kernel_the_optimizer_packs(monkeypatch):
+    """Where `_packed`'s block of b (all of K) would not fit its local array, a renderer that packs tiles
+    (`Capabilities.pack_tiles`, the llvm pair) gets the naive gemm with the same params, which the core's optimizer
+    packs per K block (ir/pack.py); without pack_tiles the rows stay as they are (the test above)."""
+    from devicekit import kernels_matmul
+    monkeypatch.setattr(kernels_matmul, "PACK_BYTES", 4096)
+    dev = dataclasses.replace(CPU_LIKE, vector_register_bytes=2048, pack_tiles=True)
+    M, N, K = 40, 70, 61
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    mm, mlp = kernels.matmul(M, N, K, device=dev), kernels.mlp_layer(M, N, K, device=dev)
+    for k in (mm, mlp):
+        assert not _packed_form(k) and not any(u.dtype.count > 1 for u in k.uops())  # as a user writes it
+    pytest.importorskip("devicekit_cpu")
+    cpu = dk.device("CPU")
+    assert cpu.compile(mm, pair="llvm").compiled.spec.get_meta("opts")[0].startswith("packed b panels")
+    out = dk.run(mm, device="CPU", a=a.reshape(-1), b=b.reshape(-1))["c"]
+    np.testing.assert_allclose(out.reshape(M, N), a @ b, rtol=1e-4, atol=1e-4)
+    out = dk.run(mlp, device="CPU", a=a.reshape(-1), b=b.reshape(-1), bias=bias)["c"]
+    np.testing.assert_allclose(out.reshape(M, N), np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)

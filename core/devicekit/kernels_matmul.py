@@ -140,6 +140,23 @@ def _packed(M: int, N: int, K: int, dtype: DType, acc_t: DType, device: Any, epi
     return k.build()
 
 
+def _naive(M: int, N: int, K: int, dtype: DType, epilogue: Callable[[UOp, UOp], UOp] | None, bias: bool,
+           name: str) -> ir.Kernel:
+    """The rows layout as a naive gemm (same params) for the core's optimizer, where `_packed`'s block of b (all of K)
+    would not fit its local array: the optimizer packs b per K block (ir/pack.py). 256x512x4096 float32 on one Rocket
+    Lake thread: 18.3 ms unpacked rows, 7.1 ms packed by the optimizer (numpy 7.1-7.3)."""
+    k = ir.KernelBuilder(name)
+    a, b = k.param("a", dtype, M * K), k.param("b", dtype, K * N)
+    bias_p = k.param("bias", dtype, N) if bias else None
+    c = k.param("c", dtype, M * N, writable=True)
+    i, j, r = k.range(M, "global"), k.range(N, "global"), k.range(K, "reduce")
+    v = (a[i * K + r] * b[r * N + j]).sum(r)
+    if bias_p is not None:
+        v = v + bias_p[j]
+    c[i * N + j] = epilogue(v, j) if epilogue is not None else v
+    return k.build()
+
+
 def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None = None, tn: int | None = None,
            epilogue: Callable[[UOp, UOp], UOp] | None = None, bias: bool = False, name: str = "matmul",
            b_layout: str = "rows", device: Any = None) -> ir.Kernel:
@@ -158,8 +175,9 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     An explicit tm or tn is kept (one column block).
     `b_layout="rows"` (default): param `b` is b itself. On a CPU-like device with default tiles the kernel packs
     b's column blocks into a local array itself (`_packed`: the speed of pack_b + panels with no second kernel,
-    1024^3 float32 31 -> 13 ms on one Rocket Lake thread, level with OpenBLAS); elsewhere tiles shrink to divide
-    M and N.
+    1024^3 float32 31 -> 13 ms on one Rocket Lake thread, level with OpenBLAS); where all of K would not fit that
+    array, the naive gemm (`_naive`), which the core's optimizer packs per K block on a renderer that packs tiles;
+    elsewhere tiles shrink to divide M and N.
     `b_layout="panels"` (default tn 16): param `bp` is `pack_b(K, N, tn=tn)`'s output, so each k step reads one
     contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored), the
     fastest form (a weight packed once). Its default tm fills half the vector registers (4 without a device: AVX2's
@@ -190,6 +208,9 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     if not panels and auto and _packs(device) and (kern := _packed(M, N, K, dtype, acc_t, device, epilogue, bias,
                                                                     name)) is not None:
         return kern
+    if not panels and auto and _packs(device) and acc_t == dtype and K * 2 * tn * dtype.itemsize > PACK_BYTES and \
+            getattr(_capabilities(device), "pack_tiles", False):
+        return _naive(M, N, K, dtype, epilogue, bias, name)
     k = ir.KernelBuilder(name)
     a = k.param("a", dtype, M * K)
     b = k.param("bp", dtype, nj * K * tn) if panels else k.param("b", dtype, K * N)
