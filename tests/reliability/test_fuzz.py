@@ -185,13 +185,14 @@ def test_the_fuzzer_shows_progress(tmp_path):
     """`python -m devicekit.testing.fuzz` prints one line per chunk on stderr (kernels done, findings, time left)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
     env["DEVICEKIT_CACHE_DIR"] = str(tmp_path)
-    p = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "c", "--n", "20",
+    # the llvm pair: the progress lines are the pair's either way, and it compiles in-process (the c pair runs cc)
+    p = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "llvm", "--n", "20",
                         "--jobs", "1"], capture_output=True, text=True, timeout=300, env=env, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     lines = [ln for ln in p.stderr.splitlines() if ln.startswith("fuzz: ")]
     assert re.match(r"fuzz: 10/20 kernels, 0 findings, \d+ optimized, \d+ s, about \d+ s left$", lines[0]), lines
     assert lines[-1].startswith("fuzz: 20/20 kernels, 0 findings"), lines
-    q = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "c", "--n", "2",
+    q = subprocess.run([sys.executable, "-m", "devicekit.testing.fuzz", "--device", "CPU", "--pair", "llvm", "--n", "2",
                         "--jobs", "1", "--no-progress"], capture_output=True, text=True, timeout=300, env=env,
                        check=False)
     assert q.returncode == 0 and "fuzz: 2/2" not in q.stderr, q.stderr
