@@ -27,7 +27,7 @@ from typing import ClassVar
 from ..ir.dtypes import DType, dtypes
 from ..ir.names import mangle
 from ..ir.ops import Ops
-from ..ir.uop import UOp
+from ..ir.uop import KernelError, UOp
 from .prepare import const_threads
 from .renderer import Renderer
 
@@ -205,7 +205,8 @@ class CStyleRenderer(Renderer):
         return f"{self.smem_prefix}{self.smem_align}{self.render_dtype(dt)} {name}[{size}];"
 
     def render_special(self, name: str, axis: int, extent: str) -> str:
-        """Expression of a GPU index SPECIAL (gidxN = block index, lidxN = thread index); e.g. 'blockIdx.x'."""
+        """Expression of a GPU index SPECIAL (gidxN = block index, lidxN = thread index); e.g. 'blockIdx.x'. The walk
+        has checked `axis` is 0, 1 or 2."""
         raise NotImplementedError(f"{type(self).__name__} has no GPU indices ({name})")
 
     # ================= hooks: signature and file
@@ -382,8 +383,10 @@ class CStyleRenderer(Renderer):
             elif op is Ops.CONST:
                 r[u] = self.render_const(u.arg, dt)
             elif op is Ops.SPECIAL:
-                nm = u.arg[0]
-                emit(f"{self.render_dtype(dtypes.index)} {nm} = {self.render_special(nm, u.arg[1], r[src[0]])};")
+                nm, axis = u.arg
+                if not 0 <= axis < 3:  # the lowering makes at most 3; CUDA, OpenCL, MSL and WGSL have no more
+                    raise KernelError(f"{type(self).__name__}: GPU launches have 3 axes; {nm} asks for axis {axis}")
+                emit(f"{self.render_dtype(dtypes.index)} {nm} = {self.render_special(nm, axis, r[src[0]])};")
                 r[u] = nm
             elif op is Ops.RANGE:
                 v = f"ridx{len(ids)}"  # numbered here, in order: the source is the cache key, keep it stable

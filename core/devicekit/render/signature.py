@@ -10,7 +10,8 @@ A plugin's `parse_source(src, entry, **options)` does two things with this modul
      source pairs with (C: its builtin include dir; OpenCL: `-cl-no-stdinc` plus the types opencl-c-base.h would
      declare, or a header dir that has it; otherwise its implicit include is a fatal error);
    - `find_function(tu, entry, fname, is_definition=None)` -> (the FUNCTION_DECL / FUNCTION_TEMPLATE cursor or
-     None, names found); with skipped bodies pass `is_definition=lambda c: Bodies(text).span(c) is not None`;
+     None, names found); `entry_function(tu, entry, fname, src, ...)` -> the cursor, else the CompileError every
+     reader gives (the functions found, the first errors); with skipped bodies pass `is_definition=lambda c: Bodies(text).span(c) is not None`;
      `template_params(fn)` -> its PARM_DECLs; C++ templates: `instance_arg_types(tu, var_name, fname)` reads the
      parameter types of an instantiation the reader wrote into the source as `auto* var_name = &entry<args>;`;
    - `signature_errors(tu, fn, fname, line_offset)` -> the errors inside the signature, and any fatal error (the body
@@ -63,6 +64,7 @@ from .source_reader import (
     Unsupported,
     clang_dtype,
     clang_index,
+    entry_function,
     find_function,
     first_errors,
     included_files,
@@ -73,8 +75,8 @@ from .source_reader import (
     template_params,
 )
 
-__all__ = ["Bodies", "Param", "Signature", "Unsupported", "build_spec", "clang_dtype", "clang_index", "find_function",
-           "first_errors", "included_files", "instance_arg_types", "launch_args", "launch_shared", "parse", "read_param",
+__all__ = ["Bodies", "Param", "Signature", "Unsupported", "build_spec", "clang_dtype", "clang_index",
+           "entry_function", "find_function", "first_errors", "included_files", "instance_arg_types", "launch_args", "launch_shared", "parse", "read_param",
            "signature_errors", "size_expr", "template_params"]
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,

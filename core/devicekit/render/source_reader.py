@@ -114,6 +114,19 @@ def find_function(tu, entry: str, fname: str, is_definition=None):
     return found, names
 
 
+
+def entry_function(tu, entry: str, fname: str, src: str, line_offset: int = 0, is_definition=None,
+                   with_errors: bool = True):
+    """`find_function`'s definition of `entry`, else the one CompileError every reader gives: the functions the file
+    defines and, with `with_errors`, its first errors (a typo in the signature can hide the definition)."""
+    fn, names = find_function(tu, entry, fname, is_definition)
+    if fn is None:
+        errs = "\n".join(first_errors(tu, fname, line_offset)) if with_errors else ""
+        raise CompileError(f"no function definition named {entry.split('<')[0]!r} in the source (found: "
+                           f"{', '.join(sorted(set(names))) or 'none'})", errs, src)
+    return fn
+
+
 _PUNCT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[{}();]', re.DOTALL)
 
 

@@ -206,8 +206,6 @@ class CUDARenderer(CStyleRenderer):
         return f"{fn}{'f' if dt.scalar() == dtypes.float32 else ''}({x})"
 
     def render_special(self, name: str, axis: int, extent: str) -> str:
-        if axis > 2:
-            raise ValueError(f"CUDA has 3 launch axes; {name} uses axis {axis}")
         base = "blockIdx" if name.startswith("g") else "threadIdx"
         return f"((long long){base}.{_AXES[axis]})"
 

@@ -167,10 +167,8 @@ def read_cuda(src: str, entry: str, dirs: tuple[str, ...] = (), defines: tuple[s
                                 f"-I{_SHIM_DIR}", *(f"-D{d}" for d in defines), "-Wno-everything",
                                 "-ferror-limit=0"], shims, src=src, skip_bodies=True)
     bodies = sg.Bodies(text)
-    fn, names = sg.find_function(tu, entry, _FILE, is_definition=lambda c: bodies.span(c) is not None)
-    if fn is None:
-        raise CompileError(f"no function definition named {entry.split('<')[0]!r} in the source (found: "
-                           f"{', '.join(sorted(set(names))) or 'none'})", "", src)
+    fn = sg.entry_function(tu, entry, _FILE, src, is_definition=lambda c: bodies.span(c) is not None,
+                           with_errors=False)
     line = fn.location.line - _OFFSET
     is_template = fn.kind == ci.CursorKind.FUNCTION_TEMPLATE
     if is_template and not instance:

@@ -239,8 +239,6 @@ class MetalRenderer(CStyleRenderer):
         return f"{{ {self.render_dtype(dt)} dk_v = {value}; {lanes} }}"
 
     def render_special(self, name: str, axis: int, extent: str) -> str:
-        if not 0 <= axis < 3:
-            raise KernelError(f"Metal has 3 grid axes; {name} asks for axis {axis}")
         return f"{'gid' if name.startswith('g') else 'lid'}.{_LANES[axis]}"
 
     def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,

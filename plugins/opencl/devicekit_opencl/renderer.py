@@ -94,13 +94,20 @@ class OpenCLRenderer(CStyleRenderer):
     def __reduce__(self):
         return (type(self), self._args)
 
-    def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
-                     shared_bytes=None):
-        """A ProgramSpec for a hand-written OpenCL C kernel: its signature read with libclang as this device's
-        compiler would see it (.source)."""
-        from .source import parse_opencl_source
-        return parse_opencl_source(src, entry, self, sizes=sizes, global_size=global_size, local_size=local_size,
-                                   shared_bytes=shared_bytes)
+    def parse_source(self, src: str, entry: str, **options):
+        """A ProgramSpec for a hand-written OpenCL C kernel (`options`: sizes=, global_size=, local_size=,
+        shared_bytes=), its signature read with libclang (.source) as this device's compiler would see it: the
+        preprocessor gets the device's extension macros and switches (`double` needs cl_khr_fp64, as there),
+        __OPENCL_VERSION__, __IMAGE_SUPPORT__, and the -D/-U/-I/-cl-std= words of DEVICEKIT_OPENCL_BUILD_OPTIONS."""
+        from devicekit.compile.source_spec import preprocessor_flags, read_source
+
+        from . import settings
+        macros = ("-Xclang", "-cl-ext=-all" + "".join(f",+{e}" for e in self.extensions),
+                  *(f"-D{e}=1" for e in self.extensions), f"-D__OPENCL_VERSION__={self.version}",
+                  *(("-D__IMAGE_SUPPORT__=1",) if self.image_support else ()))
+        build = preprocessor_flags(settings.get("DEVICEKIT_OPENCL_BUILD_OPTIONS"), ("-cl-std=", "-cl-fast-relaxed-math"))
+        return read_source("devicekit_opencl.source:read_opencl", src, entry, (*macros, *build), device=self.device,
+                           lang=self.lang, **options)
 
     def render_linear(self, lk, name: str) -> str:
         """With `narrow`, int64 index arithmetic in int32 where `ir.narrow.narrowed` proves it exact; off by default:
@@ -123,8 +130,6 @@ class OpenCLRenderer(CStyleRenderer):
         return f"{fn}({x})"  # OpenCL's built-ins are overloaded for half, float and double
 
     def render_special(self, name: str, axis: int, extent: str) -> str:
-        if not 0 <= axis < 3:
-            raise KernelError(f"OpenCL has 3 work-item dimensions; {name} asks for axis {axis}")
         return f"((long){'get_group_id' if name.startswith('g') else 'get_local_id'}({axis}))"
 
     def _mem_type(self, dt: DType) -> str:

@@ -1,19 +1,16 @@
 """Hand-written OpenCL C kernels: the signature of `entry`, read with libclang (devicekit.render.signature), as a
 ProgramSpec, so `dev.program_from_source(src, entry)` builds a kernel as its author wrote it (README.md,
 docs/handwritten.md). libclang reads it as OpenCL C 1.2 (`-x cl`) with stand-ins for the types opencl-c.h declares
-(the wheel has no headers); its preprocessor sees what the driver's does: the device's macros
-(parse_opencl_source) and the -D/-U/-I/-cl-std= options of DEVICEKIT_OPENCL_BUILD_OPTIONS."""
+(the wheel has no headers); its preprocessor sees what the driver's does (the flags OpenCLRenderer.parse_source
+passes: the device's macros, the -D/-U/-I/-cl-std= options of DEVICEKIT_OPENCL_BUILD_OPTIONS)."""
 
 from __future__ import annotations
 
 import re
 
-from devicekit.compile.source_spec import preprocessor_flags, read_source
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
 from devicekit.render import signature as sg
-
-from . import settings
 
 _FILE = "/devicekit-opencl-shim/kernel.cl"
 _SCALARS = {"char": "char", "uchar": "unsigned char", "short": "short", "ushort": "unsigned short", "int": "int",
@@ -59,11 +56,7 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
 
     tu = sg.parse(_FILE, _PREAMBLE + src, ["-x", "cl", "-cl-std=CL1.2", "-cl-no-stdinc", "-Wno-everything",
                                            "-ferror-limit=0", *macros], src=src)
-    fn, names = sg.find_function(tu, entry, _FILE)
-    if fn is None:
-        raise CompileError(f"no function definition named {entry!r} in the source (found: "
-                           f"{', '.join(sorted(set(names))) or 'none'})",
-                           "\n".join(sg.first_errors(tu, _FILE, _OFFSET)), src)
+    fn = sg.entry_function(tu, entry, _FILE, src, _OFFSET)
     line = fn.location.line - _OFFSET
     if errs := sg.signature_errors(tu, fn, _FILE, _OFFSET):
         raise CompileError(f"{entry}: its signature does not parse (only OpenCL C's own types, what the file "
@@ -88,14 +81,3 @@ def read_opencl(src: str, entry: str, macros: tuple[str, ...] = ()) -> sg.Signat
         params.append(p)
     return sg.Signature(entry, tuple(params), line, (("includes", sg.included_files(tu)),))
 
-
-def parse_opencl_source(src: str, entry: str, renderer, **options):
-    """The ProgramSpec of a hand-written OpenCL C kernel for `renderer`'s device; `options`: sizes=, global_size=,
-    local_size=, shared_bytes=. The reader's preprocessor sees what the device's compiler predefines: the extension
-    macros and switches (`double` needs cl_khr_fp64, as there), __OPENCL_VERSION__ and __IMAGE_SUPPORT__."""
-    ext = renderer.extensions
-    macros = ("-Xclang", "-cl-ext=-all" + "".join(f",+{e}" for e in ext), *(f"-D{e}=1" for e in ext),
-              f"-D__OPENCL_VERSION__={renderer.version}", *(("-D__IMAGE_SUPPORT__=1",) if renderer.image_support else ()))
-    build = preprocessor_flags(settings.get("DEVICEKIT_OPENCL_BUILD_OPTIONS"), ("-cl-std=", "-cl-fast-relaxed-math"))
-    return read_source("devicekit_opencl.source:read_opencl", src, entry, (*macros, *build), device=renderer.device,
-                       lang="opencl", **options)
