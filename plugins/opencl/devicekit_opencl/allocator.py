@@ -15,8 +15,8 @@ PAD = 64  # bytes every allocation has at least: a gated load may read element 0
 
 class OpenCLAllocator(RegionAllocator):
     def __init__(self, index: int = 0, max_cached_bytes: int = 256 << 20):
-        super().__init__("OPENCL" if index == 0 else f"OPENCL:{index}", index, max_cached_bytes)
         self.ctx = context.get(index)
+        super().__init__(self.ctx.name, index, max_cached_bytes)
 
     def _alloc(self, nbytes: int, options: BufferOptions) -> Region:
         flags = cl.mem_flags.READ_WRITE

@@ -5,7 +5,7 @@ GPU, else the first with any device, of those whose compiler builds a one-line k
 
 from __future__ import annotations
 
-import threading
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +28,6 @@ class Selection:
     devices: tuple[Any, ...]  # pyopencl.Device, OPENCL:i is devices[i]
 
 
-_lock = threading.Lock()
-_cache: dict[tuple, Selection] = {}
 _builds: dict[tuple[str, str, str], str | None] = {}  # (platform, version, device) -> None, or why it cannot build
 
 
@@ -85,14 +83,11 @@ def _build_failure(plat: Any, dev: Any) -> str | None:
 
 
 def select() -> Selection:
-    """The platform and devices in use (cached per value of the two variables); Unavailable says why none."""
-    key = (settings.get("DEVICEKIT_OPENCL_PLATFORM"), settings.get("DEVICEKIT_OPENCL_DEVICE"))
-    with _lock:
-        if key not in _cache:
-            _cache[key] = _select(key[0], *key[1])
-        return _cache[key]
+    """The platform and devices in use; Unavailable says why none."""
+    return _select(settings.get("DEVICEKIT_OPENCL_PLATFORM"), *settings.get("DEVICEKIT_OPENCL_DEVICE"))
 
 
+@functools.cache  # per value of the two variables (two first calls at once may both try the smoke build: harmless)
 def _select(want: str | None, kind: str, idx: tuple[int, ...]) -> Selection:
     plat, devs = _platform(want)
     if kind == "index":

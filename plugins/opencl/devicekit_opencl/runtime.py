@@ -39,6 +39,8 @@ class OpenCLProgram(WorkSizes, Program):
         self._view_args = bool(spec.get_meta("view_args", False))
         self._var_types = [np.int64 if v.dtype is None else np.uint8 if v.dtype.is_bool else v.dtype.np.type
                            for v in spec.vars]
+        # a generated kernel's arguments (_args) as OpenCL takes them: each cl_mem as is, its byte offset a ulong
+        self._arg_types = [(lambda mem: mem), np.uint64] * len(spec.params) + self._var_types
         self._align = max(1, int(ctx.device.mem_base_addr_align) // 8)  # reported in bits
         own = _group_info(kernel, ctx.device, "WORK_GROUP_SIZE")  # register use can make it below the device's
         limits = ctx.limits if not own else dataclasses.replace(
@@ -76,36 +78,28 @@ class OpenCLProgram(WorkSizes, Program):
             return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
         k = self._kernel()
         if args is None:
-            self._set_changed(k, handles, vals)
+            self._set_changed(k, self._args(handles, vals))
         else:
             k.set_args(*args)
         return _enqueue(self.ctx, k, items, local, wait, handles)
 
-    def _set_changed(self, k, handles: list, vals: list) -> None:
-        """Set a generated kernel's (cl_mem, byte offset) pairs and vars on this thread's kernel object, only where
-        they differ from its last launch's: PoCL's clSetKernelArg of a by-value argument costs ~6 us (a cl_mem
-        ~0.06 us), and a new set of Buffers mostly changes only the cl_mem arguments. A slot is None until set, so
-        a set_arg that raises leaves it to be set again; a float is always set (0.0 == -0.0)."""
-        last = getattr(self._tls, "last", None)
-        if last is None:
-            last = self._tls.last = [None] * (2 * len(handles) + len(vals))
-        i = 0
-        for h in handles:
-            if last[i] is not h.mem:
-                last[i] = None
-                k.set_arg(i, h.mem)
-                last[i] = h.mem
-            if type(last[i + 1]) is not int or last[i + 1] != h.offset:
-                last[i + 1] = None
-                k.set_arg(i + 1, np.uint64(h.offset))
-                last[i + 1] = h.offset
-            i += 2
-        for t, x in zip(self._var_types, vals):
-            if type(x) is not int or type(last[i]) is not int or last[i] != x:
-                last[i] = None
-                k.set_arg(i, t(x))
-                last[i] = x if type(x) is int else None
-            i += 1
+    def _args(self, handles: list, vals: list) -> list:
+        """A generated kernel's arguments: each buffer's (cl_mem, byte offset), then the vars."""
+        return [*(x for h in handles for x in (h.mem, h.offset)), *vals]
+
+    def _set_changed(self, k, args: list) -> None:
+        """Set `args` on this thread's kernel object only where they differ from its last launch's: PoCL's
+        clSetKernelArg of a by-value argument costs ~6 us (a cl_mem ~0.06 us), and a new set of Buffers mostly changes
+        only the cl_mem arguments. Unchanged is the same object or an equal int (never an equal float: 0.0 == -0.0);
+        a slot is None until set, so a set_arg that raises leaves it to be set again."""
+        last = getattr(self._tls, "last", None) or [None] * len(args)
+        self._tls.last = last
+        for i, (x, old, as_arg) in enumerate(zip(args, last, self._arg_types)):
+            if old is x or (type(x) is int and type(old) is int and x == old):
+                continue
+            last[i] = None
+            k.set_arg(i, as_arg(x))
+            last[i] = x
 
     def prepare_launch(self, handles: list, vals: list, var_vals: dict, global_size, local_size) -> Any:
         """The core's launch cache (Program.prepare_launch): a repeated launch gets a kernel object of its own, its
@@ -117,8 +111,7 @@ class OpenCLProgram(WorkSizes, Program):
         if not all(groups):
             return None
         kern = cl.Kernel(self._prg, self.spec.entry)  # its own: clSetKernelArg is never called on it again
-        kern.set_args(*[x for h in handles for x in (h.mem, np.uint64(h.offset))],
-                      *[t(x) for t, x in zip(self._var_types, vals)])
+        kern.set_args(*[as_arg(x) for as_arg, x in zip(self._arg_types, self._args(handles, vals))])
         ctx = self.ctx
         return lambda wait: _enqueue(ctx, kern, items, local, wait, handles)
 

@@ -29,9 +29,10 @@ class _BrokenPlatform:
 def platforms(monkeypatch):
     def use(plats):
         monkeypatch.setattr(P, "_platforms", lambda: plats)
-        monkeypatch.setattr(P, "_cache", {})
         monkeypatch.setattr(P, "_builds", {})
-    return use
+        P._select.cache_clear()
+    yield use
+    P._select.cache_clear()  # no stand-in platform stays chosen for the tests after
 
 
 def _working():
