@@ -177,9 +177,6 @@ class MetalRenderer(CStyleRenderer):
                                           Ops.TRUNC: "trunc"}
     repeats_operands: ClassVar[frozenset[Ops]] = frozenset({Ops.MAX})
 
-    def __reduce__(self):
-        return (type(self), ())
-
     def render(self, kernel, name: str | None = None):
         try:
             return super().render(kernel, name)
@@ -241,12 +238,12 @@ class MetalRenderer(CStyleRenderer):
     def render_special(self, name: str, axis: int, extent: str) -> str:
         return f"{'gid' if name.startswith('g') else 'lid'}.{_LANES[axis]}"
 
-    def parse_source(self, src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
-                     shared_bytes=None):
-        """A ProgramSpec for a hand-written Metal kernel: its signature read with libclang (devicekit_metal.source)."""
-        from .source import parse_msl_source
-        return parse_msl_source(src, entry, sizes=sizes, global_size=global_size, local_size=local_size,
-                                shared_bytes=shared_bytes, device=self.device)
+    def parse_source(self, src: str, entry: str, **options):
+        """A ProgramSpec for a hand-written Metal kernel (`options`: sizes=, global_size=, local_size=, shared_bytes=):
+        its signature read with libclang (devicekit_metal.source) through the core's read_source."""
+        from devicekit.compile.source_spec import read_source
+        return read_source("devicekit_metal.source:read_msl", src, entry, device=self.device, lang=self.lang,
+                           meta=(("shared_bytes", 0),), **options)
 
     # ================= file
     def render_scalar(self, name: str, dt: DType) -> str:

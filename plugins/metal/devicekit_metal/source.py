@@ -1,7 +1,7 @@
-"""Read the signature of a hand-written Metal kernel with libclang (through the shim) and make a ProgramSpec of it.
-
-This is `MetalRenderer.parse_source`, behind `dev.program_from_source(src, entry)` and
-`dk.target("METAL").program_from_source`. Conventions (docs/handwritten.md; the runtime binds by the attributes):
+"""Read the signature of a hand-written Metal kernel with libclang (through the shim): the reader that
+`MetalRenderer.parse_source` runs through the core's `compile.source_spec.read_source`, behind
+`dev.program_from_source(src, entry)` and `dk.target("METAL").program_from_source`. Conventions
+(docs/handwritten.md; the runtime binds by the attributes):
 - `device [const] T *name [[buffer(i)]]` and `constant T *name [[buffer(i)]]` params are buffers (constant ones and
   const elements are read-only; T may be a vector such as float4, or atomic_uint/atomic_int/atomic_float);
 - `constant T& name [[buffer(i)]]` params (T: bool, 8-64 bit ints, half, float) are vars; the runtime passes each
@@ -26,7 +26,6 @@ import dataclasses
 from devicekit.errors import CompileError
 from devicekit.ir.dtypes import dtypes
 from devicekit.render import signature as sg
-from devicekit.render.parse_worker import bounded
 
 from .hostcheck import _SHIM_ARGS, _builtin_include_args, host_msl
 
@@ -142,13 +141,7 @@ def read_msl(src: str, entry: str, search: tuple[str, ...] = ()) -> sg.Signature
         params.append(dataclasses.replace(p, attr=tuple(attr), slot=int(attr[2]) if attr[2].isdigit() else None))
     if any(p.attr[2:3] == ("implicit",) for p in params):
         params = _implicit_slots(params)
-    for kind in ("buffer", "threadgroup"):
-        slots = [p for p in params if p.slot is not None and (p.attr[0] == kind)]
-        seen: dict[int, str] = {}
-        for p in slots:
-            if p.slot in seen:
-                raise CompileError(f"{entry}: {p.name!r} and {seen[p.slot]!r} are both [[{kind}({p.slot})]]", "", src)
-            seen[p.slot] = p.name
+    _check_slots(params, entry, src)
     return sg.Signature(entry, tuple(params), fn.location.line, (("includes", sg.included_files(tu)),))
 
 
@@ -161,22 +154,21 @@ def _implicit_slots(params: list) -> list:
     return [dataclasses.replace(p, slot=next(free)) if p.attr[2:3] == ("implicit",) else p for p in params]
 
 
-def parse_msl_source(src: str, entry: str, sizes: dict | None = None, global_size=None, local_size=None,
-                     shared_bytes=None, device: str = "METAL"):
-    """The ProgramSpec of a hand-written Metal kernel (see the module docstring)."""
+def _check_slots(params: list, entry: str, src: str) -> None:
+    """Each [[buffer(i)]] and [[threadgroup(i)]] index once, buffer slots within Metal's table, no double scalar."""
     from .renderer import MAX_BUFFERS
 
-    if not isinstance(src, str) or not isinstance(entry, str) or not entry:
-        raise CompileError(f"program_from_source(src, entry): expected source text and a kernel name, got "
-                           f"{type(src).__name__} and {entry!r}")
-    from devicekit.compile.deps import active_context
-    ctx = active_context()
-    sig = bounded("devicekit_metal.source:read_msl", src, entry, (f"-iquote{ctx.cwd}", *ctx.cc_args()))
-    for p in sig.params:
-        if p.kind == "buffer" and p.slot >= MAX_BUFFERS or p.kind == "scalar" and p.slot >= MAX_BUFFERS:
+    for kind in ("buffer", "threadgroup"):
+        seen: dict[int, str] = {}
+        for p in params:
+            if p.slot is not None and p.attr[0] == kind:
+                if p.slot in seen:
+                    raise CompileError(f"{entry}: {p.name!r} and {seen[p.slot]!r} are both [[{kind}({p.slot})]]", "",
+                                       src)
+                seen[p.slot] = p.name
+    for p in params:
+        if p.kind in ("buffer", "scalar") and p.slot >= MAX_BUFFERS:
             raise CompileError(f"{entry}:{p.line}: param {p.name!r} is [[buffer({p.slot})]]; Metal has buffer slots "
                                f"0..{MAX_BUFFERS - 1}", "", src)
         if p.kind == "scalar" and p.dtype == dtypes.float64:
             raise CompileError(f"{entry}:{p.line}: param {p.name!r}: Metal has no double", "", src)
-    return sg.build_spec(sig, src, device=device, lang="metal", sizes=sizes, global_size=global_size,
-                         local_size=local_size, shared_bytes=shared_bytes, meta=(("shared_bytes", 0),))

@@ -78,6 +78,8 @@ def test_barrier_kernel_with_builtins_runs_threaded(tmp_path):
     (SAXPY.replace("constant int& a [[buffer(3)]]", "threadgroup float* a [[buffer(3)]]"), "is `device T"),
     (SAXPY.replace("constant int& a [[buffer(3)]]", "device float* a [[threadgroup(0)]]"), "is `threadgroup T"),
     (SAXPY.replace("kernel void saxpy", "kernel void other"), "no kernel named 'saxpy'"),
+    (SAXPY.replace("[[buffer(3)]]", "[[buffer(31)]]"), r"'a' is \[\[buffer\(31\)\]\]; Metal has buffer slots 0..30"),
+    (SAXPY.replace("constant int& a", "constant double& a"), "param 'a': Metal has no double"),
 ])
 def test_bad_sources_are_explained(src, match):
     if match is None:
