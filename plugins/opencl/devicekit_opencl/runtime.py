@@ -34,8 +34,7 @@ class OpenCLProgram(WorkSizes, Program):
         except cl.Error as e:
             raise RuntimeError(f"{ctx.name}: cannot load the program binary of {spec.name!r} (entry {spec.entry!r}): "
                                f"{type(e).__name__}: {e}") from None
-        self._tls = threading.local()
-        self._tls.kernel = kernel
+        self._tls = threading.local()  # this thread's kernel object and what was last set on it (_kernel)
         self._view_args = bool(spec.get_meta("view_args", False))
         self._var_types = [np.int64 if v.dtype is None else np.uint8 if v.dtype.is_bool else v.dtype.np.type
                            for v in spec.vars]
@@ -49,11 +48,12 @@ class OpenCLProgram(WorkSizes, Program):
         self.default_local = reqd if spec.get_meta("from_source") and len(reqd) == 3 and any(reqd) else None
         self._sizes = CheckedSizes(self.name, limits, self.default_local)
 
-    def _kernel(self) -> Any:
-        k = getattr(self._tls, "kernel", None)
-        if k is None:
-            k = self._tls.kernel = cl.Kernel(self._prg, self.spec.entry)
-        return k
+    def _kernel(self) -> tuple[Any, list]:
+        """This thread's kernel object (clSetKernelArg is not thread-safe) and the arguments last set on it."""
+        mine = getattr(self._tls, "mine", None)
+        if mine is None:
+            mine = self._tls.mine = (cl.Kernel(self._prg, self.spec.entry), [None] * len(self._arg_types))
+        return mine
 
     def _mem(self, h, j: int) -> Any:
         """A hand-written kernel's buffer argument: the cl_mem, or for a view an aligned sub-buffer."""
@@ -76,9 +76,9 @@ class OpenCLProgram(WorkSizes, Program):
         groups, local, items = self._sizes(global_size, local_size)
         if not all(groups):
             return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
-        k = self._kernel()
+        k, last = self._kernel()
         if args is None:
-            self._set_changed(k, self._args(handles, vals))
+            self._set_changed(k, last, self._args(handles, vals))
         else:
             k.set_args(*args)
         return _enqueue(self.ctx, k, items, local, wait, handles)
@@ -87,13 +87,11 @@ class OpenCLProgram(WorkSizes, Program):
         """A generated kernel's arguments: each buffer's (cl_mem, byte offset), then the vars."""
         return [*(x for h in handles for x in (h.mem, h.offset)), *vals]
 
-    def _set_changed(self, k, args: list) -> None:
-        """Set `args` on this thread's kernel object only where they differ from its last launch's: PoCL's
+    def _set_changed(self, k, last: list, args: list) -> None:
+        """Set `args` on this thread's kernel object `k` only where they differ from `last`, its last launch's: PoCL's
         clSetKernelArg of a by-value argument costs ~6 us (a cl_mem ~0.06 us), and a new set of Buffers mostly changes
         only the cl_mem arguments. Unchanged is the same object or an equal int (never an equal float: 0.0 == -0.0);
         a slot is None until set, so a set_arg that raises leaves it to be set again."""
-        last = getattr(self._tls, "last", None) or [None] * len(args)
-        self._tls.last = last
         for i, (x, old, as_arg) in enumerate(zip(args, last, self._arg_types)):
             if old is x or (type(x) is int and type(old) is int and x == old):
                 continue
