@@ -79,6 +79,30 @@ def test_elementwise_split_follows_the_cost_model(cpu):
     np.testing.assert_array_equal(bufs[3].numpy(), np.full(4, 16.0, np.float32))
 
 
+def test_a_packed_gemm_counts_the_loops_around_its_split(cpu):
+    """A packed gemm (ir/pack.py) splits its row tiles inside its K block and column-tile loops, and its k loop's
+    bounds are over the K block's: the cost model counted one (K block, column tile) and 16 trips of the k loop, so
+    the MLP's 256x512x784 layer (~205 MFLOP) stayed on one thread (1.28 ms where two take 0.81). The loops around
+    the split multiply it, and a bound over enclosing loops is taken at their start."""
+    from devicekit import ir
+    from devicekit.ir import dtypes as dt
+    from devicekit_cpu.runtime import PARALLEL_MIN_WORK, CPUProgram
+    k = ir.KernelBuilder("cost_packed")
+    m, n, kk = k.var("m", 1, 4096), k.var("n", 1, 4096), k.var("k", 1, 4096)
+    a, b = k.param("a", dt.float32, shape=(m, kk)), k.param("b", dt.float32, shape=(kk, n))
+    out = k.param("out", dt.float32, shape=(m, n), writable=True)
+    i, j, r = k.range(m, "global"), k.range(n, "global"), k.range(kk, "reduce")
+    out[i, j] = (a[i, r] * b[r, j]).sum(r)
+    rd, c = cpu.pair("llvm")
+    prog = CPUProgram(c.compile(rd.render(k.build())), cpu, threads=2)
+    assert prog.spec.get_meta("opts")[0].startswith("packed"), prog.spec.get_meta("opts")
+    rows = -(-256 // 8)  # the split's extent: row tiles of 8 (AVX-512) or 4 rows; either way several
+    work = rows * prog._cost((256, 512, 784))
+    assert work >= 256 * 512 * 784 // 8, work  # the multiply-adds over 16 lanes, at least
+    assert prog.chunks(rows, (256, 512, 784)) == 2
+    assert PARALLEL_MIN_WORK > 0
+
+
 def test_env_threads(monkeypatch):
     from devicekit_cpu.hostinfo import num_threads
     monkeypatch.setenv("DEVICEKIT_CPU_THREADS", "3")
