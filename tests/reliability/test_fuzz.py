@@ -41,8 +41,17 @@ def test_ci_fuzz_both_cpu_pairs_match_reference(first, record_property):
     assert not rep.findings, _report(rep)
 
 
+def test_ci_fuzz_packed_gemms():
+    """The gemms the optimizer packs (testing/fuzz_gemm.py: var and constant sizes no tile, panel or K block
+    divides, transposes, epilogues) against the reference, a bounded run; the long one is test_long_fuzz's."""
+    from devicekit.testing.fuzz import fuzz
+    rep = fuzz(12, seed=720_000, kind="CPU", pairs=["llvm"], profile="gemm", jobs=1)
+    assert rep.optimized >= 8, rep.optimized
+    assert not rep.findings, [str(f) for f in rep.findings[:3]]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("profile", ["mixed", "ints", "floats", "memory"])
+@pytest.mark.parametrize("profile", ["mixed", "ints", "floats", "memory", "gemm"])
 def test_long_fuzz(profile):
     from devicekit.testing.fuzz import fuzz
     n = settings.get("DEVICEKIT_FUZZ_LONG_N")
@@ -131,7 +140,7 @@ def test_a_native_crash_is_bisected_to_its_seed(monkeypatch):
     assert [f.seed for f in crashes] == [13] and rep.tried == 40
 
 
-@pytest.mark.parametrize("profile", ["mixed", "memory", "wide", "shapes", "tiles"])
+@pytest.mark.parametrize("profile", ["mixed", "memory", "wide", "shapes", "tiles", "gemm"])
 def test_printed_source_rebuilds_the_same_kernel(profile):
     """`to_python` is the regression a finding becomes, so it must rebuild the very kernel: range numbering (the
     loop order) and each load of a written param at its build point (memory order) included. Before, memory
