@@ -87,7 +87,8 @@ def _packed(M: int, N: int, K: int, dtype: DType, acc_t: DType, device: Any, epi
     thread, CPU time: 12.6 ms against 31 for the unpacked rows, pack_b + panels 11.5, OpenBLAS 11.7). The block
     holds up to PACK_BYTES (two column tiles where they fit, a row tile of a then serves both: 12.6 ms against 13.9
     for one). None where packing does not apply: one row tile (b is read once anyway), one column tile, or K x
-    tile width over PACK_BYTES (4096 float32 rows of 32 lanes: k blocks adding to c are not built yet)."""
+    tile width over PACK_BYTES (4096 float32 rows of 32 lanes) where the renderer does not pack tiles itself (there:
+    `_naive`, which the optimizer packs per K block)."""
     tn = _register_lanes(device, acc_t.itemsize)
     nj = -(-N // tn)
     accs_fit = _panel_rows(device, tn, acc_t.itemsize)
@@ -101,8 +102,9 @@ def _packed(M: int, N: int, K: int, dtype: DType, acc_t: DType, device: Any, epi
     group = 2 if tiles % 2 == 0 and tiles >= 4 else 1  # 2 column tiles a block: a row tile of a reused twice
     if K * w * group * isz > PACK_BYTES:
         group = 1
-    if K * w * isz > PACK_BYTES:  # (k blocks adding to c: not yet)
-        return None
+    if K * w * isz > PACK_BYTES:  # all of K does not fit: the core's optimizer packs per K block (ir/pack.py)
+        return _naive(M, N, K, dtype, epilogue, bias, name) if acc_t == dtype and _capabilities(device).pack_tiles \
+            else None
     f = (lambda v: v.cast(acc_t)) if acc_t != dtype else (lambda v: v)
     k = ir.KernelBuilder(name)
     a = k.param("a", dtype, M * K)
@@ -208,9 +210,6 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     if not panels and auto and _packs(device) and (kern := _packed(M, N, K, dtype, acc_t, device, epilogue, bias,
                                                                     name)) is not None:
         return kern
-    if not panels and auto and _packs(device) and acc_t == dtype and K * 2 * tn * dtype.itemsize > PACK_BYTES and \
-            getattr(_capabilities(device), "pack_tiles", False):
-        return _naive(M, N, K, dtype, epilogue, bias, name)
     k = ir.KernelBuilder(name)
     a = k.param("a", dtype, M * K)
     b = k.param("bp", dtype, nj * K * tn) if panels else k.param("b", dtype, K * N)

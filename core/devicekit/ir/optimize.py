@@ -109,24 +109,24 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
     tidy = _Tidy(vec) if not any((u.op is Ops.SCALAR and scalar_wire(u.dtype) != u.dtype)
                                  or u.dtype.scalar() in _HALVES or (u.op is Ops.RANGE and u.arg[1] == "unroll")
                                  for u in nodes) else _keep
+    # the vector axis's dtype: 64 bytes of it a vector (16 float32, 8 float64)
+    dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32) if vec is not None else dtypes.float32
+    lanes = max(1, min(16, TILE_BYTES // dt.itemsize))
     if tiles is None and vec is not None and unr is not None and caps.core_split and caps.pack_tiles and \
             len(stmts) == 1 and set(glob) == {unr, vec} and settings.get("DEVICEKIT_OPT_PACK"):
-        dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32)
-        lanes = max(1, min(16, TILE_BYTES // dt.itemsize))
         vrb = getattr(caps, "vector_register_bytes", 0) or 0
         panels = PANELS if tile_rows(vrb, TILE_BYTES * PANELS) >= 4 * PANELS else 1
         prow = tile_rows(vrb, TILE_BYTES * panels)
         if worth_packing(unr.src[0], vec.src[0], prow, lanes * panels) and (done := packed(
                 stmts[0], unr, vec, free, nodes, lanes, prow, panels, next_id,
                 _Tidy(None, tidy.clean) if tidy is not _keep else _keep)) is not None:
-            applied_pack(done[1])
+            _count_applied()
             return sink.replace(src=tuple(done[0])), (done[1],)
     if unr is not None and rows > 1:
         stmts = _unroll(stmts, unr, rows, tidy)
         opts.append(f"unroll global range {unr.arg[0]} x{rows}")
     if vec is not None:
-        dt = next((u.dtype for u in red_loads if vec in free[u]), dtypes.float32)
-        width = max(1, min(16, TILE_BYTES // dt.itemsize)) if tiles is None else tiles[1]
+        width = lanes if tiles is None else tiles[1]
         tails: tuple[int, ...] = ()
         if tiles is None:
             width, tails = small_extent_lanes(width, vec.src[0].arg if vec.src[0].op is Ops.CONST else None)
@@ -146,12 +146,12 @@ def optimize(sink: UOp, caps: Any, tiles: tuple[int, int] | None = None) -> tupl
                     opts.append(f"k blocks of {kc}")
     if not opts:
         return sink, ()
-    global applied
-    applied += 1
+    _count_applied()
     return sink.replace(src=tuple(stmts)), tuple(opts)
 
 
-def applied_pack(opts: str) -> None:
+def _count_applied() -> None:
+    """One more kernel rewritten in this process (the fuzzer's count, `applied`)."""
     global applied
     applied += 1
 

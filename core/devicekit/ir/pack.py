@@ -180,4 +180,4 @@ def _div(a: UOp, n: int) -> UOp:
 
 
 def _ceil_div(a: UOp, n: int) -> UOp:
-    return ((a + (n - 1)) // n).replace(arg="safe")
+    return _div(a + (n - 1), n)

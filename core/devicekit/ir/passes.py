@@ -11,6 +11,7 @@ import numpy as np
 
 from . import semantics
 from .analysis import free_ranges
+from .bounds import is_record
 from .dtypes import DType, dtypes, f32_to_bf16
 from .ops import ALU, COMPARE, Ops
 from .order import is_ordered_load, stmt_index
@@ -370,7 +371,7 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
         # are stored); a gate per lane (a column past N) keeps them apart
         if st.op is Ops.STORE and st.src[1].dtype.count == 1 and st.src[0].op is Ops.INDEX:
             gate = st.src[0].src[2] if len(st.src[0].src) == 3 else None
-            if gate is not None and isinstance(st.arg, tuple) and st.arg[0] == "bounds":  # a bounds-check record
+            if gate is not None and is_record(st):  # a bounds-check record (a running maximum, not a store)
                 out.append(st)
                 k += 1
                 continue
