@@ -138,11 +138,11 @@ def test_short_launches_stay_on_the_calling_thread(isolated):
         for _ in range(1000):
             p.execute(bufs, [64])
         small = sum(t.name == "devicekit-launcher" for t in threading.enumerate())
-        big = [dk.Buffer(cpu, 1 << 20, "float32").copyin(np.ones(1 << 20, np.float32)) for _ in range(4)]
-        p.execute(big, [1 << 20], wait=True)
+        big = [dk.Buffer(cpu, 1 << 23, "float32").copyin(np.ones(1 << 23, np.float32)) for _ in range(4)]
+        p.execute(big, [1 << 23], wait=True)
         launched = sum(t.name == "devicekit-launcher" for t in threading.enumerate())
         print(json.dumps({"small": small, "big": launched, "ok": bool((big[3].numpy() == 2).all()),
-                          "may_long": [p.may_run_long([64]), p.may_run_long([1 << 20])]}))
+                          "may_long": [p.may_run_long([64]), p.may_run_long([1 << 23])]}))
     """)
     rc, out = isolated.run(code, timeout=120)
     assert rc == 0, out[-2000:]

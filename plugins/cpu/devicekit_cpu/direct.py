@@ -5,7 +5,9 @@ floor: ~0.7 us for 7 arguments on a loaded 2-core host); a call with its argumen
 address read in place, does not. `direct(program, handles, vals)` makes the call and returns True when the launch
 runs on one thread (no split, or an extent below the program's threading threshold); False: nothing was called,
 the caller takes the threaded path. `long(vals)` is `may_run_long` for a split kernel whose cost per outer
-iteration is a constant (work = extent x cost): one comparison.
+iteration is a constant (work = extent x cost): one comparison against `long_below`, the extent of
+INTERRUPTIBLE_MIN_WORK operations (it compared against the threading threshold, so every split launch from the main
+thread paid the launcher thread's handoff, ~20 us on a 2-core KVM guest).
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from typing import Any
 from devicekit.ir.ops import Ops
 
 
-def compile_direct(spec: Any, n_handles: int, serial_below: int, split_fn: Callable | None, tail: tuple = ()
-                   ) -> tuple[Callable, Callable | None]:
+def compile_direct(spec: Any, n_handles: int, serial_below: int, split_fn: Callable | None, tail: tuple = (),
+                   long_below: int = 0) -> tuple[Callable, Callable | None]:
     """(direct, long) for a program whose native arguments are its handles then its vars (then the split's bounds,
     then `tail`: a split reduction's scratch address, 0 on one thread). `long` is None when the launch's work is not
     extent x a constant."""
     names = tuple(v.name for v in spec.vars)
-    env: dict[str, Any] = {"SPLIT": split_fn, "SERIAL": serial_below}
+    env: dict[str, Any] = {"SPLIT": split_fn, "SERIAL": serial_below, "LONG": long_below}
     ptrs = [f"handles[{i}].ptr" for i in range(n_handles)]
     vals = [f"vals[{j}]" for j in range(len(names))]
     lines = ["def direct(program, handles, vals):", f"    if len(handles) != {n_handles}:", "        return False"]
@@ -35,8 +37,8 @@ def compile_direct(spec: Any, n_handles: int, serial_below: int, split_fn: Calla
         lines += [f"    e = {extent}", "    if e >= SERIAL:", "        return False",
                   f"    program._fn({', '.join([*ptrs, *vals, '0', 'e', *map(repr, tail)])})", "    return True"]
     long_src = None
-    if split is not None and serial_below:
-        long_src = f"def long(vals):\n    return {extent} >= SERIAL"
+    if split is not None and long_below:
+        long_src = f"def long(vals):\n    return {extent} >= LONG"
     exec(compile("\n".join(lines), f"<devicekit-cpu launch of {spec.name}>", "exec"), env)  # noqa: S102
     if long_src is not None:
         exec(compile(long_src, f"<devicekit-cpu may_run_long of {spec.name}>", "exec"), env)  # noqa: S102

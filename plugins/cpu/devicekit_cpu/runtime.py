@@ -11,6 +11,7 @@ from functools import partial
 from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
 
+from . import spinpool
 from .direct import compile_direct
 from .hostinfo import num_threads
 from .loader import load
@@ -21,14 +22,16 @@ from .upgrade import QuickTier
 
 # below this many estimated operations a launch runs on the calling thread. An estimated operation is one of the IR's
 # scalar ops (cost.py); the compiled code runs 20-60 of them a ns (SIMD, FMA, unrolling: measured 0.016-0.06 ns each
-# on the MLP's matmuls and elementwise kernels), so 2^21 is ~35-120 us of one thread, where waking the pool's
-# workers (~10-30 us on a loaded machine) starts to pay. 2^16 (~1-4 us of work) sent a 64-64-10 MLP's matmuls to
-# the pool: 5 of a step's 12 launches woke a worker (issue 31)
-PARALLEL_MIN_WORK = 1 << 21
+# on the MLP's matmuls and elementwise kernels), so 2^19 is ~9-26 us of one thread. A split launch hands its chunks
+# to workers spinning in native code (spinpool.py: ~1-2 us) or, asleep, runs them itself: it pays where the work is
+# more than that. Through a Python queue (threadpool.py: 20-80 us to wake a worker on a 2-core KVM guest) the bar was
+# 2^21, and a 784x512 SGD update (2.0M ops, 96 us) ran on one thread where two take 26 us (issue 31)
+PARALLEL_MIN_WORK = 1 << 19
 # from this many estimated operations (and for every hand-written source kernel, whose work is unknown) a launch from
-# the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below (~0.1-0.3 ms of
-# work), it is too short to matter and the handoff (~20 us) is not paid
-INTERRUPTIBLE_MIN_WORK = 1 << 22
+# the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below (~0.5-1.7 ms of
+# work), Ctrl-C waits for the launch to return and the handoff (~20 us: waking the launcher on a 2-core KVM guest) is
+# not paid. 2^22 (~0.1 ms) paid it on a 784x512 layer's 0.8 ms
+INTERRUPTIBLE_MIN_WORK = 1 << 25
 # a program on its quick build (tiers: LLVM O0, 3-10x slower code) starts building its final one (O3, ~20 ms to
 # compile) on the upgrade thread (upgrade.py) at the launch that brings it to TIER_LAUNCHES launches or TIER_WORK
 # estimated operations, and adopts it at its first launch after the build is done: no launch waits for a build
@@ -74,6 +77,7 @@ class CPUProgram(Program):
         # a constant cost per outer iteration: below this extent a launch is one thread without asking `chunks`
         cost0 = spec.get_meta("split_cost", 1)
         self._serial_below = -(-PARALLEL_MIN_WORK // cost0) if isinstance(cost0, int) and cost0 >= 1 else 0
+        long_below = -(-INTERRUPTIBLE_MIN_WORK // cost0) if self._serial_below else 0
         self._checked = spec.checks is not None  # a hidden bounds-check record follows the user's buffers
         # estimated operations of a whole launch; hand-written source kernels say nothing about their loops
         self._from_source = bool(spec.get_meta("from_source", False))
@@ -84,7 +88,8 @@ class CPUProgram(Program):
         self._quick: QuickTier | None = None  # set by Device.compile on a quick build (tiers)
         # the one-thread call with its arguments spelled out (direct.py): handles, then vars, then the split
         self._direct, self._long = compile_direct(spec, len(argtypes) - len(spec.vars), self._serial_below,
-                                                  self._split, self._tail) if self._order is None else (None, None)
+                                                  self._split, self._tail, long_below) if self._order is None \
+            else (None, None)
 
     def _set_final(self, build) -> bool:
         if self.compiled.tier != "quick":
@@ -141,8 +146,6 @@ class CPUProgram(Program):
             return False
         if self._long is not None and not self._from_source:  # work = extent x a constant: one comparison
             return self._long(vals)
-        if self._serial_below and not self._from_source and self._split is not None:  # work = extent x cost
-            return self._split(vals) >= self._serial_below
         return self._from_source or self._work(vals) >= INTERRUPTIBLE_MIN_WORK
 
     def _one_call(self, handles, vals) -> tuple | None:
@@ -192,16 +195,31 @@ class CPUProgram(Program):
             n = 1 if extent < self._serial_below else self.chunks(extent, vals)
             if n == 1:
                 self._fn(*args, 0, extent, *self._tail)
-            elif self._scratch:  # the pieces on every thread, then their combine and the stores (split_reduce.py)
-                buf = ctypes.create_string_buffer(self._scratch + 64)
-                at = -(-ctypes.addressof(buf) // 64) * 64
-                bounds = [extent * i // n for i in range(n + 1)]
-                pool().run(self._fn, [(*args, bounds[i], bounds[i + 1], at) for i in range(n)])
-                self._fn(*args, -1, -1, at)
             else:
                 bounds = [extent * i // n for i in range(n + 1)]
-                pool().run(self._fn, [(*args, bounds[i], bounds[i + 1]) for i in range(n)])
+                buf = ctypes.create_string_buffer(self._scratch + 64) if self._scratch else None
+                tail = (-(-ctypes.addressof(buf) // 64) * 64,) if buf is not None else ()
+                if not self._spin_split(args, bounds, tail):
+                    pool().run(self._fn, [(*args, bounds[i], bounds[i + 1], *tail) for i in range(n)])
+                if tail:  # a split reduction: the combine of the pieces and the stores (split_reduce.py)
+                    self._fn(*args, -1, -1, *tail)
         return time.perf_counter() - t0 if wait else None
+
+    def _spin_split(self, args: list, bounds: list[int], tail: tuple) -> bool:
+        """The chunks of a split launch through the native spin pool (spinpool.py); False where it cannot take them
+        (arguments other than int64 and pointers, more than a record holds, the pool not built yet or busy)."""
+        argc = len(args) + 2 + len(tail)
+        if not self._int_abi or argc > MAX_ARGS or (sp := spinpool.get()) is None:
+            return False
+        n, w = len(bounds) - 1, argc + 2
+        recs = (ctypes.c_int64 * (w * n))()
+        head = [self._addr, argc, *args]
+        try:
+            for i in range(n):
+                recs[i * w:(i + 1) * w] = [*head, bounds[i], bounds[i + 1], *tail]
+        except TypeError:  # a null pointer (None): the ctypes path passes it
+            return False
+        return sp.run(recs, n, w)
 
 
 _PTR = operator.attrgetter("ptr")  # a handle's address (CPUMem.ptr)

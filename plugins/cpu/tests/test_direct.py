@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from devicekit import ir, kernels
 from devicekit.ir import dtypes
+from devicekit_cpu.runtime import INTERRUPTIBLE_MIN_WORK
 
 
 @pytest.fixture(scope="module")
@@ -24,13 +25,18 @@ def test_elementwise_runs_direct_below_the_threading_threshold_only(cpu):
     prog = cpu.compile(kernels.elementwise("a * b - c * 0.5", name="direct_fma"))
     prog.upgrade()
     rng = np.random.default_rng(1)
+    assert prog.compiled.spec.get_meta("split_cost") == 7  # a*b - c*0.5: 3 loads, 3 ALU ops, 1 store
+    long_below = -(-INTERRUPTIBLE_MIN_WORK // 7)
+    assert (prog.may_run_long([long_below - 1]), prog.may_run_long([long_below])) == (False, True)
     for n in (1, 16, 1000, prog._serial_below - 1, prog._serial_below, 3 * prog._serial_below + 7):
         a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
         bufs = _bufs(cpu, (a, b, c), n)
         handles = [x.handle for x in bufs]
         direct = prog._direct(prog, handles, [n])  # True: it ran here, on one thread
         assert direct == (n < prog._serial_below)
-        assert prog.may_run_long([n]) == (n >= prog._serial_below)
+        # a launch is handed to the launcher thread (Ctrl-C) from INTERRUPTIBLE_MIN_WORK operations, not from the
+        # threading threshold: the handoff costs ~20 us
+        assert prog.may_run_long([n]) == (n * 7 >= INTERRUPTIBLE_MIN_WORK)
         if direct:
             np.testing.assert_array_equal(bufs[3].numpy(), a * b - c * np.float32(0.5))
         bufs[3].copyin(np.zeros(n, np.float32))
