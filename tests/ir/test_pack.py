@@ -48,7 +48,7 @@ def gemm(ta=False, tb=False, bias=False, relu=False, mask=False, dt=dtypes.float
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    monkeypatch.setattr(pack, "block_kc", lambda w, itemsize: 16)
+    monkeypatch.setattr(pack, "block_kc", lambda w, itemsize, rows_adjacent=False: 16)
 
 
 def run(kern, M, N, K, pair, ta=False, tb=False, bias=False, relu=False, mask=False, dt=np.float32):
@@ -191,8 +191,22 @@ def test_the_tiles_fuzzer_catches_a_wrong_pack(monkeypatch):
     from devicekit.testing.fuzz import fuzz_seeds
     kc = 40  # no tile's rows or lanes: the one count left as it is
     ceil_div = pack._ceil_div
-    monkeypatch.setattr(pack, "block_kc", lambda w, itemsize: kc)
+    monkeypatch.setattr(pack, "block_kc", lambda w, itemsize, rows_adjacent=False: kc)
     monkeypatch.setattr(pack, "_ceil_div", lambda a, n: ceil_div(a, n) if n == kc else pack._div(a, n))
     # seeds no other test compiles: a device memoizes programs by kernel key, and these must be compiled mutated
     rep = fuzz_seeds(range(71_000, 71_006), kind="CPU", pairs=["llvm"], profile="gemm")
     assert any(f.kind == "mismatch" for f in rep.findings), (rep.optimized, rep.findings)
+
+
+def test_the_k_block_of_a_transposed_a_fits_the_l1():
+    """a's rows adjacent (a^T: a row tile reads a new line of a every k step): the panel and those lines in half
+    the L1 (48 KiB: 128 rows of 32 float32 lanes; Zen 4's 32 KiB: 80); else a sixteenth of the L2 (2 MiB: 1024)."""
+    assert pack.block_kc(32, 4, rows_adjacent=True, l1=48 << 10) == 128
+    assert pack.block_kc(32, 4, rows_adjacent=True, l1=32 << 10) == 80
+    assert pack.block_kc(32, 4, l2=2 << 20) == 1024
+    assert pack.block_kc(32, 4, rows_adjacent=True, l1=4 << 10) == pack.MIN_KC
+    dev = dk.device("CPU")
+    for ta in (True, False):
+        opts = dev.compile(gemm(ta=ta), pair="llvm").spec.get_meta("opts")[0]  # "packed b panels of kc x w, ..."
+        kc, w = map(int, opts.split(",")[0].removeprefix("packed b panels of ").split(" x "))
+        assert kc == pack.block_kc(w, 4, rows_adjacent=ta), (ta, opts)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from .dtypes import dtypes
-from .kblock import cache_bytes
+from .kblock import cache_bytes, l1_data_bytes
 from .ops import Ops
 from .rewrite import substitute_memo
 from .uop import UOp, make_alu
@@ -38,18 +38,41 @@ MIN_KC = 64
 PANEL_SHARE = 16  # the panel's share of the L2
 MAX_PANEL_BYTES = 128 << 10
 FALLBACK_L2 = 1 << 20  # the smallest L2 of the hosts this runs on (Zen 4, Zen 5); where sysfs says nothing
+LINE = 64  # bytes of a cache line
 MAX_PANELS = 1  # b loads packed (each a local array of kc x w on the thread's stack, and its edge's: 192 KiB)
 
 
-def block_kc(w: int, itemsize: int, l2: int | None = None) -> int:
+def block_kc(w: int, itemsize: int, rows_adjacent: bool = False, l2: int | None = None, l1: int | None = None) -> int:
     """Rows of a packed panel: w lanes of `itemsize` a row in a sixteenth of the L2 (2 MiB, 32 float32 lanes: 1024;
     Zen 4's 1 MiB: 512), at most MAX_PANEL_BYTES (the panel is on the thread's stack), a multiple of 16, MIN_KC at
     least. Fewer, longer blocks: the panel is read from the L2 as well as the L1 (the tile's 16 multiply-adds a k
     step hide it), and each block costs a pass over the tile's output; naive 1024^3 on one Rocket Lake thread:
-    kc 192 (half the L1) 19.7-20.8 ms, 512 15.4-16.2, 1024 13.5-14.3 (numpy 13.5)."""
-    l2 = (cache_bytes(2) or FALLBACK_L2) if l2 is None else l2
-    kc = min(l2 // PANEL_SHARE, MAX_PANEL_BYTES) // (w * itemsize)
+    kc 192 (half the L1) 19.7-20.8 ms, 512 15.4-16.2, 1024 13.5-14.3 (numpy 13.5).
+
+    `rows_adjacent`: a's rows are adjacent in memory (a transposed, `a[r * m + i]`: the MLP's weight gradient
+    x^T @ dh). A row tile then reads a new line of a every k step, and the panel's kc lines of w lanes and those kc
+    lines of a stay in half the L1 together (48 KiB, 32 float32 lanes: 128; Zen 4's 32 KiB: 80): 784x512x256 on
+    one Rocket Lake thread, two paired runs 1.49-1.54 -> 1.46-1.50 ms, 256x512x784 1.47-1.61 -> 1.36-1.42."""
+    if rows_adjacent:
+        l1 = l1_data_bytes() if l1 is None else l1
+        kc = (l1 // 2) // (w * itemsize + LINE)
+    else:
+        l2 = (cache_bytes(2) or FALLBACK_L2) if l2 is None else l2
+        kc = min(l2 // PANEL_SHARE, MAX_PANEL_BYTES) // (w * itemsize)
     return max(MIN_KC, kc // 16 * 16)
+
+
+def rows_adjacent(ix: UOp, i: UOp, free: dict[UOp, frozenset]) -> bool:
+    """Whether index `ix` steps by one element when row `i` does: `i` is an addend of its sum and no other addend
+    depends on it."""
+    terms, stack = [], [ix]
+    while stack:
+        u = stack.pop()
+        if u.op is Ops.ADD:
+            stack += u.src
+        else:
+            terms.append(u)
+    return i in terms and not any(i in free.get(t, ()) for t in terms if t is not i)
 
 
 def worth_packing(m: UOp, n: UOp, rows: int, w: int) -> bool:
@@ -84,7 +107,9 @@ def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp]
         return None  # a load of both axes (nothing to share), a gated one, or more panels than a thread's stack holds
     N, K = j.src[0], r.src[0]
     w = lanes * panels
-    kc = block_kc(w, val.dtype.itemsize)
+    rows_apart = [u for u in body.toposort() if u.op is Ops.LOAD and i in free[u] and u not in bl]
+    adjacent = any(len(u.src[0].src) == 2 and rows_adjacent(u.src[0].src[1], i, free) for u in rows_apart)
+    kc = block_kc(w, val.dtype.itemsize, adjacent)
     isz = dtypes.index
     # K blocks: nb = ceil(K / kc) (one at least: K = 0 still stores the epilogue of an empty sum), equal sizes <= kc
     nb = tidy.expr(_ceil_div(K, kc).maximum(1))
