@@ -16,6 +16,9 @@ Sleeping is a Dekker pair: the worker stores [9] = 1 then reads [0]; the launche
 (both sequentially consistent): one of them sees the other, and whoever turns [9] from 1 to 0 decides whether the
 semaphore is released (the launcher) or not (the worker, back on its own).
 
+A wait that has spun POLITE_US calls sched_yield between polls: on a loaded machine the thread it waits for (a
+worker preempted mid-chunk, the launcher's next kernel) may need this very core.
+
 Records are dk_replay's (`[fn, argc, args...]`, int64 and pointer arguments only); launches of other arguments,
 and a launch while another thread's launch holds the pool, go through threadpool.py as before.
 """
@@ -26,12 +29,14 @@ import ctypes
 import os
 import threading
 import time
+import warnings
 
 from devicekit import forksafe
 
 from . import llvm_jit, settings
 from .replay import _ir as replay_ir
 
+POLITE_US = 50  # after this long spinning a wait yields between polls (the module's docstring)
 WORDS = 16  # int64 words a slot: two cache lines (the launcher's and the worker's)
 SEQ, REC, DONE, SLEEPING, CLAIMED = 0, 1, 8, 9, 10
 
@@ -47,6 +52,9 @@ def _pause(triple: str) -> str:
 def _ir(triple: str) -> str:
     pause = _pause(triple)
     decl = "declare void @llvm.x86.sse2.pause()\n" if "sse2" in pause else ""
+    posix = "windows" not in triple and "win32" not in triple
+    yield_ = "  call i32 @sched_yield()\n" if posix else pause
+    decl += "declare i32 @sched_yield()\n" if posix else ""
     return replay_ir() + decl + f"""
 declare i64 @llvm.readcyclecounter()
 
@@ -55,7 +63,7 @@ define i64 @dk_cycles() {{
   ret i64 %c
 }}
 
-define i64 @dk_pool_work(ptr %slot, i64 %last0, i64 %budget) {{
+define i64 @dk_pool_work(ptr %slot, i64 %last0, i64 %budget, i64 %polite) {{
 entry:
   %seqp = getelementptr i64, ptr %slot, i64 {SEQ}
   %recp = getelementptr i64, ptr %slot, i64 {REC}
@@ -65,8 +73,8 @@ entry:
   %t00 = call i64 @llvm.readcyclecounter()
   br label %loop
 loop:
-  %last = phi i64 [%last0, %entry], [%seq, %ran], [%last, %idle], [%last, %awake]
-  %t0 = phi i64 [%t00, %entry], [%tr, %ran], [%t0, %idle], [%t0, %awake]
+  %last = phi i64 [%last0, %entry], [%seq, %ran], [%last, %idle], [%last, %yieldw], [%last, %awake]
+  %t0 = phi i64 [%t00, %entry], [%tr, %ran], [%t0, %idle], [%t0, %yieldw], [%t0, %awake]
   %seq = load atomic i64, ptr %seqp acquire, align 8
   %new = icmp ne i64 %seq, %last
   br i1 %new, label %job, label %wait
@@ -88,7 +96,10 @@ wait:
   %over = icmp ugt i64 %el, %budget
   br i1 %over, label %sleep, label %idle
 idle:
-{pause}  br label %loop
+{pause}  %patient = icmp ugt i64 %el, %polite
+  br i1 %patient, label %yieldw, label %loop
+yieldw:
+{yield_}  br label %loop
 sleep:
   store atomic i64 1, ptr %sleepp seq_cst, align 8
   %seq2 = load atomic i64, ptr %seqp seq_cst, align 8
@@ -123,9 +134,10 @@ no:
   ret i64 0
 }}
 
-define void @dk_pool_join(ptr %slots, i64 %n, i64 %seq, ptr %rec0) {{
+define void @dk_pool_join(ptr %slots, i64 %n, i64 %seq, ptr %rec0, i64 %polite) {{
 entry:
   call void @dk_replay(ptr %rec0, i64 1)
+  %tj = call i64 @llvm.readcyclecounter()
   br label %head
 head:
   %i = phi i64 [0, %entry], [%i1, %next]
@@ -149,7 +161,12 @@ spin:
   %fin = icmp eq i64 %d, %seq
   br i1 %fin, label %next, label %pause
 pause:
-{pause}  br label %spin
+{pause}  %nowj = call i64 @llvm.readcyclecounter()
+  %elj = sub i64 %nowj, %tj
+  %long = icmp ugt i64 %elj, %polite
+  br i1 %long, label %yieldj, label %spin
+yieldj:
+{yield_}  br label %spin
 next:
   %i1 = add i64 %i, 1
   br label %head
@@ -176,6 +193,9 @@ class SpinPool:
     def _budget(self) -> int:
         return int(settings.get("DEVICEKIT_CPU_SPIN_US") * self._cycles_per_us)
 
+    def _polite(self) -> int:
+        return int(POLITE_US * self._cycles_per_us)
+
     def _start(self, count: int) -> None:
         while len(self._workers) < min(count, 64):
             sem = threading.Semaphore(0)
@@ -187,7 +207,7 @@ class SpinPool:
     def _worker(self, slot: int, sem: threading.Semaphore) -> None:
         work, last = self._fns["dk_pool_work"], 0
         while True:
-            last = work(slot, last, self._budget())  # the GIL is released while it spins and runs chunks
+            last = work(slot, last, self._budget(), self._polite())  # no GIL while it spins and runs chunks
             sem.acquire()
 
     def run(self, records, n: int, width: int) -> bool:
@@ -201,7 +221,7 @@ class SpinPool:
             for i in range(1, n):
                 if post(self._slots + (i - 1) * WORDS * 8, seq, base + i * width * 8):
                     self._workers[i - 1].release()
-            self._fns["dk_pool_join"](self._slots, n - 1, seq, base)
+            self._fns["dk_pool_join"](self._slots, n - 1, seq, base, self._polite())
         finally:
             self._lock.release()
         return True
@@ -216,8 +236,8 @@ def _build() -> SpinPool:
     triple = llvm_jit.host()[0]
     obj = llvm_jit.emit_object(_ir(triple), 2)
     c64 = ctypes.c_int64
-    sigs = {"dk_cycles": (c64,), "dk_pool_work": (c64, c64, c64, c64), "dk_pool_post": (c64, c64, c64, c64),
-            "dk_pool_join": (None, c64, c64, c64, c64)}
+    sigs = {"dk_cycles": (c64,), "dk_pool_work": (c64, c64, c64, c64, c64), "dk_pool_post": (c64, c64, c64, c64),
+            "dk_pool_join": (None, c64, c64, c64, c64, c64)}
     fns: dict = {}
     keep = []
     for name, sig in sigs.items():
@@ -234,14 +254,22 @@ def _build() -> SpinPool:
 
 def get() -> SpinPool | None:
     """The process's spin pool, or None while it is being built (on a thread of its own: the first split launch
-    of a process does not wait ~30 ms for it; until then threadpool.py runs the chunks)."""
+    of a process does not wait ~30 ms for it; until then threadpool.py runs the chunks) or where it cannot be."""
     global _WARMING
     if _POOL:
         return _POOL[0]
     if _WARMING != os.getpid():
         _WARMING = os.getpid()
-        threading.Thread(target=_build_once, name="devicekit-cpu-spinpool-build", daemon=True).start()
+        threading.Thread(target=_build_quietly, name="devicekit-cpu-spinpool-build", daemon=True).start()
     return None
+
+
+def _build_quietly() -> None:
+    try:
+        _build_once()
+    except Exception as e:  # noqa: BLE001 - split launches keep the Python pool
+        warnings.warn(f"devicekit-cpu: the native spin pool could not be built ({type(e).__name__}: {e}); split "
+                      f"launches use the Python thread pool", RuntimeWarning, stacklevel=1)
 
 
 def ready() -> SpinPool:
