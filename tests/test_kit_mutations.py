@@ -37,7 +37,7 @@ def _kit(variant: str, select: str, tmp_path: Path) -> subprocess.CompletedProce
     env = {k: v for k, v in os.environ.items() if not k.startswith("DEVICEKIT_")}
     env.update(PYTHONPATH=str(FIXTURE), DKBROKEN_VARIANT=variant, DEVICEKIT_CACHE_DIR=str(tmp_path / "cache"))
     cmd = [sys.executable, "-X", "faulthandler", "-m", "pytest", "--pyargs", "devicekit.testing", "-q", "-rf",
-           "-p", "no:cacheprovider", "-p", "dkbroken_pytest", "--devicekit-device=BRK", "-k", select]
+           "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "dkbroken_pytest", "--devicekit-device=BRK", "-k", select]
     return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240, check=False)
 
 

@@ -10,7 +10,9 @@ import pytest
 
 from .conftest import FIXTURES
 
-KIT = ("-m", "pytest", "--pyargs", "devicekit.testing", "-q", "-p", "no:cacheprovider", "-rfEs")
+# no hypothesis plugin: the kit has no hypothesis test, and the plugin imports hypothesis at every run's end (~1 s)
+KIT = ("-m", "pytest", "--pyargs", "devicekit.testing", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+       "-rfEs")
 
 
 def _counts(out: str) -> dict[str, int]:

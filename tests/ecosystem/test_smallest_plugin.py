@@ -83,7 +83,7 @@ def test_installed_it_is_found_by_its_entry_point(tiny_venv, tmp_path):
 
 
 def _kit(venv: Path, tmp: Path, *modules: str) -> dict[str, int]:
-    p = _run(venv, "-m", "pytest", "--pyargs", *modules, "-q", "-p", "no:cacheprovider", "-rfEs",
+    p = _run(venv, "-m", "pytest", "--pyargs", *modules, "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rfEs",
              "--devicekit-device=TINY", tmp=tmp)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     tail = p.stdout.strip().splitlines()[-1]

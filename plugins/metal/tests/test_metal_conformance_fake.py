@@ -26,7 +26,7 @@ fake = importlib.util.module_from_spec(spec); spec.loader.exec_module(fake)
 fake.install()
 import pytest
 sys.exit(pytest.main(["--pyargs", "devicekit.testing", "--devicekit-device=METAL", "--devicekit-seeds=6", "-q",
-                      "-p", "no:cacheprovider", "-rfEs", "-W", "ignore::Warning",
+                      "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rfEs", "-W", "ignore::Warning",
                       # `devicekit info --json` runs in a fresh process, where there is no fake Mac
                       "-k", "not info_json{skip}"]))
 """

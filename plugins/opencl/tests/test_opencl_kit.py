@@ -11,7 +11,7 @@ import pytest
 from devicekit import settings
 from devicekit_opencl import settings as _opencl_settings  # noqa: F401 - declares DEVICEKIT_OPENCL_KIT_FUZZ
 
-KIT = ("-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-rfEs")
+KIT = ("-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rfEs")
 FUZZ_N = settings.get("DEVICEKIT_OPENCL_KIT_FUZZ")
 if FUZZ_N is None:
     FUZZ_N = 200 if settings.get("DEVICEKIT_SLOW") else 15

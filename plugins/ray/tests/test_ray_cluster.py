@@ -115,7 +115,7 @@ def test_conformance_kit_on_a_remote_cpu(cluster, run_py):
         # node's CPU until its driver exits); tests/test_ray_shutdown.py and the CPU kit cover them
         args = ["devicekit.testing", "--devicekit-seeds=2", "-k", ("not its_own and not imports_no_toolchain "
                 "and not info_json and not pathological and not ctrl_c and not huge_sizes")]
-    p = run_py("-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-rfEs", *args,
+    p = run_py("-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rfEs", *args,
                "--devicekit-device=RAY:1", env={**ENV, "RAY_ADDRESS": c.address})
     tail = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]

@@ -81,7 +81,7 @@ def test_conformance_kit(wg_device):
     """The whole kit on WEBGPU, with 6 random seeds and a bounded fuzz run (15 kernels; the campaign is run by hand:
     `python -m devicekit.testing.fuzz --device WEBGPU --n 5000`). What WGSL cannot hold is refused by name and the
     kit skips it saying so (int8/int16/int64 data: not in the renderer's supported_dtypes)."""
-    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-rs",
+    p = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rs",
                         "devicekit.testing", "--devicekit-device=WEBGPU", "--devicekit-seeds=6",
                         "--devicekit-fuzz=15", "--devicekit-fuzz-seed=9000",
                         "-k", "not ctrl_c"],  # the Ctrl-C check (issue 30.6) sends real signals: run on its own
