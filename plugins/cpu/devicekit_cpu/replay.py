@@ -20,7 +20,8 @@ from . import llvm_jit
 MAX_ARGS = 32  # a record with more arguments is replayed through Program._launch
 
 
-def _ir() -> str:
+def replay_ir() -> str:
+    """The IR of dk_replay and dk_replay1 (spinpool.py links it with its own functions)."""
     cases = " ".join(f"i64 {c}, label %c{c}" for c in range(MAX_ARGS + 1))
     blocks = []
     for c in range(MAX_ARGS + 1):
@@ -91,7 +92,7 @@ _WARMING = 0  # the process whose warm() started a build (a forked child starts 
 
 
 def _build():
-    obj = llvm_jit.emit_object(_ir(), 2)  # by the compile worker when on the upgrade thread
+    obj = llvm_jit.emit_object(replay_ir(), 2)  # by the compile worker when on the upgrade thread
     lib, addr = llvm_jit.link_object(obj, "dk_replay")
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr)
     fn._dk_lib = lib  # the JIT library lives as long as the function

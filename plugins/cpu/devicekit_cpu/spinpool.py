@@ -19,6 +19,9 @@ semaphore is released (the launcher) or not (the worker, back on its own).
 A wait that has spun POLITE_US calls sched_yield between polls: on a loaded machine the thread it waits for (a
 worker preempted mid-chunk, the launcher's next kernel) may need this very core.
 
+A worker may still be spinning when the interpreter exits: llvmlite disposes of no JIT code during shutdown, so
+the code it runs stays mapped until the process ends.
+
 Records are dk_replay's (`[fn, argc, args...]`, int64 and pointer arguments only); launches of other arguments,
 and a launch while another thread's launch holds the pool, go through threadpool.py as before.
 """
@@ -34,7 +37,7 @@ import warnings
 from devicekit import forksafe
 
 from . import llvm_jit, settings
-from .replay import _ir as replay_ir
+from .replay import replay_ir
 
 POLITE_US = 50  # after this long spinning a wait yields between polls (the module's docstring)
 WORDS = 16  # int64 words a slot: two cache lines (the launcher's and the worker's)
