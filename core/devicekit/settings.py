@@ -390,7 +390,7 @@ register("DEVICEKIT_COMPILER_TIMEOUT", seconds, 300.0, "seconds one compiler pro
 # the test suite's knobs (tests/): declared here so a typo is an error and `devicekit info` shows them
 _TESTS = "devicekit tests"
 register("DEVICEKIT_SLOW", flag, False, "run the long tests (fuzz campaigns, soaks)", _TESTS)
-register("DEVICEKIT_FUZZ_N", int_in(1), 200, "kernels per CPU pair in the CI fuzz test", _TESTS)
+register("DEVICEKIT_FUZZ_N", int_in(1), 100, "kernels per CPU pair in the CI fuzz test", _TESTS)
 register("DEVICEKIT_FUZZ_LONG_N", int_in(1), 20000, "kernels per profile in the long fuzz test", _TESTS)
 register("DEVICEKIT_NO_APT", flag, False, "scripts/dev-setup.sh never installs the distribution's PoCL with apt", _TESTS)
 

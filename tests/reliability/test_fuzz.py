@@ -1,5 +1,5 @@
-"""The differential fuzzer as part of the suite: a CI-sized run on both CPU compiler pairs against PYTHON (200
-kernels per pair by default, DEVICEKIT_FUZZ_N to change, in chunks of 100 seeds that xdist runs in parallel), the long run behind DEVICEKIT_SLOW=1, and the fuzzer's
+"""The differential fuzzer as part of the suite: a CI-sized run on both CPU compiler pairs against PYTHON (100
+kernels per pair by default, DEVICEKIT_FUZZ_N to change, in chunks of 50 seeds that xdist runs in parallel), the long run behind DEVICEKIT_SLOW=1, and the fuzzer's
 own machinery (shrinker, printer, crash isolation) checked on real kernels."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _report(rep) -> str:
 # the CI run in chunks of seeds, one test each, so that pytest-xdist spreads them over the workers (each chunk in
 # its worker's process: a native crash fails that chunk; test_a_native_crash_is_bisected_to_its_seed covers the
 # fuzzer's own crash isolation)
-CHUNK = 100
+CHUNK = 50
 
 
 @pytest.mark.parametrize("first", range(0, CI_N, CHUNK), ids=lambda s: f"seeds{s}-{min(s + CHUNK, CI_N) - 1}")
