@@ -41,6 +41,7 @@ TIER_WORK = 1 << 20
 # a single launch of this many estimated operations or more waits for the final build (built on the launching
 # thread): its O0 code would cost more than the ~20 ms compile (O0 runs such a launch 3-10x slower than O3's ~5 ms)
 TIER_SYNC_WORK = 1 << 24
+CHUNK_MEMO = 64  # sets of var values a program remembers its thread count for (emptied when full)
 
 
 class CPUProgram(Program):
@@ -74,6 +75,7 @@ class CPUProgram(Program):
         names = self._names = tuple(v.name for v in spec.vars)
         self._split = None if spec.core_split is None else compile_sym(spec.core_split, names)
         self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
+        self._chunk_memo: dict[tuple, int] = {}  # (threads, extent, *vals) -> chunks
         # a constant cost per outer iteration: below this extent a launch is one thread without asking `chunks`
         cost0 = spec.get_meta("split_cost", 1)
         self._serial_below = -(-PARALLEL_MIN_WORK // cost0) if isinstance(cost0, int) and cost0 >= 1 else 0
@@ -171,10 +173,18 @@ class CPUProgram(Program):
         return run_records, [self._addr, len(args), *args]
 
     def chunks(self, extent: int, vals) -> int:
-        """How many threads a launch with this extent (and these var values, in declaration order) uses."""
-        n = min(self.threads, extent)
-        if n <= 1 or extent * max(1, self._cost(tuple(vals))) < PARALLEL_MIN_WORK:
-            return 1
+        """How many threads a launch with this extent (and these var values, in declaration order) uses. Memoized
+        by the values: a packed gemm's cost is an expression of ~40 ceiling divisions over its vars (~9 us a launch
+        of a 30 us layer, issue 31), and a framework launches each kernel with a few sets of sizes."""
+        key = (self.threads, extent, *vals)
+        n = self._chunk_memo.get(key)
+        if n is None:
+            n = min(self.threads, extent)
+            if n <= 1 or extent * max(1, self._cost(tuple(vals))) < PARALLEL_MIN_WORK:
+                n = 1
+            if len(self._chunk_memo) >= CHUNK_MEMO:
+                self._chunk_memo.clear()
+            self._chunk_memo[key] = n
         return n
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):

@@ -153,3 +153,19 @@ def test_a_bound_replay_holds_its_records():
     gc.collect()
     assert alive() is not None and call is not None
     call()  # n=0: nothing called, the records read in place
+
+
+def test_the_thread_count_memo_follows_threads_and_stays_bounded(cpu):
+    """`chunks` remembers its answer per (threads, extent, vals) (a packed gemm's cost expression costs ~9 us to
+    evaluate): a program whose `threads` changes answers for the new count, and the memo is emptied when full."""
+    from devicekit_cpu.runtime import CHUNK_MEMO
+    prog = cpu.compile(kernels.elementwise("a * b - c * 0.5", name="direct_memo"))
+    n = 3 * prog._serial_below + 7
+    prog.threads = 4
+    assert prog.chunks(n, [n]) == 4
+    prog.threads = 2
+    assert prog.chunks(n, [n]) == 2
+    assert prog.chunks(5, [5]) == 1
+    for m in range(n, n + 3 * CHUNK_MEMO):
+        prog.chunks(m, [m])
+    assert len(prog._chunk_memo) <= CHUNK_MEMO
