@@ -67,6 +67,7 @@ _RUN_FIRST = (
     "plugins/cpu/tests/test_conformance.py",
     "tests/ecosystem/test_conformance_kit.py",
     "plugins/metal/tests/test_metal_conformance_fake.py",
+    "plugins/ray/tests/test_ray_cluster.py",  # the kit on a Ray node (20 s) after its module's cluster starts (5 s)
     "tests/reliability/test_fuzz.py",
     "plugins/cuda/tests/test_cuda_nvrtc_oldest.py",
     "plugins/opencl/tests/test_opencl_kit.py",
