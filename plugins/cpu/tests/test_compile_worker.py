@@ -110,7 +110,7 @@ _FIRST_UPGRADE = textwrap.dedent("""
     for _ in range(TIER_LAUNCHES):
         prog.execute(bufs, [64], wait=True)
     prog.upgrade()
-    same = compile_worker.build(2, *llvm_jit.host()[1:], replay._ir(), passes=0) == llvm_jit.emit_object(replay._ir(), 2)
+    same = compile_worker.build(2, *llvm_jit.host()[1:], replay.replay_ir(), passes=0) == llvm_jit.emit_object(replay.replay_ir(), 2)
     print(prog.tier, replay.ready(), compile_worker.served, same, compile_worker.reason())
 """)
 
