@@ -107,8 +107,8 @@ def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp]
         return None  # a load of both axes (nothing to share), a gated one, or more panels than a thread's stack holds
     N, K = j.src[0], r.src[0]
     w = lanes * panels
-    rows_apart = [u for u in body.toposort() if u.op is Ops.LOAD and i in free[u] and u not in bl]
-    adjacent = any(len(u.src[0].src) == 2 and rows_adjacent(u.src[0].src[1], i, free) for u in rows_apart)
+    a_loads = [u for u in body.toposort() if u.op is Ops.LOAD and i in free[u] and u not in bl]
+    adjacent = any(len(u.src[0].src) == 2 and rows_adjacent(u.src[0].src[1], i, free) for u in a_loads)
     kc = block_kc(w, val.dtype.itemsize, adjacent)
     isz = dtypes.index
     # K blocks: nb = ceil(K / kc) (one at least: K = 0 still stores the epilogue of an empty sum), equal sizes <= kc

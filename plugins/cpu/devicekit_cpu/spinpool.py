@@ -10,8 +10,11 @@ run between a post and the worker's call while it spins.
 
 A slot is 16 int64 words (two cache lines): [0] the launch's sequence number, [1] its record's address (written by
 the launching thread); [8] the last sequence done, [9] "sleeping", [10] the last sequence claimed (by the worker or
-the launcher). A chunk is claimed by an atomic exchange of [10] with the sequence: whoever gets the old value runs
-it, so the launcher runs the chunks of workers that have not started (asleep, or descheduled) instead of waiting.
+the launcher). A chunk is claimed by `dk_pool_claim`: a compare-exchange of [10] from a value below the
+launch's sequence to it; whoever makes it runs the chunk, so the launcher runs the chunks of workers that have not
+started (asleep, or descheduled) instead of waiting. A worker that read a sequence and was descheduled before
+claiming finds [10] at or past it and runs nothing (an exchange, the first form, let such a stale claim win the
+*next* launch's chunk, which then ran twice: the three-thread soak found it after ~200,000 launches).
 Sleeping is a Dekker pair: the worker stores [9] = 1 then reads [0]; the launcher stores [0] then reads [9]
 (both sequentially consistent): one of them sees the other, and whoever turns [9] from 1 to 0 decides whether the
 semaphore is released (the launcher) or not (the worker, back on its own).
@@ -61,6 +64,24 @@ def _ir(triple: str) -> str:
     return replay_ir() + decl + f"""
 declare i64 @llvm.readcyclecounter()
 
+define i64 @dk_pool_claim(ptr %slot, i64 %seq) {{
+entry:
+  %claimp = getelementptr i64, ptr %slot, i64 {CLAIMED}
+  br label %head
+head:
+  %c = load atomic i64, ptr %claimp acquire, align 8
+  %taken = icmp sge i64 %c, %seq
+  br i1 %taken, label %lost, label %try
+try:
+  %cx = cmpxchg ptr %claimp, i64 %c, i64 %seq acq_rel acquire
+  %ok = extractvalue {{i64, i1}} %cx, 1
+  br i1 %ok, label %won, label %head
+won:
+  ret i64 1
+lost:
+  ret i64 0
+}}
+
 define i64 @dk_cycles() {{
   %c = call i64 @llvm.readcyclecounter()
   ret i64 %c
@@ -72,7 +93,6 @@ entry:
   %recp = getelementptr i64, ptr %slot, i64 {REC}
   %donep = getelementptr i64, ptr %slot, i64 {DONE}
   %sleepp = getelementptr i64, ptr %slot, i64 {SLEEPING}
-  %claimp = getelementptr i64, ptr %slot, i64 {CLAIMED}
   %t00 = call i64 @llvm.readcyclecounter()
   br label %loop
 loop:
@@ -82,8 +102,8 @@ loop:
   %new = icmp ne i64 %seq, %last
   br i1 %new, label %job, label %wait
 job:
-  %old = atomicrmw xchg ptr %claimp, i64 %seq acq_rel
-  %won = icmp ne i64 %old, %seq
+  %got = call i64 @dk_pool_claim(ptr %slot, i64 %seq)
+  %won = icmp ne i64 %got, 0
   br i1 %won, label %run, label %ran
 run:
   %rec = load ptr, ptr %recp, align 8
@@ -149,9 +169,8 @@ head:
 body:
   %off = mul i64 %i, {WORDS}
   %slot = getelementptr i64, ptr %slots, i64 %off
-  %claimp = getelementptr i64, ptr %slot, i64 {CLAIMED}
-  %old = atomicrmw xchg ptr %claimp, i64 %seq acq_rel
-  %mine = icmp ne i64 %old, %seq
+  %gotj = call i64 @dk_pool_claim(ptr %slot, i64 %seq)
+  %mine = icmp ne i64 %gotj, 0
   br i1 %mine, label %run, label %spin
 run:
   %recp = getelementptr i64, ptr %slot, i64 {REC}
@@ -239,7 +258,7 @@ def _build() -> SpinPool:
     triple = llvm_jit.host()[0]
     obj = llvm_jit.emit_object(_ir(triple), 2)
     c64 = ctypes.c_int64
-    sigs = {"dk_cycles": (c64,), "dk_pool_work": (c64, c64, c64, c64, c64), "dk_pool_post": (c64, c64, c64, c64),
+    sigs = {"dk_cycles": (c64,), "dk_pool_claim": (c64, c64, c64), "dk_pool_work": (c64, c64, c64, c64, c64), "dk_pool_post": (c64, c64, c64, c64),
             "dk_pool_join": (None, c64, c64, c64, c64, c64)}
     fns: dict = {}
     keep = []

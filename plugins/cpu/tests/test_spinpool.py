@@ -85,6 +85,23 @@ def test_every_chunk_runs_once(spin_us):
         assert rep["fork"] == 0, "a forked child's split launches: wrong sums or not through its own pool"
 
 
+def test_a_stale_claim_runs_nothing():
+    """`dk_pool_claim` (the one claim of the worker and the launcher): a chunk is won once per launch, by a claim of
+    that launch's sequence only. A worker that read launch 5's sequence and was descheduled while the launcher ran
+    its chunk and posted launch 6 must not win launch 6's chunk with its stale claim (an atomic exchange did: the
+    chunk ran twice; the soak below found it after ~200,000 launches)."""
+    import ctypes
+
+    from devicekit_cpu import spinpool
+    claim = spinpool.ready()._fns["dk_pool_claim"]
+    slot = (ctypes.c_int64 * spinpool.WORDS)()
+    at = ctypes.addressof(slot)
+    slot[spinpool.CLAIMED] = 5  # launch 5's chunk is claimed (by the launcher); launch 6 is posted
+    assert claim(at, 6) == 1 and slot[spinpool.CLAIMED] == 6  # one claimant of launch 6 wins...
+    assert claim(at, 6) == 0  # ...the other loses
+    assert claim(at, 5) == 0 and slot[spinpool.CLAIMED] == 6  # the stale claim of launch 5 wins nothing, changes nothing
+    assert claim(at, 9) == 1 and slot[spinpool.CLAIMED] == 9  # a slot skips the launches that use fewer threads
+
 def test_fuzzed_kernels_match_the_reference_with_every_launch_split(monkeypatch):
     """The fuzzer's kernels (mixed profile, both pairs) with PARALLEL_MIN_WORK = 1: every launch with a split range
     of two or more runs in chunks through the spin pool, so a wrong chunk bound, a chunk run twice or a lost one
@@ -99,3 +116,74 @@ def test_fuzzed_kernels_match_the_reference_with_every_launch_split(monkeypatch)
     rep = fuzz(20, seed=33_000, kind="CPU", pairs=["llvm", "c"], profile="mixed", jobs=1)
     assert rep.tried == 20 and not rep.findings, [str(f) for f in rep.findings[:3]]
     assert sp._seq - before >= 20, "the fuzzed launches did not go through the spin pool"
+
+
+SOAK = textwrap.dedent("""
+    import json, os, random, threading, time
+    import numpy as np
+    import devicekit as dk
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    from devicekit_cpu import spinpool
+    from devicekit_cpu.runtime import CPUProgram
+
+    k = ir.KernelBuilder("spin_soak")
+    n = k.var("n", 1, 1 << 24)
+    w = k.param("w", dtypes.float32, size=n, writable=True)
+    g = k.param("g", dtypes.float32, size=n)
+    i = k.range(n, "global")
+    w[i] = w[i] + g[i]
+    cpu = dk.device("CPU")
+    r, c = cpu.pair("llvm")
+    compiled = c.compile(r.render(k.build()))
+    spinpool.ready()
+    seconds = float(os.environ["SOAK_S"])
+
+    def soak(seed, out):
+        rng = random.Random(seed)
+        progs = {t: CPUProgram(compiled, cpu, threads=t) for t in (2, 3, 5)}
+        size = rng.choice((2, 7, 4097, 300_001))
+        gv = (np.arange(size) % 5).astype(np.float32)
+        wb, gb = dk.Buffer(cpu, size, "float32").copyin(np.zeros(size, np.float32)), dk.Buffer(cpu, size, "float32").copyin(gv)
+        count, end = 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            progs[rng.choice((2, 3, 5))].execute([wb, gb], [size])
+            count += 1
+            pause = rng.random()
+            if pause < 0.2:
+                time.sleep(rng.random() * 0.003)  # past the spin budget now and then: the workers sleep
+            elif pause < 0.4:
+                t = time.perf_counter()
+                while time.perf_counter() - t < rng.random() * 2e-4:
+                    pass
+        out[seed] = {"launches": count, "exact": bool((wb.numpy() == gv * count).all())}
+
+    res = {}
+    ts = [threading.Thread(target=soak, args=(s, res)) for s in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    print(json.dumps({"runs": res, "native": spinpool.ready()._seq}))
+""")
+
+
+@pytest.mark.skipif(not __import__("devicekit").settings.get("DEVICEKIT_SLOW"),
+                    reason="a soak of the spin pool: DEVICEKIT_SLOW=1 (DEVICEKIT_SOAK_SECONDS a budget, default 300)")
+@pytest.mark.parametrize("spin_us", ["0", "30", "1000"])
+def test_soak_split_launches_from_three_threads(spin_us):
+    """Three threads launch split in-place accumulates (2, 3 or 5 chunks at random, sizes from 2 to 300,001) with
+    random pauses around the spin budget, for a third of DEVICEKIT_SOAK_SECONDS each budget: every sum exact, no hang."""
+    from devicekit import settings
+    seconds = settings.get("DEVICEKIT_SOAK_SECONDS") / 3
+    env = {**os.environ, "DEVICEKIT_CPU_SPIN_US": spin_us, "SOAK_S": str(seconds)}
+    try:
+        out = subprocess.run([sys.executable, "-c", SOAK], env=env, capture_output=True, text=True,
+                             timeout=seconds + 120)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the soak hung (DEVICEKIT_CPU_SPIN_US={spin_us})")
+    assert out.returncode == 0, out.stderr[-3000:]
+    rep = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"DEVICEKIT_CPU_SPIN_US={spin_us}: {rep}")
+    assert all(r["exact"] for r in rep["runs"].values()), rep
+    assert rep["native"] > 0, rep
