@@ -62,19 +62,6 @@ def block_kc(w: int, itemsize: int, rows_adjacent: bool = False, l2: int | None 
     return max(MIN_KC, kc // 16 * 16)
 
 
-def rows_adjacent(ix: UOp, i: UOp, free: dict[UOp, frozenset]) -> bool:
-    """Whether index `ix` steps by one element when row `i` does: `i` is an addend of its sum and no other addend
-    depends on it."""
-    terms, stack = [], [ix]
-    while stack:
-        u = stack.pop()
-        if u.op is Ops.ADD:
-            stack += u.src
-        else:
-            terms.append(u)
-    return i in terms and not any(i in free.get(t, ()) for t in terms if t is not i)
-
-
 def worth_packing(m: UOp, n: UOp, rows: int, w: int) -> bool:
     """Whether a gemm of m rows and n columns gains from packing: a known m under two row tiles reads each panel
     once anyway, and a known n under one column tile is better served by the unpacked tile's vector tails. A var
@@ -108,7 +95,9 @@ def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp]
     N, K = j.src[0], r.src[0]
     w = lanes * panels
     a_loads = [u for u in body.toposort() if u.op is Ops.LOAD and i in free[u] and u not in bl]
-    adjacent = any(len(u.src[0].src) == 2 and rows_adjacent(u.src[0].src[1], i, free) for u in a_loads)
+    from .optimize import _stride  # the optimizer's step of an index per step of a range (the vector axis's test)
+    memo: dict = {}
+    adjacent = any(len(u.src[0].src) == 2 and _stride(u.src[0].src[1], i, memo, free) == 1 for u in a_loads)
     kc = block_kc(w, val.dtype.itemsize, adjacent)
     isz = dtypes.index
     # K blocks: nb = ceil(K / kc) (one at least: K = 0 still stores the epilogue of an empty sum), equal sizes <= kc
