@@ -89,13 +89,21 @@ def link_object(obj: bytes, symbol: str):
     The tracker owns the code: keep it alive as long as the address is called. Undefined symbols (libm's exp2f,
     memset, ...) resolve against the running process.
     """
-    with LOCK:
-        lib = (llvm.JITLibraryBuilder().add_object_img(obj).add_current_process().export_symbol(symbol)
-               .link(jit(), f"devicekit_cpu_{next(_lib_ids)}"))
-        addr = lib[symbol]
-    if not addr:
-        raise RuntimeError(f"symbol {symbol!r} not found in the compiled object")
+    lib, (addr,) = link_symbols(obj, (symbol,))
     return lib, addr
+
+
+def link_symbols(obj: bytes, symbols: tuple[str, ...]):
+    """`link_object` for several symbols of one object: (resource tracker, their addresses in order), one link."""
+    with LOCK:
+        builder = llvm.JITLibraryBuilder().add_object_img(obj).add_current_process()
+        for symbol in symbols:
+            builder = builder.export_symbol(symbol)
+        lib = builder.link(jit(), f"devicekit_cpu_{next(_lib_ids)}")
+        addrs = [lib[symbol] for symbol in symbols]
+    if missing := [s for s, a in zip(symbols, addrs) if not a]:
+        raise RuntimeError(f"symbol {missing[0]!r} not found in the compiled object")
+    return lib, addrs
 
 
 def emit_object(src: str, opt: int) -> bytes:

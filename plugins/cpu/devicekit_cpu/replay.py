@@ -93,14 +93,13 @@ _WARMING = 0  # the process whose warm() started a build (a forked child starts 
 
 def _build():
     obj = llvm_jit.emit_object(replay_ir(), 2)  # by the compile worker when on the upgrade thread
-    lib, addr = llvm_jit.link_object(obj, "dk_replay")
+    lib, (addr, addr1) = llvm_jit.link_symbols(obj, ("dk_replay", "dk_replay1"))
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(addr)
     fn._dk_lib = lib  # the JIT library lives as long as the function
-    lib1, addr1 = llvm_jit.link_object(obj, "dk_replay1")
     # one record, one argument, no argtypes: a bound repeat's call (the core's launch cache), ~125 ns where the
     # typed two-argument call of Python ints costs ~270
     one = ctypes.CFUNCTYPE(None)(addr1)
-    one._dk_lib = lib1
+    one._dk_lib = lib
     fn._dk_one = one
     return fn
 

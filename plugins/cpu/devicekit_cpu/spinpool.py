@@ -260,13 +260,9 @@ def _build() -> SpinPool:
     c64 = ctypes.c_int64
     sigs = {"dk_cycles": (c64,), "dk_pool_claim": (c64, c64, c64), "dk_pool_work": (c64, c64, c64, c64, c64), "dk_pool_post": (c64, c64, c64, c64),
             "dk_pool_join": (None, c64, c64, c64, c64, c64)}
-    fns: dict = {}
-    keep = []
-    for name, sig in sigs.items():
-        lib, addr = llvm_jit.link_object(obj, name)
-        keep.append(lib)
-        fns[name] = ctypes.CFUNCTYPE(*sig)(addr)
-    fns["_libs"] = keep  # the JIT code lives as long as the pool
+    lib, addrs = llvm_jit.link_symbols(obj, tuple(sigs))
+    fns: dict = {name: ctypes.CFUNCTYPE(*sig)(addr) for (name, sig), addr in zip(sigs.items(), addrs)}
+    fns["_lib"] = lib  # the JIT code lives as long as the pool
     cycles = fns["dk_cycles"]
     t0, c0 = time.perf_counter(), cycles()
     time.sleep(0.002)
