@@ -13,8 +13,9 @@ import textwrap
 
 import pytest
 
-SCRIPT = textwrap.dedent("""
-    import json, os, sys, threading
+# both scripts: `compiled`, the llvm pair's w[i] = w[i] + g[i] over a var n, and the process's spin pool `sp`
+PRELUDE = textwrap.dedent("""
+    import json, os, random, sys, threading, time
     import numpy as np
     import devicekit as dk
     from devicekit import ir
@@ -22,19 +23,19 @@ SCRIPT = textwrap.dedent("""
     from devicekit_cpu import spinpool
     from devicekit_cpu.runtime import CPUProgram
 
-    def accumulate(name):
-        k = ir.KernelBuilder(name)
-        n = k.var("n", 1, 1 << 24)
-        w = k.param("w", dtypes.float32, size=n, writable=True)
-        g = k.param("g", dtypes.float32, size=n)
-        i = k.range(n, "global")
-        w[i] = w[i] + g[i]
-        return k.build()
-
+    k = ir.KernelBuilder("spin_acc")
+    n = k.var("n", 1, 1 << 24)
+    w = k.param("w", dtypes.float32, size=n, writable=True)
+    g = k.param("g", dtypes.float32, size=n)
+    i = k.range(n, "global")
+    w[i] = w[i] + g[i]
     cpu = dk.device("CPU")
     r, c = cpu.pair("llvm")
-    compiled = c.compile(r.render(accumulate("spin_acc")))
+    compiled = c.compile(r.render(k.build()))
     sp = spinpool.ready()
+""")
+
+SCRIPT = PRELUDE + textwrap.dedent("""
     n, launches = 300_001, int(os.environ.get("LAUNCHES", "150"))
     g = (np.arange(n) % 7).astype(np.float32)
     report = {}
@@ -118,25 +119,7 @@ def test_fuzzed_kernels_match_the_reference_with_every_launch_split(monkeypatch)
     assert sp._seq - before >= 20, "the fuzzed launches did not go through the spin pool"
 
 
-SOAK = textwrap.dedent("""
-    import json, os, random, threading, time
-    import numpy as np
-    import devicekit as dk
-    from devicekit import ir
-    from devicekit.ir import dtypes
-    from devicekit_cpu import spinpool
-    from devicekit_cpu.runtime import CPUProgram
-
-    k = ir.KernelBuilder("spin_soak")
-    n = k.var("n", 1, 1 << 24)
-    w = k.param("w", dtypes.float32, size=n, writable=True)
-    g = k.param("g", dtypes.float32, size=n)
-    i = k.range(n, "global")
-    w[i] = w[i] + g[i]
-    cpu = dk.device("CPU")
-    r, c = cpu.pair("llvm")
-    compiled = c.compile(r.render(k.build()))
-    spinpool.ready()
+SOAK = PRELUDE + textwrap.dedent("""
     seconds = float(os.environ["SOAK_S"])
 
     def soak(seed, out):
@@ -164,7 +147,7 @@ SOAK = textwrap.dedent("""
         t.start()
     for t in ts:
         t.join()
-    print(json.dumps({"runs": res, "native": spinpool.ready()._seq}))
+    print(json.dumps({"runs": res, "native": sp._seq}))
 """)
 
 
