@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -39,28 +38,16 @@ def test_the_doc_shows_every_file_as_it_is():
 
 @pytest.fixture(scope="module")
 def tiny_venv(tmp_path_factory, request) -> Path:
-    """A venv layered on the test venv with devicekit-tiny pip-installed from its wheel (as tests/conftest.py's
-    fixture_venv installs tests/fixtures)."""
+    """A venv layered on the test venv with devicekit-tiny pip-installed from its wheel (tests/fixture_wheels.py's
+    layered_venv, as tests/conftest.py's fixture_venv installs tests/fixtures)."""
     sys.path.insert(0, str(ROOT / "tests"))
     try:
-        from fixture_wheels import build_wheels
+        from fixture_wheels import layered_venv
     finally:
         sys.path.remove(str(ROOT / "tests"))
-    cache = getattr(request.config, "cache", None)
-    base = Path(cache.mkdir("devicekit-smallest-wheel")) if cache is not None else tmp_path_factory.mktemp("wheel")
-    wheels = build_wheels([HERE], HERE.parent, base, tmp_path_factory.mktemp("tiny-build"))
-    root = tmp_path_factory.mktemp("tiny-venv")
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
-                    "--system-site-packages", str(root)], check=True, timeout=120)
-    purelib = subprocess.run([str(root / "bin" / "python"), "-c",
-                              "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    Path(purelib, "_devicekit_test_parent.pth").write_text(
-        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
-    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(root),
-                        *map(str, sorted(wheels.glob("*.whl")))], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stdout + p.stderr
-    return root
+    cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider: the wheel goes next to the venv
+    wheels = Path(cache.mkdir("devicekit-smallest-wheel")) if cache is not None else None
+    return layered_venv(tmp_path_factory, wheels, [HERE], HERE.parent, "tiny-venv")
 
 
 def _run(venv: Path, *args: str, tmp: Path) -> subprocess.CompletedProcess:
