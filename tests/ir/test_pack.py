@@ -49,6 +49,7 @@ def gemm(ta=False, tb=False, bias=False, relu=False, mask=False, dt=dtypes.float
 @pytest.fixture
 def small_blocks(monkeypatch):
     monkeypatch.setattr(pack, "block_kc", lambda w, itemsize, rows_adjacent=False: 16)
+    monkeypatch.setattr(pack, "goto_kc", lambda w, itemsize: 16)
 
 
 def run(kern, M, N, K, pair, ta=False, tb=False, bias=False, relu=False, mask=False, dt=np.float32):
@@ -94,7 +95,8 @@ def is_packed(prog, pair) -> bool:
     """Packed on the llvm pair; the c pair (vectors one scalar a lane: gcc made the packed tile of a 10-column layer
     5x slower) keeps the unpacked tile (Capabilities.pack_tiles)."""
     opts = prog.spec.get_meta("opts")
-    return opts[0].startswith("packed b panels of 16 x ") if pair == "llvm" else opts[0].startswith("unroll")
+    return opts[0].startswith(("packed b panels of 16 x ", "packed b blocks of 16 x ")) if pair == "llvm" else \
+        opts[0].startswith("unroll")
 
 
 @pytest.mark.parametrize("pair", ["llvm", "c"])
@@ -193,6 +195,7 @@ def test_the_tiles_fuzzer_catches_a_wrong_pack(monkeypatch):
     kc = 40  # no tile's rows or lanes: the one count left as it is
     ceil_div = pack._ceil_div
     monkeypatch.setattr(pack, "block_kc", lambda w, itemsize, rows_adjacent=False: kc)
+    monkeypatch.setattr(pack, "goto_kc", lambda w, itemsize: kc)
     monkeypatch.setattr(pack, "_ceil_div", lambda a, n: ceil_div(a, n) if n == kc else pack._div(a, n))
     # seeds no other test compiles: a device memoizes programs by kernel key, and these must be compiled mutated
     rep = fuzz_seeds(range(71_000, 71_006), kind="CPU", pairs=["llvm"], profile="gemm")
@@ -200,14 +203,56 @@ def test_the_tiles_fuzzer_catches_a_wrong_pack(monkeypatch):
 
 
 def test_the_k_block_of_a_transposed_a_fits_the_l1():
-    """a's rows adjacent (a^T: a row tile reads a new line of a every k step): the panel and those lines in half
-    the L1 (48 KiB: 128 rows of 32 float32 lanes; Zen 4's 32 KiB: 80); else a sixteenth of the L2 (2 MiB: 1024)."""
+    """a's rows adjacent (a^T: a row tile reads a new line of a every k step) where a is read in place (the
+    packed-a form does not apply): the panel and those lines in half the L1 (48 KiB: 128 rows of 32 float32 lanes;
+    Zen 4's 32 KiB: 80); else a sixteenth of the L2 (2 MiB: 1024)."""
     assert pack.block_kc(32, 4, rows_adjacent=True, l1=48 << 10) == 128
     assert pack.block_kc(32, 4, rows_adjacent=True, l1=32 << 10) == 80
     assert pack.block_kc(32, 4, l2=2 << 20) == 1024
     assert pack.block_kc(32, 4, rows_adjacent=True, l1=4 << 10) == pack.MIN_KC
     dev = dk.device("CPU")
-    for ta in (True, False):
-        opts = dev.compile(gemm(ta=ta), pair="llvm").spec.get_meta("opts")[0]  # "packed b panels of kc x w, ..."
-        kc, w = map(int, opts.split(",")[0].removeprefix("packed b panels of ").split(" x "))
-        assert kc == pack.block_kc(w, 4, rows_adjacent=ta), (ta, opts)
+    opts = dev.compile(gemm(), pair="llvm").spec.get_meta("opts")[0]  # "packed b panels of kc x w, ..."
+    kc, w = map(int, opts.split(",")[0].removeprefix("packed b panels of ").split(" x "))
+    assert kc == pack.block_kc(w, 4), opts
+
+
+def test_a_transposed_a_is_packed_a_tile_at_a_time():
+    """a^T (the weight gradient x^T @ dh): the packed-a form. Per K block, b's panels GOTO_TILES at a time in one
+    local block and a's kc x rows tile copied as one vector a k step (contiguous rows: the last tile starts at
+    M - rows), the tile reading both local arrays; the block of 256 rows x 4 tiles of 32 float32 lanes is
+    MAX_PANEL_BYTES. Below `rows` rows, or with a second load of a, the form does not apply."""
+    assert pack.goto_kc(32, 4) == 256 and pack.goto_kc(16, 8) == 256 and pack.goto_kc(1024, 8) == pack.MIN_KC
+    lk = _lower(gemm(ta=True))
+    assert lk.opts[0] == "packed b blocks of 256 x 128, packed a tiles of 256 x 8, tiles 8 x 32", lk.opts
+    locals_ = {u.arg[0]: u.arg[1] for u in lk.uops if u.op is Ops.DEFINE_LOCAL}
+    assert locals_ == {"packed_b_block": 256 * 128, "packed_a": 2 * 256 * 8, "packed_b0_edge": 256 * 16}, locals_
+    a_param = next(u for u in lk.uops if u.op is Ops.PARAM and u.arg[1] == "a")
+    a_loads = [u for u in lk.uops if u.op is Ops.LOAD and u.src[0].src[0] is a_param]
+    assert any(u.dtype.count == 8 for u in a_loads), [u.dtype for u in a_loads]  # the copy: one vector a k step
+    assert not _lower(gemm()).opts[0].startswith("packed b blocks"), "a row-major a reads its rows in place"
+    k = ir.KernelBuilder(f"pk_two_a_{next(_names)}")
+    m, n, kk = k.var("m", 1, 99), k.var("n", 1, 99), k.var("k", 1, 99)
+    a, c = k.param("a", dtypes.float32, shape=(kk, m)), k.param("c", dtypes.float32, shape=(kk, m))
+    b = k.param("b", dtypes.float32, shape=(kk, n))
+    out = k.param("out", dtypes.float32, shape=(m, n), writable=True)
+    i, j, r = k.range(m, "global"), k.range(n, "global"), k.range(kk, "reduce")
+    out[i, j] = ((a[r, i] + c[r, i]) * b[r, j]).sum(r)
+    assert _lower(k.build()).opts[0].startswith("packed b panels"), "one a load only"
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_the_packed_a_form_at_every_edge(small_blocks, monkeypatch, split):
+    """Fewer rows than a tile (the clamped copy), a last tile that starts early (its rows of the tile before not
+    stored twice: with K blocks the partial sums would double), several column blocks and a partial one, the ragged
+    columns, several K blocks; every launch split across the CPU's threads (`split`: the early tile's rows belong
+    to another thread's chunk), float32 and float64, with a framework's epilogue."""
+    if split:
+        import devicekit_cpu.runtime as rt
+        monkeypatch.setattr(rt, "PARALLEL_MIN_WORK", 1)
+    kw = {"ta": True, "bias": True, "relu": True, "mask": True}
+    for dt, tol in ((dtypes.float32, 1e-4), (dtypes.float64, 1e-11)):
+        kern = gemm(dt=dt, **kw)
+        for M, N, K in [(1, 40, 33), (5, 300, 40), (8, 129, 17), (9, 32, 48), (23, 257, 70), (41, 64, 16)]:
+            prog, got, want = run(kern, M, N, K, "llvm", dt=dt.np, **kw)
+            assert prog.spec.get_meta("opts")[0].startswith("packed b blocks of 16 x "), prog.spec.get_meta("opts")
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{dt} {M}x{N}x{K} split={split}")

@@ -40,6 +40,7 @@ MAX_PANEL_BYTES = 128 << 10
 FALLBACK_L2 = 1 << 20  # the smallest L2 of the hosts this runs on (Zen 4, Zen 5); where sysfs says nothing
 LINE = 64  # bytes of a cache line
 MAX_PANELS = 1  # b loads packed (each a local array of kc x w on the thread's stack, and its edge's: 192 KiB)
+GOTO_TILES = 4  # column tiles in the b block of the packed-a form (kc x 4 tiles of w lanes: MAX_PANEL_BYTES)
 
 
 def block_kc(w: int, itemsize: int, rows_adjacent: bool = False, l2: int | None = None, l1: int | None = None) -> int:
@@ -60,6 +61,27 @@ def block_kc(w: int, itemsize: int, rows_adjacent: bool = False, l2: int | None 
         l2 = (cache_bytes(2) or FALLBACK_L2) if l2 is None else l2
         kc = min(l2 // PANEL_SHARE, MAX_PANEL_BYTES) // (w * itemsize)
     return max(MIN_KC, kc // 16 * 16)
+
+
+def goto_kc(w: int, itemsize: int) -> int:
+    """Rows of the packed-a form's b block: GOTO_TILES panels of w lanes in MAX_PANEL_BYTES (256 float32 rows of
+    4 x 32 lanes), a multiple of 16; the a tile (kc x rows: 8 KiB) stays in the L1 while the panels stream from the
+    L2. 784x512x256 on one Rocket Lake thread, the same loops written in C: a read in place 1.22-1.33 ms, packed a
+    tiles against blocks of kc 128 x 256 lanes 1.10-1.13, 256 x 128 1.09, 256 x 256 (256 KiB) 1.06 (non-transposed
+    a, b panels only: 1.06-1.18)."""
+    return max(MIN_KC, MAX_PANEL_BYTES // (GOTO_TILES * w * itemsize) // 16 * 16)
+
+
+def _packable_a(a_loads: list[UOp], adjacent: bool, i: UOp, r: UOp, free: dict[UOp, frozenset],
+                rows: int) -> UOp | None:
+    """The one load of a transposed a (adjacent rows) that the packed-a form copies a tile at a time: ungated, of
+    one buffer, its index of i and r only; None where the form does not apply (a read in place then)."""
+    if not adjacent or len(a_loads) != 1 or rows not in (2, 4, 8, 16):
+        return None
+    u = a_loads[0]
+    if len(u.src) != 1 or len(u.src[0].src) != 2 or not free[u] <= {i, r} or r not in free[u]:
+        return None
+    return u
 
 
 def worth_packing(m: UOp, n: UOp, rows: int, w: int) -> bool:
@@ -98,7 +120,8 @@ def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp]
     from .optimize import _stride  # the optimizer's step of an index per step of a range (the vector axis's test)
     memo: dict = {}
     adjacent = any(len(u.src[0].src) == 2 and _stride(u.src[0].src[1], i, memo, free) == 1 for u in a_loads)
-    kc = block_kc(w, val.dtype.itemsize, adjacent)
+    a_packed = _packable_a(a_loads, adjacent, i, r, free, rows)
+    kc = block_kc(w, val.dtype.itemsize, adjacent) if a_packed is None else goto_kc(w, val.dtype.itemsize)
     isz = dtypes.index
     # K blocks: nb = ceil(K / kc) (one at least: K = 0 still stores the epilogue of an empty sum), equal sizes <= kc
     nb = tidy.expr(_ceil_div(K, kc).maximum(1))
@@ -110,11 +133,16 @@ def packed(st: UOp, i: UOp, j: UOp, free: dict[UOp, frozenset], nodes: list[UOp]
     t = _Tile(st, red, i, j, r, bl, kb, lo, hi, nb, rows, lanes, kc, next_id, tidy)
     # full column tiles: vector loads and stores; the last, partial one (N % w columns) by itself, lane by lane
     full = tidy.expr(N // w if ragged else _div(N, w))
-    stmts = t.column_tiles(UOp(Ops.RANGE, isz, (full,), (next_id + 1, "block")), 0, panels, False, st.arg)
+    if a_packed is not None:  # a transposed a: packed too, a tile at a time, against a block of b's panels
+        stmts = t.goto_tiles(full, panels, a_packed, st.arg)
+    else:
+        stmts = t.column_tiles(UOp(Ops.RANGE, isz, (full,), (next_id + 1, "block")), 0, panels, False, st.arg)
     if ragged:  # the rest in tiles of one vector: half the lanes a 10-column layer computes and drops
         start = tidy.expr(full * w)
         edge = UOp(Ops.RANGE, isz, (tidy.expr(_ceil_div(N - start, lanes)),), (next_id + 2, "block"))
-        stmts += t.column_tiles(edge, start, 1, True, st.arg + 2)
+        stmts += t.column_tiles(edge, start, 1, True, st.arg + (2 if a_packed is None else 3))
+    if a_packed is not None:
+        return stmts, f"packed b blocks of {kc} x {GOTO_TILES * w}, packed a tiles of {kc} x {rows}, tiles {rows} x {w}"
     return stmts, f"packed b panels of {kc} x {w}, tiles {rows} x {w}"
 
 
@@ -186,6 +214,94 @@ class _Tile:
                 gate = tidy.expr(col < N if gate is None else gate & (col < N))
             stmts += lanes_of(UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, isz, (out, to) if gate is None else
                                                                (out, to, gate)), total), (k + 1, "tile", x)))
+        return stmts
+
+
+    def goto_tiles(self, full: UOp, panels: int, a_load: UOp, k: int) -> list[UOp]:
+        """The packed-a form of the full column tiles (GotoBLAS's): per K block, b's panels GOTO_TILES at a time
+        in one local block (statement k), and per row tile its kc x rows of a copied into a local tile (k + 1: one
+        vector a k step, where the row-major load of a transposed a reads a new line a step with no prefetch
+        across a 3 KiB stride), then the tile against each panel of the block (k + 2). The tile's rows are
+        contiguous: the last tile starts at M - rows (its rows that belong to the tile before are computed again
+        and not stored); below `rows` rows a copy clamped row by row (statement k + 1's second loop, which runs
+        only then)."""
+        from .optimize import _vector_statement
+        st, red, r, isz = self.st, self.red, self.r, dtypes.index
+        i, j, b_load = self.i, self.j, self.bl[0]
+        w, rows, kc, tidy = self.lanes * panels, self.rows, self.kc, self.tidy
+        ix, val = st.src
+        out, M = ix.src[0], i.src[0]
+        lo, hi = self.lo, self.hi
+        jc = UOp(Ops.RANGE, isz, (tidy.expr(_ceil_div(full, GOTO_TILES)),), (self._id(), "block"))
+        in_block = tidy.expr((full - jc * GOTO_TILES).minimum(GOTO_TILES))
+        jj = UOp(Ops.RANGE, isz, (UOp.const(isz, w),), (self._id(), "global"))  # lanes: constants below
+        dep: dict = {}
+        memos: list[dict] = [{} for _ in range(panels)]
+        subs: list[list[dict]] = [[{} for _ in range(self.lanes)] for _ in range(panels)]
+        lane_sets = [[UOp.const(isz, q * self.lanes + c) for c in range(self.lanes)] for q in range(panels)]
+
+        def lanes_of(tmpl: UOp) -> list[UOp]:
+            got: list[UOp] = []
+            for q in range(panels):
+                got += _vector_statement(tmpl, jj, lane_sets[q], dep, memos[q], subs[q], tidy)
+            return got
+
+        # b's block: the panels of this column block, kc x w each, one after another
+        tp = UOp(Ops.RANGE, isz, (in_block,), (self._id(), "loop"))
+        rr = UOp(Ops.RANGE, isz, (lo, hi), (self._id(), "loop"))
+        bb = UOp(Ops.DEFINE_LOCAL, b_load.dtype, (), ("packed_b_block", kc * GOTO_TILES * w))
+        at = substitute_memo(b_load.src[0].src[1], {r: rr, j: tidy.expr((jc * GOTO_TILES + tp) * w + jj)}, {}, tidy)
+        stmts = lanes_of(UOp(Ops.STORE, dtypes.void, (
+            UOp(Ops.INDEX, isz, (bb, tidy.expr((tp * kc + (rr - lo)) * w + jj))),
+            UOp(Ops.LOAD, b_load.dtype, (UOp(Ops.INDEX, isz, (b_load.src[0].src[0], at)),))), (k, "pack", 0)))
+        # a's tile: rows start .. start + rows - 1 of the K block, a vector of rows a k step
+        exact_m = M.op is Ops.CONST and M.arg % rows == 0
+        it = UOp(Ops.RANGE, isz, (tidy.expr(_div(M, rows) if exact_m else _ceil_div(M, rows)),), i.arg)
+        start = tidy.expr(it * rows) if exact_m else tidy.expr((it * rows).minimum(M - rows).maximum(0))
+        # two copies, the column block's parity picking one: a statement's loops are the ranges it uses, so the
+        # copy (which reads no column) uses jc to run inside the column block, after its pack of b
+        pa = UOp(Ops.DEFINE_LOCAL, a_load.dtype, (), ("packed_a", 2 * kc * rows))
+        base = tidy.expr((jc & 1) * kc)
+        abuf, aix = a_load.src[0].src
+        xx = UOp(Ops.RANGE, isz, (UOp.const(isz, rows),), (self._id(), "global"))
+        whole = None if exact_m else tidy.expr(M < rows)  # fewer rows than a tile: the clamped copy instead
+        ra = UOp(Ops.RANGE, isz, (lo, hi if whole is None else make_alu(Ops.WHERE, (whole, lo, hi))),
+                 (self._id(), "loop"))
+        copy = UOp(Ops.STORE, dtypes.void, (
+            UOp(Ops.INDEX, isz, (pa, tidy.expr((base + ra - lo) * rows + xx))),
+            UOp(Ops.LOAD, a_load.dtype, (UOp(Ops.INDEX, isz, (abuf, substitute_memo(
+                aix, {r: ra, i: tidy.expr(start + xx)}, {}, tidy))),))), (k + 1, "pack_a", 0))
+        stmts += _vector_statement(copy, xx, [UOp.const(isz, x) for x in range(rows)], {}, {},
+                                   [{} for _ in range(rows)], tidy)
+        if whole is not None:
+            rs = UOp(Ops.RANGE, isz, (lo, make_alu(Ops.WHERE, (whole, hi, lo))), (self._id(), "loop"))
+            for x in range(rows):
+                stmts.append(UOp(Ops.STORE, dtypes.void, (
+                    UOp(Ops.INDEX, isz, (pa, tidy.expr((base + rs - lo) * rows + x))),
+                    UOp(Ops.LOAD, a_load.dtype, (UOp(Ops.INDEX, isz, (abuf, substitute_memo(
+                        aix, {r: rs, i: tidy.expr((it * rows + x).minimum(M - 1))}, {}, tidy))),))),
+                    (k + 1, "pack_a", 1 + x)))
+        # the tile: rows x w against each panel of the block, from the two local copies
+        t = UOp(Ops.RANGE, isz, (in_block,), (self._id(), "loop"))
+        rk = UOp(Ops.RANGE, isz, (lo, hi), (self._id(), "reduce"))
+        col = tidy.expr((jc * GOTO_TILES + t) * w + jj)
+        from_b = UOp(Ops.LOAD, b_load.dtype, (UOp(Ops.INDEX, isz, (bb, tidy.expr((t * kc + (rk - lo)) * w + jj))),))
+        first, last = self.kb.eq(0), self.kb.eq(self.nb - 1)
+        for x in range(rows):
+            row = tidy.expr(start + x)
+            from_a = UOp(Ops.LOAD, a_load.dtype, (UOp(Ops.INDEX, isz, (pa, tidy.expr((base + rk - lo) * rows + x))),))
+            place = {i: row if exact_m else tidy.expr(row.minimum(M - 1)), j: col}
+            red_x = UOp(Ops.REDUCE, red.dtype, (substitute_memo(red.src[0], {b_load: from_b, a_load: from_a, r: rk,
+                                                                             **place}, {}, tidy), rk), Ops.ADD)
+            to = substitute_memo(ix.src[1], place, {}, tidy)
+            prev = UOp(Ops.LOAD, val.dtype, (UOp(Ops.INDEX, isz, (out, to)),))
+            total = make_alu(Ops.WHERE, (first, UOp.const(val.dtype, 0.0), prev)) + red_x
+            if val is not red:
+                total = make_alu(Ops.WHERE, (last, substitute_memo(val, {**place, red: total}, {}, tidy), total))
+            # a row of this tile (not the one before's, when the last tile starts early) and inside M
+            gate = None if exact_m else tidy.expr((row < it * rows).logical_not() & (row < M))
+            stmts += lanes_of(UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, isz, (out, to) if gate is None else
+                                                               (out, to, gate)), total), (k + 2, "tile", x)))
         return stmts
 
 
