@@ -15,14 +15,14 @@ ROOT = Path(devicekit.__file__).parent
 # lowest first: a module may import its own layer and those below it, never one above
 LAYERS: list[tuple[str, list[str]]] = [
     ("base", ["devicekit.errors", "devicekit.debug", "devicekit.spec", "devicekit.forksafe", "devicekit.interrupt",
-              "devicekit.settings", "devicekit.lru", "devicekit.version"]),
+              "devicekit.settings", "devicekit.lru", "devicekit.version", "devicekit.per_index"]),
     ("ir", ["devicekit.ir"]),  # kernels, their signature (ir.params) and lowering: imports nothing of the layers above
     ("render", ["devicekit.render"]),  # kernel -> source (ProgramSpec), the signature reader of hand-written sources
     ("compile", ["devicekit.compile"]),  # source -> bytes, the compile and lowered-kernel caches
     ("memory/runtime", ["devicekit.memory", "devicekit.alloc", "devicekit.runtime", "devicekit.signature",
                         "devicekit.launch_sizes", "devicekit.work_sizes"]),  # buffers, programs, the launch checks
     ("targets/plugin", ["devicekit.targets", "devicekit.plugin", "devicekit.hookspecs", "devicekit.backend",
-                        "devicekit.reference"]),  # what a plugin implements; the PYTHON device
+                        "devicekit.reference", "devicekit.platforms"]),  # what a plugin implements; the PYTHON device
     ("registry", ["devicekit.registry"]),
     # the kernel library sizes its kernels for the default device's capabilities (through the registry)
     ("api", ["devicekit.api", "devicekit.plan", "devicekit.tile_search", "devicekit.kernels", "devicekit.kernels_matmul",

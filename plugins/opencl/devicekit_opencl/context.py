@@ -1,22 +1,19 @@
-"""One OpenCL context and one in-order queue per OPENCL id, created on first use and shared by that id's compiler,
-allocator and runtime (a cl_mem or cl_program belongs to one context: OPENCL:1's must never meet OPENCL:0's), and the
-one way to wait on that queue: polling an event, so Ctrl-C interrupts a kernel that never ends."""
+"""One OpenCL context and one in-order queue per OPENCL id, created on first use (devicekit.per_index) and shared by
+that id's compiler, allocator and runtime (a cl_mem or cl_program belongs to one context: OPENCL:1's must never meet
+OPENCL:0's), and the one way to wait on that queue: polling an event, so Ctrl-C interrupts a kernel that never ends."""
 
 from __future__ import annotations
 
 import functools
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import pyopencl as cl
 from devicekit import interrupt
 from devicekit.launch_sizes import Limits
+from devicekit.per_index import per_index
 
 from . import platform
-
-_lock = threading.Lock()
-_contexts: dict[int, Ctx] = {}
 
 
 @dataclass(eq=False)
@@ -63,12 +60,10 @@ class Ctx:
         self.wait(cl.enqueue_marker(self.queue))
 
 
+@per_index
 def get(index: int) -> Ctx:
     """The context of OPENCL:index (platform.Unavailable when it does not exist)."""
-    with _lock:
-        if index not in _contexts:
-            dev = platform.device(index)
-            context = cl.Context([dev])
-            queue = cl.CommandQueue(context, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
-            _contexts[index] = Ctx(index, dev, context, queue)
-        return _contexts[index]
+    dev = platform.device(index)
+    context = cl.Context([dev])
+    queue = cl.CommandQueue(context, dev, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    return Ctx(index, dev, context, queue)

@@ -1,42 +1,15 @@
-"""OPENCL's environment variables, declared once through devicekit.settings (`devicekit info` lists them)."""
+"""OPENCL's environment variables, declared once through devicekit.settings (`devicekit info` lists them); the
+platform and device choices are parsed by the core's devicekit.platforms."""
 
 from __future__ import annotations
 
 from devicekit import settings
+from devicekit.platforms import device_choice, platform_choice
 from devicekit.settings import get
 
 __all__ = ["get"]
 
 OWNER = "devicekit-opencl"
-DEVICE_TYPES = ("all", "gpu", "cpu", "accelerator")
-
-
-@settings.accepting("all, gpu, cpu, accelerator, or device indices within the platform such as 0 or 0,2")
-def device_choice(raw: str) -> tuple[str, tuple[int, ...]]:
-    text = raw.strip().lower()
-    if text in DEVICE_TYPES:
-        return text, ()
-    parts = [x.strip() for x in text.split(",")]
-    if not all(x.isascii() and x.isdigit() for x in parts):
-        raise ValueError("not a device type or a list of indices")
-    if any(len(x) > 4 for x in parts):  # devicekit lists at most 4096 ids per kind
-        raise ValueError("an index out of range")
-    idx = tuple(int(x) for x in parts)
-    if not idx or len(set(idx)) != len(idx):
-        raise ValueError("indices must be distinct and >= 0")
-    return "index", idx
-
-
-@settings.accepting("a platform index (0, 1, ...) or a part of its name of at most 256 characters")
-def platform_choice(raw: str) -> str:
-    """A platform index (ASCII digits) or a part of its name; kept as written (platform.py matches it)."""
-    text = raw.strip()
-    if text.isdigit() and not (text.isascii() and len(text) <= 4):
-        raise ValueError("not a platform index")
-    if len(text) > 256:
-        raise ValueError("longer than any platform name")
-    return raw
-
 
 settings.register("DEVICEKIT_OPENCL_PLATFORM", platform_choice, None,
                   "the OpenCL platform whose devices are OPENCL:0, OPENCL:1, ...: its index or a part of its name "

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from devicekit.per_index import per_index
 from devicekit.plugin import Availability
 
 BACKENDS = ("Vulkan", "Metal", "DX12")
@@ -26,7 +27,6 @@ class Unavailable(RuntimeError):
 
 _lock = threading.RLock()
 _adapters: list[Any] | None = None
-_contexts: dict[int, Ctx] = {}
 
 
 def adapters() -> list[Any]:
@@ -139,22 +139,19 @@ class Ctx:
         dst.unmap()
 
 
+@per_index
 def get(index: int) -> Ctx:
     """The context of WEBGPU:index (Unavailable when it does not exist)."""
-    with _lock:
-        ctx = _contexts.get(index)
-        if ctx is None:
-            found = adapters()
-            if not 0 <= index < len(found):
-                raise Unavailable(f"WEBGPU:{index} does not exist: {len(found)} adapter(s) here")
-            a = found[index]
-            feats = frozenset(a.features) & {"shader-f16", "timestamp-query"}
-            keys = ("max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
-                    "max-compute-invocations-per-workgroup", "max-compute-workgroup-storage-size",
-                    "max-storage-buffers-per-shader-stage", "max-compute-workgroups-per-dimension",
-                    "max-storage-buffer-binding-size", "max-buffer-size", "min-storage-buffer-offset-alignment",
-                    "max-bindings-per-bind-group")
-            limits = {k: a.limits[k] for k in keys}
-            dev = a.request_device_sync(required_features=sorted(feats), required_limits=dict(limits))
-            ctx = _contexts[index] = Ctx(index, a, dev, dict(dev.limits), feats)
-        return ctx
+    found = adapters()
+    if not 0 <= index < len(found):
+        raise Unavailable(f"WEBGPU:{index} does not exist: {len(found)} adapter(s) here")
+    a = found[index]
+    feats = frozenset(a.features) & {"shader-f16", "timestamp-query"}
+    keys = ("max-compute-workgroup-size-x", "max-compute-workgroup-size-y", "max-compute-workgroup-size-z",
+            "max-compute-invocations-per-workgroup", "max-compute-workgroup-storage-size",
+            "max-storage-buffers-per-shader-stage", "max-compute-workgroups-per-dimension",
+            "max-storage-buffer-binding-size", "max-buffer-size", "min-storage-buffer-offset-alignment",
+            "max-bindings-per-bind-group")
+    limits = {k: a.limits[k] for k in keys}
+    dev = a.request_device_sync(required_features=sorted(feats), required_limits=dict(limits))
+    return Ctx(index, a, dev, dict(dev.limits), feats)

@@ -1,0 +1,31 @@
+"""`per_index`: one object per device id, made on first use and kept for the process: a driver's context (OpenCL's
+context and queue, a WebGPU device) is shared by that id's compiler, allocator and runtime, and one id's must never
+meet another's. Reads no environment variables."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+__all__ = ["per_index"]
+
+T = TypeVar("T")
+
+
+def per_index(make: Callable[[int], T]) -> Callable[[int], T]:
+    """`make(index)` once per index, under one lock, so two threads asking at once get the same object; a `make` that
+    raises keeps nothing (the next call tries again and raises the reason again). The made objects are the
+    function's `made` dict."""
+    lock = threading.Lock()
+    made: dict[int, T] = {}
+
+    @functools.wraps(make)
+    def get(index: int) -> T:
+        with lock:
+            if index not in made:
+                made[index] = make(index)
+            return made[index]
+    get.made = made  # type: ignore[attr-defined]
+    return get
