@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("render", ["devicekit.render"]),  # kernel -> source (ProgramSpec), the signature reader of hand-written sources
     ("compile", ["devicekit.compile"]),  # source -> bytes, the compile and lowered-kernel caches
     ("memory/runtime", ["devicekit.memory", "devicekit.alloc", "devicekit.runtime", "devicekit.signature",
-                        "devicekit.launch_sizes", "devicekit.work_sizes"]),  # buffers, programs, the launch checks
+                        "devicekit.launch_sizes", "devicekit.work_sizes", "devicekit.kernel_args"]),  # buffers, programs, the launch checks
     ("targets/plugin", ["devicekit.targets", "devicekit.plugin", "devicekit.hookspecs", "devicekit.backend",
                         "devicekit.reference", "devicekit.platforms"]),  # what a plugin implements; the PYTHON device
     ("registry", ["devicekit.registry"]),

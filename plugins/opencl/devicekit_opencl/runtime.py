@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 from devicekit import interrupt
+from devicekit.kernel_args import set_changed
 from devicekit.render.signature import launch_args
 from devicekit.runtime import EventLaunch, Program
 from devicekit.spec import DeviceSpec
@@ -49,7 +50,8 @@ class OpenCLProgram(WorkSizes, Program):
         self._sizes = CheckedSizes(self.name, limits, self.default_local)
 
     def _kernel(self) -> tuple[Any, list]:
-        """This thread's kernel object (clSetKernelArg is not thread-safe) and the arguments last set on it."""
+        """This thread's kernel object (clSetKernelArg is not thread-safe) and the arguments last set on it (the
+        core's kernel_args.set_changed sets only those that changed)."""
         mine = getattr(self._tls, "mine", None)
         if mine is None:
             mine = self._tls.mine = (cl.Kernel(self._prg, self.spec.entry), [None] * len(self._arg_types))
@@ -77,8 +79,8 @@ class OpenCLProgram(WorkSizes, Program):
         if not all(groups):
             return 0.0 if wait else None  # an empty grid: OpenCL refuses a zero global size, nothing to run
         k, last = self._kernel()
-        if args is None:
-            self._set_changed(k, last, self._args(handles, vals))
+        if args is None:  # a new set of Buffers mostly changes only the cl_mem arguments (~0.06 us each on PoCL)
+            set_changed(k.set_arg, last, self._args(handles, vals), self._arg_types)
         else:
             k.set_args(*args)
         return _enqueue(self.ctx, k, items, local, wait, handles)
@@ -86,18 +88,6 @@ class OpenCLProgram(WorkSizes, Program):
     def _args(self, handles: list, vals: list) -> list:
         """A generated kernel's arguments: each buffer's (cl_mem, byte offset), then the vars."""
         return [*(x for h in handles for x in (h.mem, h.offset)), *vals]
-
-    def _set_changed(self, k, last: list, args: list) -> None:
-        """Set `args` on this thread's kernel object `k` only where they differ from `last`, its last launch's: PoCL's
-        clSetKernelArg of a by-value argument costs ~6 us (a cl_mem ~0.06 us), and a new set of Buffers mostly changes
-        only the cl_mem arguments. Unchanged is the same object or an equal int (never an equal float: 0.0 == -0.0);
-        a slot is None until set, so a set_arg that raises leaves it to be set again."""
-        for i, (x, old, as_arg) in enumerate(zip(args, last, self._arg_types)):
-            if old is x or (type(x) is int and type(old) is int and x == old):
-                continue
-            last[i] = None
-            k.set_arg(i, as_arg(x))
-            last[i] = x
 
     def prepare_launch(self, handles: list, vals: list, var_vals: dict, global_size, local_size) -> Any:
         """The core's launch cache (Program.prepare_launch): a repeated launch gets a kernel object of its own, its
