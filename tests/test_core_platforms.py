@@ -18,6 +18,7 @@ from devicekit.platforms import (
     device_choice,
     first_error_line,
     platform_choice,
+    probe,
 )
 from devicekit.plugin import GPU_PRIORITY, SOFTWARE_PRIORITY
 
@@ -107,14 +108,25 @@ def test_selection_keeps_the_chosen_devices():
         Selection.of(GPU, devs, ("accelerator", ()), lambda d: d.type, api="TestCL", var="V")
 
 
-def test_selection_names_the_missing_id_and_ranks_by_what_it_found():
+def test_selection_names_the_missing_id():
     sel = Selection(GPU, GPU.devices)
     assert sel.device("TESTCL", 1) is GPU.devices[1]
     for bad in (2, -1):
         with pytest.raises(Unavailable, match=rf"TESTCL:{bad} does not exist: Vendor GPU \(1.0\) has 2 device"):
             sel.device("TESTCL", bad)
-    assert sel.availability(lambda d: d.type == "gpu").priority == GPU_PRIORITY
-    assert Selection(CPU, CPU.devices).availability(lambda d: d.type == "gpu").priority == SOFTWARE_PRIORITY
+
+
+def test_probe_ranks_by_what_it_found_and_says_why_none():
+    def gpu(d):
+        return d.type == "gpu"
+    assert probe(lambda: GPU.devices, gpu).priority == GPU_PRIORITY
+    assert probe(lambda: [*CPU.devices, *GPU.devices], gpu).priority == GPU_PRIORITY
+    cpu = probe(lambda: CPU.devices, gpu)
+    assert cpu.ok and cpu.priority == SOFTWARE_PRIORITY  # a software driver stays below the CPU device
+
+    def none():
+        raise Unavailable("no TestCL platform found: install a driver")
+    assert not probe(none, gpu).ok and probe(none, gpu).reason == "no TestCL platform found: install a driver"
 
 
 def test_first_error_line_of_a_log():

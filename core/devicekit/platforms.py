@@ -8,8 +8,8 @@ drivers and a Level Zero loader's are the same shape). devicekit-opencl uses it.
   pass the plugin's smoke check (a platform may list devices and still fail every build: an old PoCL whose LLVM does
   not know the host CPU), so installing a second driver never makes the kind fail. `Unavailable` says why none,
   with each platform's reason.
-- `Selection`: the chosen platform and the devices a choice keeps (`Selection.of`), each id's device (`device`) and
-  the probe's answer (`availability`: above the CPU device only with a GPU)."""
+- `Selection`: the chosen platform and the devices a choice keeps (`Selection.of`), and each id's device (`device`).
+- `probe`: the kind's probe over the devices found, above the CPU device only with a GPU (WEBGPU's uses it too)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from . import settings
 from .plugin import Availability
 
 __all__ = ["DEVICE_TYPES", "Selection", "Unavailable", "choose_platform", "device_choice", "first_error_line",
-           "platform_choice"]
+           "platform_choice", "probe"]
 
 DEVICE_TYPES = ("all", "gpu", "cpu", "accelerator")
 MAX_INDEX_DIGITS = 4  # devicekit lists at most 4096 ids per kind
@@ -131,7 +131,13 @@ class Selection:
                               f"{len(self.devices)} device(s)")
         return self.devices[index]
 
-    def availability(self, is_gpu: Callable[[Any], bool]) -> Availability:
-        """Available, above the CPU device only when a device in use is a GPU (Availability.found): a software
-        driver (PoCL's host-CPU device) never changes the default device."""
-        return Availability.found(gpu=any(is_gpu(d) for d in self.devices))
+
+def probe(find: Callable[[], Sequence[Any]], is_gpu: Callable[[Any], bool]) -> Availability:
+    """A kind's probe: available when `find()` gives its devices, above the CPU device only when one is a GPU
+    (Availability.found: a software driver, PoCL's host-CPU device or lavapipe, never changes the default device);
+    not available, with the reason, when it raises Unavailable."""
+    try:
+        found = find()
+    except Unavailable as e:
+        return Availability.no(str(e))
+    return Availability.found(gpu=any(is_gpu(d) for d in found))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from devicekit import platforms
 from devicekit.platforms import Selection, Unavailable, choose_platform, first_error_line
 from devicekit.plugin import Availability
 
@@ -95,12 +96,8 @@ def device(index: int) -> Any:
 
 def probe() -> Availability:
     """Available when a platform with devices is found, ranked above the CPU device only when one of them is a GPU
-    (Availability.found: PoCL's host-CPU device stays below it)."""
-    try:
-        sel = select()
-    except Unavailable as e:
-        return Availability.no(str(e))
-    return sel.availability(lambda d: _type_of(d) == "gpu")
+    (PoCL's host-CPU device stays below it)."""
+    return platforms.probe(lambda: select().devices, lambda d: _type_of(d) == "gpu")
 
 
 def count() -> int:

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from devicekit import platforms
 from devicekit.per_index import per_index
 from devicekit.plugin import Availability
 
@@ -21,7 +22,7 @@ NO_ADAPTER = ("no WebGPU adapter found: install a Vulkan driver (your GPU vendor
               "CPU: apt-get install mesa-vulkan-drivers), or Metal/D3D12 on macOS/Windows")
 
 
-class Unavailable(RuntimeError):
+class Unavailable(platforms.Unavailable):
     """No usable WebGPU adapter; the message says why and what to do."""
 
 
@@ -88,11 +89,7 @@ def describe(adapter: Any) -> str:
 
 
 def probe() -> Availability:
-    try:
-        found = adapters()
-    except Unavailable as e:
-        return Availability.no(str(e))
-    return Availability.found(gpu=any(not is_software(a) for a in found))
+    return platforms.probe(adapters, lambda a: not is_software(a))
 
 
 def count() -> int:
