@@ -169,3 +169,23 @@ def test_per_index_keeps_nothing_when_make_raises():
     with pytest.raises(Unavailable, match="not yet"):
         get(3)
     assert get(3) == 30 and tries == [3, 3]
+
+
+def test_programs_in_makes_the_context_first_then_programs_in_it():
+    from devicekit.per_index import programs_in
+    from devicekit.spec import DeviceSpec
+
+    made: list[int] = []
+
+    def context(index: int) -> str:
+        made.append(index)
+        if index == 9:
+            raise Unavailable("TESTCL:9 does not exist")
+        return f"ctx{index}"
+
+    factory = programs_in(context, lambda compiled, ctx: (compiled, ctx))
+    make = factory(DeviceSpec("TESTCL", 1))
+    assert made == [1]  # at once: a missing device fails before any program
+    assert make("a") == ("a", "ctx1") and make("b") == ("b", "ctx1") and made == [1]
+    with pytest.raises(Unavailable, match="TESTCL:9 does not exist"):
+        factory(DeviceSpec("TESTCL", 9))

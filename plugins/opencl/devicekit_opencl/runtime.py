@@ -14,6 +14,7 @@ import numpy as np
 import pyopencl as cl
 from devicekit import interrupt
 from devicekit.kernel_args import set_changed
+from devicekit.per_index import programs_in
 from devicekit.render.signature import launch_args
 from devicekit.runtime import EventLaunch, Program
 from devicekit.spec import DeviceSpec
@@ -136,7 +137,4 @@ def _timed(ctx: context.Ctx, ev, keep: Any = None) -> float:
     return (ev.profile.end - ev.profile.start) * 1e-9
 
 
-def factory(spec):
-    """RuntimeFactory of one device: CompiledSpec -> OpenCLProgram in OPENCL:<spec.index>'s context."""
-    ctx = context.get(spec.index)  # fail here, with the reason, rather than at the first program
-    return lambda compiled: OpenCLProgram(compiled, ctx)
+factory = programs_in(context.get, OpenCLProgram)  # RuntimeFactory: OpenCLPrograms in OPENCL:<spec.index>'s context

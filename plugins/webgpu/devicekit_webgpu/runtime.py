@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from devicekit.errors import LaunchError
 from devicekit.ir.narrow import launch_check
+from devicekit.per_index import programs_in
 from devicekit.runtime import Program
 
 from . import adapters
@@ -277,10 +278,4 @@ class WebGPUProgram(Program):
                          "this launch are not valid")
 
 
-def factory(spec):
-    """RuntimeFactory of one device: CompiledSpec -> WebGPUProgram on WEBGPU:<spec.index>'s device."""
-    ctx = adapters.get(spec.index)  # fail here, with the reason, rather than at the first program
-
-    def make(compiled) -> WebGPUProgram:
-        return WebGPUProgram(compiled, ctx)
-    return make
+factory = programs_in(adapters.get, WebGPUProgram)  # RuntimeFactory: WebGPUPrograms on WEBGPU:<spec.index>'s device
