@@ -39,7 +39,7 @@ class Plat:
 
 def choose(want, plats):
     return choose_platform(want, plats, api="TestCL", var="DK_TEST_PLATFORM", devices_of=lambda p: list(p.devices),
-                           has_gpu=lambda ds: any(d.type == "gpu" for d in ds), failure=lambda p, d: p.broken,
+                           type_of=lambda d: d.type, failure=lambda p, d: p.broken,
                            describe=lambda p: f"{p.name} ({p.version})")
 
 

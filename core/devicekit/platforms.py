@@ -68,13 +68,13 @@ def first_error_line(log: str, fallback: str) -> str:
 
 
 def choose_platform(want: str | None, platforms: Sequence[Any], *, api: str, var: str,
-                    devices_of: Callable[[Any], list[Any]], has_gpu: Callable[[list[Any]], bool],
+                    devices_of: Callable[[Any], list[Any]], type_of: Callable[[Any], str],
                     failure: Callable[[Any, Any], str | None],
                     describe: Callable[[Any], str] = lambda p: p.name) -> tuple[Any, list[Any]]:
     """(platform, its devices): the one `want` names (`platform_choice`: an index or a part of its name,
-    case-insensitive), else the first whose devices `has_gpu`, else the first with any device, of those whose first
-    device passes `failure(platform, device)` (None, or why not). `platforms` has at least one; `api` and `var` name
-    the driver and the variable in the messages."""
+    case-insensitive), else the first with a device whose `type_of` is "gpu", else the first with any device, of
+    those whose first device passes `failure(platform, device)` (None, or why not). `platforms` has at least one;
+    `api` and `var` name the driver and the variable in the messages."""
     names = ", ".join(f"{i}: {p.name}" for i, p in enumerate(platforms))
     if want is not None:
         text = want.strip()
@@ -90,7 +90,7 @@ def choose_platform(want: str | None, platforms: Sequence[Any], *, api: str, var
     found = [(p, ds) for p in platforms if (ds := devices_of(p))]
     if not found:
         raise Unavailable(f"no {api} platform has a device (platforms: {names})")
-    found.sort(key=lambda pd: not has_gpu(pd[1]))  # platforms with a GPU first (a stable sort: in order otherwise)
+    found.sort(key=lambda pd: not any(type_of(d) == "gpu" for d in pd[1]))  # GPU first, else in order (stable)
     reasons = []
     for p, ds in found:
         if (why := failure(p, ds[0])) is None:

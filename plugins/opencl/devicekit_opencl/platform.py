@@ -84,7 +84,7 @@ def _select(want: str | None, kind: str, idx: tuple[int, ...]) -> Selection:
     if not plats:
         raise Unavailable(NO_PLATFORM)
     plat, devs = choose_platform(want, plats, api="OpenCL", var="DEVICEKIT_OPENCL_PLATFORM", devices_of=_devices,
-                                 has_gpu=lambda ds: any(_type_of(d) == "gpu" for d in ds), failure=_build_failure,
+                                 type_of=_type_of, failure=_build_failure,
                                  describe=lambda p: f"{p.name} ({p.version.split('  ')[0]})")
     return Selection.of(plat, devs, (kind, idx), _type_of, api="OpenCL", var="DEVICEKIT_OPENCL_DEVICE")
 
