@@ -21,6 +21,10 @@ nothing stored past N. The partial sums live in `out` (the rule of ir/kblock.py:
 over one range from 0, no load of a buffer the kernel writes). What the statement computes lane by lane is the
 user's own expression with its b loads read from the panel: the loads of a, the epilogue's loads (a bias, a mask)
 and any arithmetic stay as written.
+
+A transposed a (`a[r * m + i]`, the weight gradient x^T @ dh) reads a new line of a every k step at a stride no
+prefetcher follows; there a is packed too, GotoBLAS's form (`_Tile.goto_tiles`): per K block, b's panels GOTO_TILES
+at a time in one local block, and per row tile its kc x rows of a copied into a local tile, one vector a k step.
 """
 
 from __future__ import annotations
