@@ -22,11 +22,13 @@ from .upgrade import QuickTier
 
 # below this many estimated operations a launch runs on the calling thread. An estimated operation is one of the IR's
 # scalar ops (cost.py); the compiled code runs 20-60 of them a ns (SIMD, FMA, unrolling: measured 0.016-0.06 ns each
-# on the MLP's matmuls and elementwise kernels), so 2^19 is ~9-26 us of one thread. A split launch hands its chunks
+# on the MLP's matmuls and elementwise kernels), so 2^18 is ~4-13 us of one thread. A split launch hands its chunks
 # to workers spinning in native code (spinpool.py: ~1-2 us) or, asleep, runs them itself: it pays where the work is
-# more than that. Through a Python queue (threadpool.py: 20-80 us to wake a worker on a 2-core KVM guest) the bar was
-# 2^21, and a 784x512 SGD update (2.0M ops, 96 us) ran on one thread where two take 26 us (issue 31)
-PARALLEL_MIN_WORK = 1 << 19
+# more than that, and more in a step whose data the last split kernels left half in each core's cache: the 784-512-10
+# step's `dz @ w2^T * (h > 0)` (514K ops, h written by both threads) took 92-101 us on one thread and 62 split.
+# Through a Python queue (threadpool.py: 20-80 us to wake a worker on a 2-core KVM guest) the bar was 2^21, and a
+# 784x512 SGD update (2.0M ops, 96 us) ran on one thread where two take 26 us (issue 31)
+PARALLEL_MIN_WORK = 1 << 18
 # from this many estimated operations (and for every hand-written source kernel, whose work is unknown) a launch from
 # the main thread runs on a launcher thread, so Ctrl-C returns at once (devicekit.interrupt); below (~0.5-1.7 ms of
 # work), Ctrl-C waits for the launch to return and the handoff (~20 us: waking the launcher on a 2-core KVM guest) is
