@@ -7,6 +7,7 @@ import operator
 import time
 import warnings
 from functools import partial
+from typing import Any
 
 from devicekit.ir.symfn import compile_sym
 from devicekit.runtime import Program
@@ -78,6 +79,9 @@ class CPUProgram(Program):
         self._split = None if spec.core_split is None else compile_sym(spec.core_split, names)
         self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
         self._chunk_memo: dict[tuple, int] = {}  # (threads, extent, *vals) -> chunks
+        # a split launch's chunk records for the spin pool, by code address, arguments and bounds: a framework's step
+        # repeats its launches, and building the ctypes array is ~1-2 us of each (CHUNK_MEMO of them, then emptied)
+        self._chunk_records: dict[tuple | None, Any] = {}
         # a constant cost per outer iteration: below this extent a launch is one thread without asking `chunks`
         cost0 = spec.get_meta("split_cost", 1)
         self._serial_below = -(-PARALLEL_MIN_WORK // cost0) if isinstance(cost0, int) and cost0 >= 1 else 0
@@ -224,13 +228,20 @@ class CPUProgram(Program):
         if not self._int_abi or argc > MAX_ARGS or (sp := spinpool.get()) is None:
             return False
         n, w = len(bounds) - 1, argc + 2
-        recs = (ctypes.c_int64 * (w * n))()
-        head = [self._addr, argc, *args]
-        try:
-            for i in range(n):
-                recs[i * w:(i + 1) * w] = [*head, bounds[i], bounds[i + 1], *tail]
-        except TypeError:  # a null pointer (None): the ctypes path passes it
-            return False
+        key = None if tail else (self._addr, *args, *bounds)  # a split reduction's scratch is new each launch
+        recs = self._chunk_records.get(key)
+        if recs is None:
+            recs = (ctypes.c_int64 * (w * n))()
+            head = [self._addr, argc, *args]
+            try:
+                for i in range(n):
+                    recs[i * w:(i + 1) * w] = [*head, bounds[i], bounds[i + 1], *tail]
+            except TypeError:  # a null pointer (None): the ctypes path passes it
+                return False
+            if key is not None:
+                if len(self._chunk_records) >= CHUNK_MEMO:
+                    self._chunk_records.clear()
+                self._chunk_records[key] = recs
         return sp.run(recs, n, w)
 
 

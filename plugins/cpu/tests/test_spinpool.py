@@ -103,6 +103,44 @@ def test_a_stale_claim_runs_nothing():
     assert claim(at, 5) == 0 and slot[spinpool.CLAIMED] == 6  # the stale claim of launch 5 wins nothing, changes nothing
     assert claim(at, 9) == 1 and slot[spinpool.CLAIMED] == 9  # a slot skips the launches that use fewer threads
 
+def test_a_repeated_split_launch_reuses_its_records_and_only_its_own():
+    """A split launch's chunk records are kept by code address, arguments and bounds (building them is ~1-2 us of a
+    launch): the same launch again reuses them, other Buffers or another size build their own (a record keyed by
+    less would run the first launch's pointers: the second output stays zero), and the memo is bounded."""
+    import devicekit as dk
+    import numpy as np
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    from devicekit_cpu import runtime, spinpool
+
+    k = ir.KernelBuilder("spin_records")
+    n = k.var("n", 1, 1 << 24)
+    a, out = k.param("a", dtypes.float32, size=n), k.param("out", dtypes.float32, size=n, writable=True)
+    i = k.range(n, "global")
+    out[i] = a[i] * 2.0
+    cpu = dk.device("CPU")
+    r, c = cpu.pair("llvm")
+    prog = runtime.CPUProgram(c.compile(r.render(k.build())), cpu, threads=2)
+    if spinpool.ready() is None:
+        pytest.skip("no native spin pool in this process")
+    size = 300_001
+    assert prog.chunks(size, [size]) == 2
+    bufs = [(dk.Buffer(cpu, size, "float32").copyin(np.full(size, v, np.float32)), dk.Buffer(cpu, size, "float32"))
+            for v in (1.0, 3.0)]
+    prog.execute(list(bufs[0]), [size])
+    assert len(prog._chunk_records) == 1
+    prog.execute(list(bufs[0]), [size])
+    assert len(prog._chunk_records) == 1, "the same launch builds its records once"
+    prog.execute(list(bufs[1]), [size])
+    assert len(prog._chunk_records) == 2 and (bufs[1][1].numpy() == 6.0).all(), "other Buffers: their own records"
+    prog.execute(list(bufs[1]), [size - 1])
+    assert len(prog._chunk_records) == 3 and (bufs[1][1].numpy()[:size - 1] == 6.0).all()
+    for extra in range(runtime.CHUNK_MEMO + 1):
+        prog.execute(list(bufs[0]), [size - 2 - extra])
+    assert len(prog._chunk_records) <= runtime.CHUNK_MEMO
+    assert (bufs[0][1].numpy() == 2.0).all()
+
+
 def test_fuzzed_kernels_match_the_reference_with_every_launch_split(monkeypatch):
     """The fuzzer's kernels (mixed profile, both pairs) with PARALLEL_MIN_WORK = 1: every launch with a split range
     of two or more runs in chunks through the spin pool, so a wrong chunk bound, a chunk run twice or a lost one
