@@ -240,19 +240,24 @@ def test_a_transposed_a_is_packed_a_tile_at_a_time():
     assert _lower(k.build()).opts[0].startswith("packed b panels"), "one a load only"
 
 
-@pytest.mark.parametrize("split", [False, True])
-def test_the_packed_a_form_at_every_edge(small_blocks, monkeypatch, split):
+@pytest.mark.parametrize("split,regs", [(False, None), (True, None), (True, 512)])
+def test_the_packed_a_form_at_every_edge(small_blocks, monkeypatch, split, regs):
     """Fewer rows than a tile (the clamped copy), a last tile that starts early (its rows of the tile before not
     stored twice: with K blocks the partial sums would double), several column blocks and a partial one, the ragged
     columns, several K blocks; every launch split across the CPU's threads (`split`: the early tile's rows belong
-    to another thread's chunk), float32 and float64, with a framework's epilogue."""
+    to another thread's chunk), float32 and float64, with a framework's epilogue; and AVX2's register file (`regs`
+    512: tiles of 4 rows x one vector, the copy a vector of 4), run on this host."""
     if split:
         import devicekit_cpu.runtime as rt
         monkeypatch.setattr(rt, "PARALLEL_MIN_WORK", 1)
+    if regs is not None:
+        from devicekit_cpu.llvm_renderer import LLVMRenderer
+        monkeypatch.setattr(LLVMRenderer, "vector_register_bytes", regs)  # in the lowered-kernel cache's key
     kw = {"ta": True, "bias": True, "relu": True, "mask": True}
     for dt, tol in ((dtypes.float32, 1e-4), (dtypes.float64, 1e-11)):
         kern = gemm(dt=dt, **kw)
         for M, N, K in [(1, 40, 33), (5, 300, 40), (8, 129, 17), (9, 32, 48), (23, 257, 70), (41, 64, 16)]:
             prog, got, want = run(kern, M, N, K, "llvm", dt=dt.np, **kw)
-            assert prog.spec.get_meta("opts")[0].startswith("packed b blocks of 16 x "), prog.spec.get_meta("opts")
+            opts = prog.spec.get_meta("opts")[0]
+            assert opts.startswith("packed b blocks of 16 x ") and (regs is None or "a tiles of 16 x 4," in opts), opts
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{dt} {M}x{N}x{K} split={split}")
