@@ -228,7 +228,7 @@ def other_device(args, n: int) -> int:
         cl_args = [h.mem for h in handles] + [np.int64(m)]
         if prog._view_args:
             cl_args = [x for h in handles for x in (h.mem, np.uint64(h.offset))] + [np.int64(m)]
-        groups, local = prog._sizes(g, loc)
+        groups, local, _ = prog._sizes(g, loc)  # work_sizes.CheckedSizes: groups, local size, work-items
         glob = tuple(x * y for x, y in zip(groups, local))
         queue = prog.ctx.queue
         kern.set_args(*cl_args)

@@ -55,3 +55,28 @@ def test_other_devices_still_refuse_the_opencl_spelling():
     prog = dk.device("CPU").program_from_source("void k(int n, float *x) { x[0] = n; }", "k", sizes={"x": 1})
     with pytest.raises(TypeError, match="unexpected argument.*global_work_size"):
         dk.run(prog, n=1, global_work_size=(1,))
+
+
+def test_a_generated_kernels_execute_is_the_front_and_still_takes_work_items(ocl):
+    """A WorkSizes program (OPENCL) declares that its execute only adds keyword options, so its cached launches
+    take the core's generated front (no method frames: the launch cache's hit); a call with `global_work_size=`
+    goes through the front to the class's execute, which converts work-items to groups, and a misspelled option is
+    the class's TypeError, not swallowed by the front."""
+    from devicekit import ir
+    from devicekit.ir import dtypes
+    k = ir.KernelBuilder("ws_front_fill")
+    n = k.var("n", 1, 1 << 20)
+    out = k.param("out", dtypes.int32, size=n, writable=True)
+    i = k.range(n, "global")
+    out[i] = (i * 2).cast(dtypes.int32)
+    prog = ocl.compile(k.build())
+    buf = dk.Buffer(ocl, 64, "int32")
+    prog.execute([buf], [64], wait=True)
+    assert "execute" in vars(prog) and getattr(prog.execute, "__name__", "") == "execute", "the front is installed"
+    prog.execute([buf], [64], wait=True)
+    assert prog._entry([buf], [64]) is not None, "a repeat is the launch cache's"
+    buf.copyin(np.zeros(64, np.int32))
+    prog.execute([buf], [64], global_work_size=(64,), local_work_size=(64,), wait=True)  # one group of 64
+    assert buf.numpy().tolist()[:8] == [0, 2, 4, 6, 8, 10, 12, 14]
+    with pytest.raises(TypeError, match="global_wrk_size"):
+        prog.execute([buf], [64], global_wrk_size=(64,))

@@ -150,8 +150,11 @@ class Program(ABC):
         if sig is None or sig.spec is not self.spec:  # a swapped build keeps its spec; a new spec gets a new one
             sig = self._sig = Signature(self.spec)
             self._lookup = sig.lookup
-            if type(self).execute is Program.execute:  # a backend's own execute is left alone
-                front = sig.front(self, Program.execute, Launch)
+            own = type(self).execute
+            # a backend's own execute is left alone, unless it declares that it only adds keyword options
+            # (`execute_adds_options`: work_sizes.WorkSizes, whose work-item sizes go to it through the front)
+            if own is Program.execute or getattr(type(self), "execute_adds_options", False):
+                front = sig.front(self, own, Launch)
                 if front is None:
                     self.__dict__.pop("execute", None)
                 else:

@@ -118,8 +118,8 @@ class Signature:
     def front(self, program: Any, slow: Any, launch_cls: type) -> Any:
         """`program.execute` for a launch the cache holds, as one generated function: the key, the lookup and the
         bound native call with no method call between them (~60-90 ns less than `Program.execute`'s own hit path).
-        Anything else (a miss, launch dims, an entry not yet bound) goes to `slow(program, ...)`, the class's
-        `execute`, through a weak reference: the function lives on the Program and must not keep it alive. None for
+        Anything else (a miss, launch dims, a keyword option of the class's own, an entry not yet bound) goes to
+        `slow(program, ...)`, the class's `execute`, through a weak reference: the function lives on the Program and must not keep it alive. None for
         a signature whose launches are not cached."""
         if self.lookup is None:
             return None
@@ -127,9 +127,9 @@ class Signature:
         from time import perf_counter
         seq, unpack, ints, tup = self._front_src
         unpack = unpack.replace("return None", "raise ValueError")  # a length mismatch: the class's execute says
-        src = ("def execute(buffers, vals=(), global_size=None, local_size=None, wait=False):\n"
+        src = ("def execute(buffers, vals=(), global_size=None, local_size=None, wait=False, **options):\n"
                "    b, v, e = buffers, vals, None\n"
-               f"    if global_size is None and local_size is None and {seq}:\n"
+               f"    if global_size is None and local_size is None and not options and {seq}:\n"
                "        try:\n"
                f"{unpack}"
                f"            if {ints}:\n"
@@ -147,7 +147,7 @@ class Signature:
                "                h._device, h._t0, h.seconds = e[7], t0, None\n"
                "                return h\n"
                "            return ref()._again(e, perf_counter(), wait)\n"
-               "    return slow(ref(), buffers, vals, global_size, local_size, wait)\n")
+               "    return slow(ref(), buffers, vals, global_size, local_size, wait, **options)\n")
         env: dict[str, Any] = {"hits": self.hits, "perf_counter": perf_counter, "NEW": object.__new__,
                                "Launch": launch_cls, "slow": slow, "ref": weakref.ref(program)}
         exec(compile(src, f"<devicekit execute of {self.spec.name}>", "exec"), env)  # noqa: S102
