@@ -53,6 +53,9 @@ def test_an_event_launch_finishes_once_and_keeps_its_seconds():
     assert not h.done and calls == []
     assert h.wait() == 0.25 and h.wait() == 0.25 and h.done
     assert calls == [1]
+    h = EventLaunch(lambda ctx, ev: calls.append((ctx, ev)) or 0.5, "ctx", "ev")  # OPENCL's: _timed(ctx, event)
+    assert not h.done and repr(h) == "<Launch submitted>" and h.wait() == 0.5 and h.wait() == 0.5
+    assert calls == [1, ("ctx", "ev")] and h.done and h._device is None
 
 
 def test_wait_event_polls_then_raises_from_the_drivers_wait():

@@ -6,7 +6,6 @@ so Ctrl-C interrupts a kernel that never ends. More in README.md ("How it works"
 from __future__ import annotations
 
 import dataclasses
-import functools
 import threading
 from typing import Any
 
@@ -119,7 +118,7 @@ def _enqueue(ctx: context.Ctx, kernel, items: tuple, local: tuple, wait: bool, k
     try:
         ev = cl.enqueue_nd_range_kernel(ctx.queue, kernel, items, local)
         if not wait:
-            return EventLaunch(functools.partial(_timed, ctx, ev))
+            return EventLaunch(_timed, ctx, ev)
         return _timed(ctx, ev, keep)
     except KeyboardInterrupt:
         # a Ctrl-C that landed during the enqueue (a lazy build can take seconds) is raised as the call returns,
