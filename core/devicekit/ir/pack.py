@@ -167,26 +167,13 @@ class _Tile:
         """Pack and tile statements for the column tiles of `panels` vectors from column `base` (statement numbers
         k and k + 1: the tile reads a settled panel). `edge`: columns past N exist (pack zeros, read the last column,
         store nothing)."""
-        from .optimize import _vector_statement  # the optimizer's lane lifting (a vector where the ops allow)
-        st, red, i, j, r, isz = self.st, self.red, self.i, self.j, self.r, dtypes.index
+        red, i, j, r, isz = self.red, self.i, self.j, self.r, dtypes.index
         w = self.lanes * panels
-        ix, val = st.src
-        out, M, N = ix.src[0], i.src[0], j.src[0]
+        M, N = i.src[0], j.src[0]
         lo, hi, tidy = self.lo, self.hi, self.tidy
-        jj = UOp(Ops.RANGE, isz, (UOp.const(isz, w),), (self._id(), "global"))  # lanes: constants below
+        jj, lanes_of = self._lanes(panels)
         col = tidy.expr(base + jt * w + jj)
         jc = tidy.expr(col.minimum(N - 1)) if edge else col
-        dep: dict = {}
-        memos: list[dict] = [{} for _ in range(panels)]
-        subs: list[list[dict]] = [[{} for _ in range(self.lanes)] for _ in range(panels)]
-        lane_sets = [[UOp.const(isz, q * self.lanes + c) for c in range(self.lanes)] for q in range(panels)]
-
-        def lanes_of(tmpl: UOp) -> list[UOp]:
-            got: list[UOp] = []
-            for q in range(panels):
-                got += _vector_statement(tmpl, jj, lane_sets[q], dep, memos[q], subs[q], tidy)
-            return got
-
         stmts: list[UOp] = []
         rr = UOp(Ops.RANGE, isz, (lo, hi), (self._id(), "loop"))
         rk = UOp(Ops.RANGE, isz, (lo, hi), (self._id(), "reduce"))
@@ -201,24 +188,49 @@ class _Tile:
             from_panel[u] = UOp(Ops.LOAD, u.dtype, (UOp(Ops.INDEX, isz, (bt, tidy.expr((rk - lo) * w + jj))),))
         rows, exact_m = self.rows, M.op is Ops.CONST and M.arg % self.rows == 0
         it = UOp(Ops.RANGE, isz, (tidy.expr(_div(M, rows) if exact_m else _ceil_div(M, rows)),), i.arg)
-        first, last = self.kb.eq(0), self.kb.eq(self.nb - 1)
         for x in range(rows):
             row = tidy.expr(it * rows + x)
             at_row = row if exact_m else tidy.expr(row.minimum(M - 1))
             place = {i: at_row, j: jc}
             red_x = UOp(Ops.REDUCE, red.dtype, (substitute_memo(red.src[0], {**from_panel, r: rk, **place}, {}, tidy), rk),
                         Ops.ADD)
-            to = substitute_memo(ix.src[1], place, {}, tidy)
-            prev = UOp(Ops.LOAD, val.dtype, (UOp(Ops.INDEX, isz, (out, to)),))
-            total = make_alu(Ops.WHERE, (first, UOp.const(val.dtype, 0.0), prev)) + red_x
-            if val is not red:
-                total = make_alu(Ops.WHERE, (last, substitute_memo(val, {**place, red: total}, {}, tidy), total))
             gate = None if exact_m else tidy.expr(row < M)  # one gate for the row's lanes: its vector store stays one
             if edge:
                 gate = tidy.expr(col < N if gate is None else gate & (col < N))
-            stmts += lanes_of(UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, isz, (out, to) if gate is None else
-                                                               (out, to, gate)), total), (k + 1, "tile", x)))
+            stmts += lanes_of(self._row_store(place, red_x, gate, (k + 1, "tile", x)))
         return stmts
+
+    def _lanes(self, panels: int) -> tuple[UOp, Any]:
+        """The lane range of a tile `panels` vectors wide (constants once lifted) and the lifting of a statement
+        over it: one vector a panel where the ops allow (the optimizer's `_vector_statement`)."""
+        from .optimize import _vector_statement
+        isz = dtypes.index
+        jj = UOp(Ops.RANGE, isz, (UOp.const(isz, self.lanes * panels),), (self._id(), "global"))
+        dep: dict = {}
+        memos: list[dict] = [{} for _ in range(panels)]
+        subs: list[list[dict]] = [[{} for _ in range(self.lanes)] for _ in range(panels)]
+        lane_sets = [[UOp.const(isz, q * self.lanes + c) for c in range(self.lanes)] for q in range(panels)]
+
+        def lanes_of(tmpl: UOp) -> list[UOp]:
+            got: list[UOp] = []
+            for q in range(panels):
+                got += _vector_statement(tmpl, jj, lane_sets[q], dep, memos[q], subs[q], self.tidy)
+            return got
+        return jj, lanes_of
+
+    def _row_store(self, place: dict, red_x: UOp, gate: UOp | None, arg: tuple) -> UOp:
+        """A tile row's store: its sum over this K block added to the partial sum the blocks before left in out
+        (none in the first), and at the last block the user's epilogue around the total."""
+        ix, val = self.st.src
+        out, tidy, isz = ix.src[0], self.tidy, dtypes.index
+        to = substitute_memo(ix.src[1], place, {}, tidy)
+        prev = UOp(Ops.LOAD, val.dtype, (UOp(Ops.INDEX, isz, (out, to)),))
+        total = make_alu(Ops.WHERE, (self.kb.eq(0), UOp.const(val.dtype, 0.0), prev)) + red_x
+        if val is not self.red:
+            total = make_alu(Ops.WHERE, (self.kb.eq(self.nb - 1), substitute_memo(val, {**place, self.red: total}, {},
+                                                                                   tidy), total))
+        return UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, isz, (out, to) if gate is None else (out, to, gate)), total),
+                   arg)
 
 
     def goto_tiles(self, full: UOp, panels: int, a_load: UOp, k: int) -> list[UOp]:
@@ -230,25 +242,14 @@ class _Tile:
         and not stored); below `rows` rows a copy clamped row by row (statement k + 1's second loop, which runs
         only then)."""
         from .optimize import _vector_statement
-        st, red, r, isz = self.st, self.red, self.r, dtypes.index
+        red, r, isz = self.red, self.r, dtypes.index
         i, j, b_load = self.i, self.j, self.bl[0]
         w, rows, kc, tidy = self.lanes * panels, self.rows, self.kc, self.tidy
-        ix, val = st.src
-        out, M = ix.src[0], i.src[0]
+        M = i.src[0]
         lo, hi = self.lo, self.hi
         jc = UOp(Ops.RANGE, isz, (tidy.expr(_ceil_div(full, GOTO_TILES)),), (self._id(), "block"))
         in_block = tidy.expr((full - jc * GOTO_TILES).minimum(GOTO_TILES))
-        jj = UOp(Ops.RANGE, isz, (UOp.const(isz, w),), (self._id(), "global"))  # lanes: constants below
-        dep: dict = {}
-        memos: list[dict] = [{} for _ in range(panels)]
-        subs: list[list[dict]] = [[{} for _ in range(self.lanes)] for _ in range(panels)]
-        lane_sets = [[UOp.const(isz, q * self.lanes + c) for c in range(self.lanes)] for q in range(panels)]
-
-        def lanes_of(tmpl: UOp) -> list[UOp]:
-            got: list[UOp] = []
-            for q in range(panels):
-                got += _vector_statement(tmpl, jj, lane_sets[q], dep, memos[q], subs[q], tidy)
-            return got
+        jj, lanes_of = self._lanes(panels)
 
         # b's block: the panels of this column block, kc x w each, one after another
         tp = UOp(Ops.RANGE, isz, (in_block,), (self._id(), "loop"))
@@ -290,22 +291,15 @@ class _Tile:
         rk = UOp(Ops.RANGE, isz, (lo, hi), (self._id(), "reduce"))
         col = tidy.expr((jc * GOTO_TILES + t) * w + jj)
         from_b = UOp(Ops.LOAD, b_load.dtype, (UOp(Ops.INDEX, isz, (bb, tidy.expr((t * kc + (rk - lo)) * w + jj))),))
-        first, last = self.kb.eq(0), self.kb.eq(self.nb - 1)
         for x in range(rows):
             row = tidy.expr(start + x)
             from_a = UOp(Ops.LOAD, a_load.dtype, (UOp(Ops.INDEX, isz, (pa, tidy.expr((base + rk - lo) * rows + x))),))
             place = {i: row if exact_m else tidy.expr(row.minimum(M - 1)), j: col}
             red_x = UOp(Ops.REDUCE, red.dtype, (substitute_memo(red.src[0], {b_load: from_b, a_load: from_a, r: rk,
                                                                              **place}, {}, tidy), rk), Ops.ADD)
-            to = substitute_memo(ix.src[1], place, {}, tidy)
-            prev = UOp(Ops.LOAD, val.dtype, (UOp(Ops.INDEX, isz, (out, to)),))
-            total = make_alu(Ops.WHERE, (first, UOp.const(val.dtype, 0.0), prev)) + red_x
-            if val is not red:
-                total = make_alu(Ops.WHERE, (last, substitute_memo(val, {**place, red: total}, {}, tidy), total))
             # a row of this tile (not the one before's, when the last tile starts early) and inside M
             gate = None if exact_m else tidy.expr((row < it * rows).logical_not() & (row < M))
-            stmts += lanes_of(UOp(Ops.STORE, dtypes.void, (UOp(Ops.INDEX, isz, (out, to) if gate is None else
-                                                               (out, to, gate)), total), (k + 2, "tile", x)))
+            stmts += lanes_of(self._row_store(place, red_x, gate, (k + 2, "tile", x)))
         return stmts
 
 
