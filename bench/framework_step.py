@@ -6,6 +6,7 @@ eager / jax.jit when they are installed, in one process. Sizes: 64-64-10 at batc
 
     python bench/framework_step.py            # prints the table
     python bench/framework_step.py --quick    # fewer steps
+    python bench/framework_step.py --peers torch  # a subset of the peers (numpy always runs)
     python bench/framework_step.py --cpu      # this thread's CPU time (a machine shared with other work; numpy's
                                               # BLAS threads and the CPU device's pool are then not counted)
 
@@ -95,7 +96,7 @@ def numpy_step(x, y, p, scale, lr):
     b2 -= lr * db2
 
 
-def bench_size(ex, d: int, h: int, c: int, b: int, steps: int, nb: int = 4) -> dict:
+def bench_size(ex, d: int, h: int, c: int, b: int, steps: int, wanted: set | None = None, nb: int = 4) -> dict:
     import devicekit as dk
     lr = 0.01
     scale = 2.0 / (b * c)
@@ -194,7 +195,8 @@ def bench_size(ex, d: int, h: int, c: int, b: int, steps: int, nb: int = 4) -> d
             numpy_step(xs[s % nb], ys[s % nb], params, scale, lr)
     out["numpy"] = _best(run_np, steps)
     for name, peer in (("torch", _torch), ("jax", _jax)):
-        got = peer(xs, ys, init, scale, lr, steps)
+        run_it = wanted is None or {"torch": "torch", "jax": "jax.jit"}[name] in wanted
+        got = peer(xs, ys, init, scale, lr, steps) if run_it else "not run (--peers)"
         if isinstance(got, str):
             out[name], out[f"{name}_why"] = None, got
         else:
@@ -307,7 +309,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer steps")
     ap.add_argument("--cpu", action="store_true", help="time with this thread's CPU time (a loaded machine)")
+    ap.add_argument("--peers", default="torch,jax.jit", help="the peers to run besides numpy (default torch,jax.jit; "
+                    "'' for none)")
     args = ap.parse_args()
+    wanted = {x.strip() for x in args.peers.split(",") if x.strip()}
+    if unknown := wanted - {"torch", "jax.jit"}:
+        ap.error(f"--peers: unknown peer(s) {', '.join(sorted(unknown))}; the peers are torch, jax.jit")
     if args.cpu:
         CLOCK = time.thread_time
     ex = _example()
@@ -320,7 +327,7 @@ def main() -> int:
           f"{'first step dk/np/torch/jax (ms)':>32} {'kernels':>8} {'kernel time':>12} {'rest':>9} {'via execute':>12}")
     checks = []
     for d, h, c, b, steps in ((64, 64, 10, 100, 400), (784, 512, 10, 256, 40)):
-        r = bench_size(ex, d, h, c, b, steps // 4 if args.quick else steps)
+        r = bench_size(ex, d, h, c, b, steps // 4 if args.quick else steps, wanted)
 
         def us(x):
             return "-" if x is None else f"{x * 1e6:.1f}"
@@ -332,8 +339,8 @@ def main() -> int:
         firsts = "/".join(ms(r.get(k)) for k in ("first", "numpy_first", "torch_first", "jax_first"))
         size = f"{d}-{h}-{c}, batch {b}"
         ratio = f"{peers[top] / r['dk']:.2f}x ({top})"
-        print(f"{size:24} {us(r['dk']):>10} {us(r['numpy']):>10} {us(r['torch']) if r['torch'] else 'not inst.':>9} "
-              f"{us(r['jax']) if r['jax'] else 'not inst.':>9} "
+        print(f"{size:24} {us(r['dk']):>10} {us(r['numpy']):>10} {us(r['torch']) if r['torch'] else 'not run':>9} "
+              f"{us(r['jax']) if r['jax'] else 'not run':>9} "
               f"{ratio:>17} {firsts:>32} "
               f"{r['kernels']:>4}/{r['launches']:<3} {us(r['kernel']):>12} {us(max(0.0, r['dk'] - r['kernel'])):>9} "
               f"{us(r['execute']):>12}")

@@ -39,7 +39,7 @@ SCRIPTS = [
     (["warm_compile.py", "--runs", "1"], "warm cache, new process"),
     (["discovery.py", "-n", "1"], "devicekit.devices()"),
     (["launch.py", "--quick"], "execute, same arguments"),
-    (["framework_step.py", "--quick"], "784-512-10, batch 256"),
+    (["framework_step.py", "--quick", "--peers", ""], "784-512-10, batch 256"),
 ]
 
 
