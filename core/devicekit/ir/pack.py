@@ -44,7 +44,8 @@ MAX_PANEL_BYTES = 128 << 10
 FALLBACK_L2 = 1 << 20  # the smallest L2 of the hosts this runs on (Zen 4, Zen 5); where sysfs says nothing
 LINE = 64  # bytes of a cache line
 MAX_PANELS = 1  # b loads packed (each a local array of kc x w on the thread's stack, and its edge's: 192 KiB)
-GOTO_TILES = 4  # column tiles in the b block of the packed-a form (kc x 4 tiles of w lanes: MAX_PANEL_BYTES)
+GOTO_TILES = 4  # column tiles in the b block of the packed-a form (kc x 4 tiles of w lanes: MAX_PANEL_BYTES; with
+# the a tile's two copies and the edge panel at most 176 KiB of the thread's stack, float64)
 
 
 def block_kc(w: int, itemsize: int, rows_adjacent: bool = False, l2: int | None = None, l1: int | None = None) -> int:
