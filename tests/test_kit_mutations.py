@@ -24,6 +24,7 @@ ROWS = {
     "scalars_as_int64": ("scalar_params or (handwritten_source_matches_numpy and order)",
                          "test_scalar_params_match_reference|test_handwritten_source_matches_numpy"),
     "zero_seconds": ("wait_returns", "test_wait_returns_the_kernels_seconds"),
+    "keeps_core_state": ("cores_state", "test_a_program_leaves_the_cores_state_to_the_core"),
     "bare_identity": ("identity", "test_compiler_identity_names_what_changes_the_bytes"),
     "loads_at_first_launch": ("cannot_load", "test_bytes_it_cannot_load_are_refused_at_load"),
     "off_by_one": ("library_kernel_matches and elementwise_fma", "test_library_kernel_matches_reference"),

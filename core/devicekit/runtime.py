@@ -86,6 +86,9 @@ class Program(ABC):
     launch_takes_dims: ClassVar[bool] = True
     _sig: Signature | None = None  # the compiled signature and launch cache, made on the first launch
     _lookup: Callable | None = None  # its `lookup` (one attribute read on the hot path)
+    # what the core keeps on each Program, made as launches need it: a backend's subclass must not use these names
+    # (the conformance kit checks it; a CPU pool's chunk records once named `_records` broke checked launches)
+    CORE_STATE: ClassVar[tuple[str, ...]] = ("_sig", "_lookup", "_records", "_bind_names", "execute")
 
     def __init__(self, compiled: CompiledSpec, device: Device | None = None):
         self.compiled = compiled

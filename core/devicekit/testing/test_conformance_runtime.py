@@ -40,6 +40,27 @@ def test_wait_returns_the_kernels_seconds(dk_device):
     np.testing.assert_allclose(bufs[3].numpy(), host[0] * host[1] + host[2], rtol=1e-5, atol=1e-6)
 
 
+def test_a_program_leaves_the_cores_state_to_the_core(dk_device):
+    """`Program.CORE_STATE`: the names under which the core keeps a Program's signature, launch cache, bounds-check
+    records and generated front. A backend's Program that uses one for its own state (a class attribute, or set in
+    its `__init__`) breaks launches the core makes later: the CPU pool's chunk records, first named `_records`, took
+    the place of the bounds-check record pool and every checked launch failed. `execute` may be overridden only by a
+    class (the core installs its front on the instance)."""
+    from devicekit.runtime import Program
+    prog = dk_device.compile(kernels.elementwise("a * b + c", name="dk_conf_state"))
+    for name in Program.CORE_STATE:
+        owners = [c.__name__ for c in type(prog).__mro__ if c is not Program and name in vars(c) and name != "execute"]
+        assert not owners, f"{type(prog).__name__}: {name!r} is the core's per-program state; {owners} define it"
+    fresh = dk_device.runtime(prog.compiled) if hasattr(dk_device, "runtime") else None
+    if fresh is not None:
+        taken = sorted(set(vars(fresh)) & set(Program.CORE_STATE))
+        assert not taken, f"{type(fresh).__name__}.__init__ sets {taken}: the core's per-program state"
+    host, bufs = _fma_buffers(dk_device, 1024)
+    for _ in range(3):  # and the core's state works on it: launches, repeats through the launch cache
+        prog.execute(bufs, [1024], wait=True)
+    np.testing.assert_allclose(bufs[3].numpy(), host[0] * host[1] + host[2], rtol=1e-5, atol=1e-6)
+
+
 def _damaged(lib: bytes, how: str) -> bytes:
     if how == "empty":
         return b""
