@@ -8,6 +8,7 @@ bench/ray.py (a Ray cluster) are left to their runs."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -24,11 +25,11 @@ def test_the_launch_bench_runs_on_other_devices(args, kind):
             dk.device("OPENCL")
         except Exception as e:  # noqa: BLE001 - no OpenCL platform here
             pytest.skip(f"OPENCL: {e}")
+    elif shutil.which("g++") is None and shutil.which("clang++") is None and not os.environ.get("CXX"):
+        pytest.skip("no host C++ compiler for the fake CUDA driver's kernels (plugins/cuda/tests/cuda_host_emu.py)")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "launch.py"), "--quick", *args], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=180)
-    if kind == "CUDA" and out.returncode != 0 and "NVRTC" in out.stderr and "not" in out.stderr:
-        pytest.skip(f"CUDA fake driver: {out.stderr.strip().splitlines()[-1]}")
     assert out.returncode == 0, out.stderr[-3000:]
     assert "execute (alternating) above the driver" in out.stdout, out.stdout
 

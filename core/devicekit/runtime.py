@@ -84,6 +84,9 @@ class Program(ABC):
     # False: this backend's `_launch` ignores `var_vals`, `global_size` and `local_size` (the CPU device: its vals
     # and its own split say everything), so the fast path passes None for them instead of computing them
     launch_takes_dims: ClassVar[bool] = True
+    # True: this backend's own `execute` only adds keyword options (work_sizes.WorkSizes), so a cached launch without
+    # them may still take the core's generated front, which hands any option to that execute
+    execute_adds_options: ClassVar[bool] = False
     _sig: Signature | None = None  # the compiled signature and launch cache, made on the first launch
     _lookup: Callable | None = None  # its `lookup` (one attribute read on the hot path)
     # what the core keeps on each Program, made as launches need it: a backend's subclass must not use these names
@@ -154,9 +157,7 @@ class Program(ABC):
             sig = self._sig = Signature(self.spec)
             self._lookup = sig.lookup
             own = type(self).execute
-            # a backend's own execute is left alone, unless it declares that it only adds keyword options
-            # (`execute_adds_options`: work_sizes.WorkSizes, whose work-item sizes go to it through the front)
-            if own is Program.execute or getattr(type(self), "execute_adds_options", False):
+            if own is Program.execute or self.execute_adds_options:  # a backend's own execute is left alone
                 front = sig.front(self, own, Launch)
                 if front is None:
                     self.__dict__.pop("execute", None)

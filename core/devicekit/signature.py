@@ -119,8 +119,8 @@ class Signature:
         """`program.execute` for a launch the cache holds, as one generated function: the key, the lookup and the
         bound native call with no method call between them (~60-90 ns less than `Program.execute`'s own hit path).
         Anything else (a miss, launch dims, a keyword option of the class's own, an entry not yet bound) goes to
-        `slow(program, ...)`, the class's `execute`, through a weak reference: the function lives on the Program and must not keep it alive. None for
-        a signature whose launches are not cached."""
+        `slow(program, ...)`, the class's `execute`, through a weak reference: the function lives on the Program and
+        must not keep it alive. None for a signature whose launches are not cached."""
         if self.lookup is None:
             return None
         import weakref

@@ -90,9 +90,7 @@ class WorkSizes:
     """Mix in before `devicekit.runtime.Program`; `default_local` is the local size of a launch that gives none."""
 
     default_local: tuple[int, ...] | None = None
-    # this execute only adds keyword options, so a cached launch without them may take the core's generated front
-    # (devicekit.signature: the launch cache's hit with no method frame; the options go to this execute)
-    execute_adds_options = True
+    execute_adds_options = True  # Program's flag: work-item sizes go to this execute through the core's front
 
     def execute(self, buffers: Any, vals: Any = (), global_size: Any = None, local_size: Any = None,
                 wait: bool = False, *, global_work_size: Any = None, local_work_size: Any = None) -> Any:

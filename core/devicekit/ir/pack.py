@@ -34,6 +34,7 @@ from typing import Any
 from .dtypes import dtypes
 from .kblock import cache_bytes, l1_data_bytes
 from .ops import Ops
+from .passes import VEC_WIDTHS
 from .rewrite import substitute_memo
 from .uop import UOp, make_alu
 
@@ -81,7 +82,7 @@ def _packable_a(a_loads: list[UOp], adjacent: bool, i: UOp, r: UOp, free: dict[U
                 rows: int) -> UOp | None:
     """The one load of a transposed a (adjacent rows) that the packed-a form copies a tile at a time: ungated, of
     one buffer, its index of i and r only; None where the form does not apply (a read in place then)."""
-    if not adjacent or len(a_loads) != 1 or rows not in (2, 4, 8, 16):
+    if not adjacent or len(a_loads) != 1 or rows not in VEC_WIDTHS:  # the copy: one vector load a k step
         return None
     u = a_loads[0]
     if len(u.src) != 1 or len(u.src[0].src) != 2 or not free[u] <= {i, r} or r not in free[u]:

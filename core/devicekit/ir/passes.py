@@ -279,7 +279,7 @@ def _like(u: UOp, v) -> UOp:
 
 # ---- contiguous lanes -> vector loads and stores ----------------------------------------------------------------------
 
-_VEC_WIDTHS = (2, 4, 8, 16)
+VEC_WIDTHS = (2, 4, 8, 16)  # lanes group_vectors makes one vector of (ir/pack.py's copy of a: one of them)
 
 
 def _split_offset(idx: UOp) -> tuple[UOp | None, int]:
@@ -328,7 +328,7 @@ def _lanes_contiguous(indexes: list[UOp], unaligned: bool, memo: dict) -> tuple[
     """(buffer, base, first offset) when the indexes address consecutive elements of one buffer (aligned to the
     width unless the renderer takes unaligned vectors), else None."""
     n = len(indexes)
-    if n not in _VEC_WIDTHS or any(ix.op is not Ops.INDEX or len(ix.src) != 2 for ix in indexes):
+    if n not in VEC_WIDTHS or any(ix.op is not Ops.INDEX or len(ix.src) != 2 for ix in indexes):
         return None
     buf = indexes[0].src[0]
     if buf.dtype.count != 1 or any(ix.src[0] is not buf for ix in indexes):
@@ -375,7 +375,7 @@ def group_vectors(sink: UOp, unaligned: bool = False) -> UOp:
                 out.append(st)
                 k += 1
                 continue
-            for n in reversed(_VEC_WIDTHS):
+            for n in reversed(VEC_WIDTHS):
                 group = stmts[k:k + n]
                 if len(group) < n or any(g.op is not Ops.STORE or g.src[1].dtype.count != 1 or free[g] != free[st]
                                          or g.src[0].op is not Ops.INDEX or (g.src[0].src[2:] or (None,))[0] is not gate

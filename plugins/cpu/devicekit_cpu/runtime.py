@@ -44,7 +44,16 @@ TIER_WORK = 1 << 20
 # a single launch of this many estimated operations or more waits for the final build (built on the launching
 # thread): its O0 code would cost more than the ~20 ms compile (O0 runs such a launch 3-10x slower than O3's ~5 ms)
 TIER_SYNC_WORK = 1 << 24
-CHUNK_MEMO = 64  # sets of var values a program remembers its thread count for (emptied when full)
+CHUNK_MEMO = 64  # entries of a program's per-launch memos (thread counts, chunk records), emptied when full
+
+
+def _remember(memo: dict, key: tuple, value):
+    """`value` stored in one of a program's per-launch memos, emptied when it holds CHUNK_MEMO entries: a dict, not
+    devicekit.lru's LRU, whose lock costs ~0.3 us a lookup (a dict get ~0.06) on a split launch's path."""
+    if len(memo) >= CHUNK_MEMO:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 class CPUProgram(Program):
@@ -80,7 +89,7 @@ class CPUProgram(Program):
         self._cost = compile_sym(spec.get_meta("split_cost", 1), names, fallback=1 << 10)  # estimated ops per outer iteration
         self._chunk_memo: dict[tuple, int] = {}  # (threads, extent, *vals) -> chunks
         # a split launch's chunk records for the spin pool, by code address, arguments and bounds: a framework's step
-        # repeats its launches, and building the ctypes array is ~1-2 us of each (CHUNK_MEMO of them, then emptied)
+        # repeats its launches, and building the ctypes array is ~1-2 us of each
         self._chunk_records: dict[tuple | None, Any] = {}
         # a constant cost per outer iteration: below this extent a launch is one thread without asking `chunks`
         cost0 = spec.get_meta("split_cost", 1)
@@ -188,9 +197,7 @@ class CPUProgram(Program):
             n = min(self.threads, extent)
             if n <= 1 or extent * max(1, self._cost(tuple(vals))) < PARALLEL_MIN_WORK:
                 n = 1
-            if len(self._chunk_memo) >= CHUNK_MEMO:
-                self._chunk_memo.clear()
-            self._chunk_memo[key] = n
+            _remember(self._chunk_memo, key, n)
         return n
 
     def _launch(self, handles, vals, var_vals, global_size, local_size, wait):
@@ -239,9 +246,7 @@ class CPUProgram(Program):
             except TypeError:  # a null pointer (None): the ctypes path passes it
                 return False
             if key is not None:
-                if len(self._chunk_records) >= CHUNK_MEMO:
-                    self._chunk_records.clear()
-                self._chunk_records[key] = recs
+                _remember(self._chunk_records, key, recs)
         return sp.run(recs, n, w)
 
 
