@@ -59,6 +59,9 @@ class CStyleRenderer(Renderer):
     smem_prefix: ClassVar[str] = ""  # local memory declaration prefix: '__shared__ ', 'threadgroup '
     smem_align: ClassVar[str] = ""  # e.g. '__attribute__((aligned(16))) '
     barrier: ClassVar[str] = ""  # '__syncthreads();', 'threadgroup_barrier(mem_flags::mem_threadgroup);'
+    # the type a bool is kept as in buffers and local arrays where the language allows no bool there ('uchar':
+    # OpenCL C); None: bool itself. Loads read it back as `!= 0`, stores write the value cast to it (`mem_type`)
+    bool_memory: ClassVar[str | None] = None
     # ---- literals
     infinity: ClassVar[str] = "INFINITY"
     nan: ClassVar[str] = "NAN"
@@ -154,17 +157,28 @@ class CStyleRenderer(Renderer):
         return f"{fn}{'f' if dt.scalar() == dtypes.float32 else ''}({x})"
 
     # ================= hooks: memory
+    def mem_type(self, dt: DType) -> str:
+        """The type of dt's elements in memory (buffers, local arrays): `bool_memory` for a bool where it is set."""
+        return self.bool_memory if self.bool_memory and dt.is_bool and dt.count == 1 else self.render_dtype(dt)
+
     def render_load(self, buf: str, idx: str, dt: DType) -> str:
-        """Read element idx of buf; a vector dtype reads dt.count contiguous lanes."""
-        return f"{buf}[{idx}]" if dt.count == 1 else f"(*(({self.render_dtype(dt)}*)({buf}+{idx})))"
+        """Read element idx of buf; a vector dtype reads dt.count contiguous lanes; a bool kept as `bool_memory`
+        reads back as `!= 0`."""
+        if dt.count == 1:
+            return f"({buf}[{idx}]!=0)" if self.bool_memory and dt.is_bool else f"{buf}[{idx}]"
+        return f"(*(({self.render_dtype(dt)}*)({buf}+{idx})))"
 
     def render_store(self, buf: str, idx: str, value: str, dt: DType) -> str:
-        """Write value at element idx of buf (a statement, without the ';')."""
-        return f"{buf}[{idx}] = {value}" if dt.count == 1 else f"*(({self.render_dtype(dt)}*)({buf}+{idx})) = {value}"
+        """Write value at element idx of buf (a statement, without the ';'); a bool kept as `bool_memory` is cast to
+        it."""
+        if dt.count == 1:
+            return f"{buf}[{idx}] = ({self.bool_memory})({value})" if self.bool_memory and dt.is_bool else \
+                f"{buf}[{idx}] = {value}"
+        return f"*(({self.render_dtype(dt)}*)({buf}+{idx})) = {value}"
 
     def render_local(self, name: str, dt: DType, size: int) -> str:
-        """Declare local (shared) memory: '__shared__ float smem[256];'."""
-        return f"{self.smem_prefix}{self.smem_align}{self.render_dtype(dt)} {name}[{size}];"
+        """Declare local (shared) memory: '__shared__ float smem[256];' (its elements of `mem_type`)."""
+        return f"{self.smem_prefix}{self.smem_align}{self.mem_type(dt)} {name}[{size}];"
 
     def render_special(self, name: str, axis: int, extent: str) -> str:
         """Expression of a GPU index SPECIAL (gidxN = block index, lidxN = thread index); e.g. 'blockIdx.x'. The walk
@@ -173,9 +187,9 @@ class CStyleRenderer(Renderer):
 
     # ================= hooks: signature and file
     def render_param(self, name: str, dt: DType, writable: bool) -> str:
-        """One buffer parameter declaration."""
+        """One buffer parameter declaration (its elements of `mem_type`)."""
         const = "" if writable else self.buffer_const
-        return f"{self.buffer_prefix}{const}{self.render_dtype(dt)} *{self.buffer_restrict}{name}"
+        return f"{self.buffer_prefix}{const}{self.mem_type(dt)} *{self.buffer_restrict}{name}"
 
     def render_var(self, name: str) -> str:
         """One int var parameter declaration (vars are int64)."""
@@ -185,6 +199,11 @@ class CStyleRenderer(Renderer):
         """One k.scalar parameter declaration; `dt` is its wire dtype (ir.dtypes.scalar_wire: never bool, half or
         bfloat16). Metal: 'constant float& name'."""
         return f"{self.render_dtype(dt)} {name}"
+
+    def buffer_slots(self, lk) -> int:
+        """What counts against `max_buffers` (the walk checks it): the kernel's buffers. Metal: its vars too, which
+        take slots of the same buffer table."""
+        return len(lk.params)
 
     def render_preamble(self, used: set[DType]) -> str:
         """Text before the kernel: includes, typedefs for the vector types in `used`, helpers."""

@@ -254,15 +254,16 @@ class MetalRenderer(CStyleRenderer):
         return "#include <metal_stdlib>\nusing namespace metal;"
 
     def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
-        if len(params) > MAX_BUFFERS:
-            raise KernelError(f"kernel {name} needs {len(params)} buffer slots (params, int vars and scalars) but Metal "
-                              f"has {MAX_BUFFERS}: pass fewer buffers, or pack int vars into a buffer")
         params = [dataclasses.replace(p, decl=f"{p.decl} [[buffer({i})]]") for i, p in enumerate(params)]
         return super().render_kernel(name, params, body, used)
+
+    def buffer_slots(self, lk) -> int:
+        """Params, int vars and scalars: each takes a slot of Metal's buffer table (`[[buffer(i)]]`)."""
+        return len(lk.params) + len(lk.vars)
 
     def meta(self, lk) -> tuple:
         uses_bf16 = any(u.dtype.scalar() == dtypes.bfloat16 for u in lk.uops) or \
             any(p.dtype == dtypes.bfloat16 for p in lk.params)
         version = "3.1" if uses_bf16 else "2.4"  # the compilers read it from the source (compiler.needs_msl_version)
         return (("max_threads_per_threadgroup", MAX_THREADS_PER_GROUP),
-                ("buffer_slots", len(lk.params) + len(lk.vars)), ("msl_version", version))
+                ("buffer_slots", self.buffer_slots(lk)), ("msl_version", version))

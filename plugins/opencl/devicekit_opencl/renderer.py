@@ -13,7 +13,6 @@ from typing import ClassVar
 
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import Ops
-from devicekit.ir.uop import KernelError
 from devicekit.render.cstyle import CStyleRenderer, KernelParam
 from devicekit.render.int_exact import exact_int_ops
 from devicekit.render.prepare import hoist_locals
@@ -60,6 +59,7 @@ class OpenCLRenderer(CStyleRenderer):
     smem_prefix: ClassVar[str] = "__local "
     smem_align: ClassVar[str] = "__attribute__((aligned(16))) "
     barrier: ClassVar[str] = "barrier(CLK_LOCAL_MEM_FENCE);"
+    bool_memory: ClassVar[str] = "uchar"  # OpenCL C allows no bool in memory
     int_suffix: ClassVar[dict[str, str]] = {"int64": "L", "uint64": "UL", "uint32": "u", "int32": ""}
     type_map: ClassVar[dict[str, str]] = TYPE_MAP
     code_for_op = _CODE
@@ -132,18 +132,6 @@ class OpenCLRenderer(CStyleRenderer):
     def render_special(self, name: str, axis: int, extent: str) -> str:
         return f"((long){'get_group_id' if name.startswith('g') else 'get_local_id'}({axis}))"
 
-    def _mem_type(self, dt: DType) -> str:
-        return "uchar" if dt.is_bool else self.render_dtype(dt)  # OpenCL allows no bool in memory
-
-    def render_local(self, name: str, dt: DType, size: int) -> str:
-        return f"{self.smem_prefix}{self.smem_align}{self._mem_type(dt)} {name}[{size}];"
-
-    def render_load(self, buf: str, idx: str, dt: DType) -> str:
-        return f"({buf}[{idx}]!=0)" if dt.is_bool else f"{buf}[{idx}]"
-
-    def render_store(self, buf: str, idx: str, value: str, dt: DType) -> str:
-        return f"{buf}[{idx}] = (uchar)({value})" if dt.is_bool else f"{buf}[{idx}] = {value}"
-
     def render_preamble(self, used: set[DType]) -> str:
         names = {d.scalar().name for d in used}
         ext = [e for e, dt in (("fp16", "float16"), ("fp64", "float64")) if dt in names]
@@ -152,13 +140,11 @@ class OpenCLRenderer(CStyleRenderer):
 
     def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
         """Buffers become (byte base, byte offset) pairs; the body starts by forming each typed pointer."""
-        if (nbuf := sum(p.kind == "buffer" for p in params)) > self.max_buffers:
-            raise KernelError(f"kernel {name} has {nbuf} buffers; devicekit-opencl passes at most {self.max_buffers}")
         sig: list[KernelParam] = []
         head: list[str] = []
         for p in params:
             if p.kind == "buffer":
-                i, t = p.index, f"__global {'' if p.writable else 'const '}{self._mem_type(p.dtype)} *"
+                i, t = p.index, f"__global {'' if p.writable else 'const '}{self.mem_type(p.dtype)} *"
                 sig += [dataclasses.replace(p, decl=f"__global uchar *dk_base{i}"),
                         KernelParam(f"dk_off{i}", "offset", dtypes.uint64, False, p.user_name, i, f"ulong dk_off{i}")]
                 head.append(f"  {t}restrict {p.name} = ({t})(dk_base{i} + dk_off{i});")
