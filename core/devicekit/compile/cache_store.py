@@ -123,11 +123,12 @@ class CompileCache:
             self._dfd = self._root_fd = None
             self._state = "closed"
 
-    def __del__(self):
+    def __del__(self, _close=os.close):
+        # os.close bound at definition: at interpreter shutdown this module's `os` may already be None
         for fd in (getattr(self, "_dfd", None), getattr(self, "_root_fd", None)):
             if fd is not None:
                 try:
-                    os.close(fd)
+                    _close(fd)
                 except OSError:
                     pass
 
