@@ -1,8 +1,9 @@
 """CUDAProgram: a cubin loaded as a module on one device (pycuda), launched with grid = global_size (blocks) and
 block = local_size (threads). With wait=True the launch is timed with CUDA events and the seconds returned.
 
-Sizes are checked before the launch (devicekit.launch_sizes: ints, blocks of at least one thread, the device's grid
-and block limits, the kernel's threads per block). Waiting polls the end event on the main thread
+Sizes are checked before the launch by the core's work_sizes.CheckedSizes (devicekit.launch_sizes' checks: ints,
+blocks of at least one thread, the device's grid and block limits, the kernel's threads per block), remembered for
+the last sizes asked. Waiting polls the end event on the main thread
 (CUDAContext.wait_event), so Ctrl-C interrupts a kernel that never ends.
 """
 
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 import math
 
-from devicekit import launch_sizes
 from devicekit.render.signature import launch_shared
 from devicekit.runtime import Program
+from devicekit.work_sizes import CheckedSizes
 
 from . import context
 
@@ -43,7 +44,7 @@ class CUDAProgram(Program):
         self.order = spec.get_meta("args")
         self.dynamic_shared = spec.get_meta("dynamic_shared") is not None
         self.shared_limit = 48 * 1024  # dynamic shared memory a launch gets without opting in
-        self.limits = self.ctx.limits(int(self.max_threads))
+        self._sizes = CheckedSizes(self.name, self.ctx.limits(int(self.max_threads)))
 
     def _allow_shared(self, nbytes: int) -> None:
         """Opt in to more than 48 KiB of dynamic shared memory (Volta and later), or say why it cannot be had."""
@@ -57,13 +58,10 @@ class CUDAProgram(Program):
         self.shared_limit = nbytes
 
     def _dims(self, global_size, local_size) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        """(grid, block) checked against the limits (devicekit.launch_sizes), remembered for the last sizes asked:
-        the check costs ~3 us and a program's launches mostly repeat their sizes."""
-        sized = self.__dict__.get("_sized")
-        if sized is None or sized[0] != global_size or sized[1] != local_size:
-            grid, block = launch_sizes.check(self.name, global_size, local_size, self.limits)
-            sized = self._sized = (global_size, local_size, _dims3(grid), _dims3(block))
-        return sized[2], sized[3]
+        """(grid, block), 3 axes each, checked by the core's CheckedSizes (the check costs ~3 us; it is remembered
+        for the last sizes asked, as a program's launches mostly repeat their sizes)."""
+        groups, block, _ = self._sizes(global_size, local_size)
+        return _dims3(groups), _dims3(block)
 
     def _args(self, handles, vals) -> list:
         if self.order is None:
