@@ -6,7 +6,7 @@ char/short to int, so an inlined 8-bit sum keeps its carry; and x / 0, x % 0 and
 arithmetic and are read back as the signed type, 8/16-bit results are cut to their width after every op, and
 division gives the reference's answers (x / 0 = x % 0 = 0, MIN / -1 = MIN, MIN % -1 = 0; a literal divisor other
 than 0 and -1, the usual index arithmetic, stays a plain `/`). Comparisons and WHERE are left as they are: their
-result is a bool or one of their operands. The OpenCL renderer uses it; CUDA's writes the same rules out."""
+result is a bool or one of their operands. The OpenCL and CUDA renderers use it."""
 
 from __future__ import annotations
 

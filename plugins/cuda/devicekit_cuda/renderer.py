@@ -16,22 +16,23 @@ Language choices (all in hooks of devicekit.render.cstyle.CStyleRenderer):
   * user names (kernel, params, vars, shared arrays) are spelled `dku_<name>` by the base (devicekit.ir.names), so
     no C++ keyword, CUDA built-in (threadIdx, __global__, ...), math function or helper of ours can be hit.
   * small ints (8/16 bit) are truncated after every arithmetic op so inlined expressions wrap like the
-    reference; 8/16/32-bit add/sub/mul/neg/shl are done in unsigned arithmetic (defined wrap-around); int64
-    arithmetic (which is also all index arithmetic) is left plain.
+    reference; add/sub/mul/neg/shl/mulacc of every width are done in unsigned arithmetic (defined wrap-around:
+    NVRTC folds a plain int64 `x < x + 1` to true).
   * integer division and modulo follow the reference where C leaves them undefined (x / 0 = 0, x % 0 = 0,
-    MIN / -1 = MIN); a literal divisor (the usual case in index arithmetic) compiles to a plain `/`.
+    MIN / -1 = MIN); a literal divisor (the usual case in index arithmetic) compiles to a plain `/`. Both rules are
+    the core's devicekit.render.int_exact, which OpenCL uses too.
   * INFINITY / NAN from their bit patterns (NVRTC has no math.h); bitcast through memcpy.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from typing import ClassVar
 
 from devicekit.ir.dtypes import DType, dtypes
 from devicekit.ir.ops import Ops
 from devicekit.render.cstyle import CStyleRenderer, const_threads
+from devicekit.render.int_exact import exact_int_ops
 
 _LOW = ("float16", "bfloat16")
 _AXES = "xyz"
@@ -51,52 +52,8 @@ def _float_via(fn):
     return render
 
 
-_WRAPPING = frozenset({Ops.ADD, Ops.SUB, Ops.MUL, Ops.NEG, Ops.SHL, Ops.MULACC})
+TYPE_MAP = {**CStyleRenderer.type_map, "float16": "half", "bfloat16": "__nv_bfloat16", "int8": "signed char"}
 _UNSIGNED = {8: "unsigned int", 16: "unsigned int", 32: "unsigned int", 64: "unsigned long long"}
-_INT_LITERAL = re.compile(r"^\(*\(?(?:\([a-z ]+\))?\(?(-?\d+)(?:u|ll|ull)?\)*$")
-
-
-def _literal(x: str) -> int | None:
-    m = _INT_LITERAL.match(x)
-    return int(m.group(1)) if m else None
-
-
-def _safe_div(a: str, b: str, op: Ops, s: DType) -> str:
-    """a / b and a % b with the reference's answers where C has none: x / 0 = x % 0 = 0, and for signed types
-    MIN / -1 = MIN (wraps), MIN % -1 = 0. A literal divisor other than 0 and -1 needs no guard."""
-    c = "/" if op is Ops.IDIV else "%"
-    t = CUDARenderer.type_map[s.name]
-    lit = _literal(b)
-    if lit is not None and lit not in (0, -1):
-        return f"({a}{c}{b})"
-    if not s.is_unsigned:
-        u = _UNSIGNED.get(s.bits, "unsigned long long")
-        minus1 = f"(({t})(0u-(({u})({a}))))" if op is Ops.IDIV else f"(({t})0)"
-        return f"((({b})==0)?(({t})0):((({b})==-1)?{minus1}:({a}{c}{b})))"
-    return f"((({b})==0)?(({t})0):({a}{c}{b}))"
-
-
-def _int_wrap(fn, op: Ops):
-    """Wrap an ALU renderer so integer results wrap around exactly as the reference's fixed-width ints do:
-    add/sub/mul/neg/shl/mulacc run in unsigned arithmetic (no signed-overflow UB, no int promotion overflow),
-    and 8/16-bit results are truncated after every op (an inlined expression must not keep extra bits)."""
-    def render(*xs, dtype: DType) -> str:
-        s = dtype.scalar()
-        if dtype.count != 1 or not s.is_int:
-            return fn(*xs, dtype=dtype)
-        t = CUDARenderer.type_map[s.name]
-        if op in (Ops.IDIV, Ops.MOD):
-            expr = _safe_div(*xs, op, s)
-            return f"(({t})({expr}))" if s.bits < 32 else expr
-        if op in _WRAPPING:  # int64 too: NVRTC folds a plain `x < x + 1` to true (found on an H200)
-            u = _UNSIGNED[s.bits]
-            if op is Ops.SHL:
-                return f"(({t})((({u})({xs[0]}))<<(({xs[1]})&{s.bits - 1})))"
-            return f"(({t})({fn(*[f'(({u})({x}))' for x in xs], dtype=dtype)}))"
-        if s.bits < 32:
-            return f"(({t})({fn(*xs, dtype=dtype)}))"
-        return fn(*xs, dtype=dtype)
-    return render
 
 
 def _lanes(fn):
@@ -112,14 +69,12 @@ def _lanes(fn):
     return render
 
 
-_BASE = CStyleRenderer.code_for_op
-_CODE = {op: _float_via(_int_wrap(fn, op)) for op, fn in _BASE.items()}
+# integers wrap and divide as the IR says (the core's int_exact: int64 too, NVRTC folds a plain `x < x + 1` to true,
+# found on an H200), half/bfloat16 computed in float and rounded once; comparisons and where keep their operands'
+# types; then vectors lane by lane
+_INT = exact_int_ops(CStyleRenderer.code_for_op, TYPE_MAP, _UNSIGNED)
+_CODE = {op: fn if op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ, Ops.WHERE) else _float_via(fn) for op, fn in _INT.items()}
 _CODE[Ops.RECIP] = _float_via(lambda x, dtype: f"(1.0{'f' if dtype.scalar() != dtypes.float64 else ''}/{x})")
-_CODE[Ops.MULACC] = _float_via(_int_wrap(lambda a, b, c, dtype: f"(({a}*{b})+{c})", Ops.MULACC))
-# comparisons and where keep their operands' types (bool result / pass-through)
-for _op in (Ops.CMPLT, Ops.CMPNE, Ops.CMPEQ):
-    _CODE[_op] = _BASE[_op]
-_CODE[Ops.WHERE] = _BASE[Ops.WHERE]
 _CODE = {op: _lanes(fn) for op, fn in _CODE.items()}
 
 
@@ -143,8 +98,7 @@ class CUDARenderer(CStyleRenderer):
     smem_prefix: ClassVar[str] = "__shared__ "
     smem_align: ClassVar[str] = "__align__(16) "
     barrier: ClassVar[str] = "__syncthreads();"
-    type_map: ClassVar[dict[str, str]] = {
-        **CStyleRenderer.type_map, "float16": "half", "bfloat16": "__nv_bfloat16", "int8": "signed char"}
+    type_map: ClassVar[dict[str, str]] = TYPE_MAP
     code_for_op = _CODE
     math_fns: ClassVar[dict[Ops, str]] = {Ops.EXP2: "exp2", Ops.LOG2: "log2", Ops.SIN: "sin", Ops.SQRT: "sqrt",
                                           Ops.TRUNC: "trunc"}
