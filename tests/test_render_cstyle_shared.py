@@ -1,7 +1,7 @@
 """Mechanisms the C-style base (devicekit.render.cstyle and its walk, cstyle_walk) holds once for every C-like
 language, which OpenCL and Metal each wrote for themselves before (issue 35: a renderer implements only its
 language): bool kept in memory as another type (`bool_memory`: OpenCL C allows no bool in memory) and the buffer
-limit (`max_buffers`, counted by `buffer_slots`: one KernelError for CUDA, Metal and OpenCL). No device needed; the
+limit (`max_buffers`, counted by `buffer_slots`: one KernelError for CUDA, Metal, OpenCL and WGSL). No device needed; the
 bool test runs the rendered C through the system's C compiler."""
 
 from __future__ import annotations
@@ -97,3 +97,27 @@ def test_metal_counts_its_vars_in_the_buffer_table():
     MetalRenderer().render(wide_kernel(29, 2))
     with pytest.raises(KernelError, match="needs 32 buffer slots; METAL allows at most 31"):
         MetalRenderer().render(wide_kernel(30, 2))
+
+
+def gather(extra: int):
+    """x gathered through uint32 indices (the index check's flag buffer: WGSL's dk_fit_u) plus `extra` inputs."""
+    k = ir.KernelBuilder("gather")
+    o = k.param("o", dtypes.float32, size=4, writable=True)
+    x = k.param("x", dtypes.float32, size=4)
+    idx = k.param("idx", dtypes.uint32, size=4)
+    more = [k.param(f"m{j}", dtypes.float32, size=4) for j in range(extra)]
+    i = k.range(4, kind="global")
+    v = x[idx[i].cast(dtypes.int64)]
+    for m in more:
+        v = v + m[i]
+    o[i] = v
+    return k.build()
+
+
+def test_wgsl_counts_the_index_checks_flag_buffer():
+    """WGSL's storage buffers: the params (here 8 with the bounds-check record) and the flag buffer of its 64-bit
+    index check, when the kernel widens 32-bit data to an index."""
+    from devicekit_webgpu.renderer import WGSLRenderer
+    assert "dk_fit_u" in WGSLRenderer().render(gather(3)).src  # 7 params + the flag: 8, the limit
+    with pytest.raises(KernelError, match="needs 9 buffer slots; WEBGPU allows at most 8"):
+        WGSLRenderer().render(gather(4))

@@ -302,11 +302,7 @@ class WGSLRenderer(CStyleRenderer):
             if dt.name not in TYPE_MAP or (dt == dtypes.float16 and not self.fp16):
                 raise KernelError(f"WEBGPU does not support {dt.name} buffers (param {p.name!r})")
             params[self.user_name(p.name)] = (i, dt, i in written)
-        wide = bool(_checked(lk))
-        if len(params) + wide > self.max_buffers:
-            extra = " (and the 64-bit index check's flag)" if wide else ""
-            raise KernelError(f"WEBGPU does not support kernel {name} with {len(params)} buffers{extra}: this adapter "
-                              f"allows {self.max_buffers} storage buffers per shader stage")
+        wide = bool(_checked(lk))  # the buffer limit, flag included: the base's check (buffer_slots)
         for v in lk.vars:
             if v.scalar is not None and v.dtype.name not in UNIFORM_TYPES:
                 raise KernelError(f"WEBGPU does not support {v.scalar.name} scalar {v.name!r} (passed as "
@@ -322,6 +318,10 @@ class WGSLRenderer(CStyleRenderer):
             return super().render_linear(nan_exact.rewrite(lk), name)
         finally:
             del self._tls.k
+
+    def buffer_slots(self, lk) -> int:
+        """Storage buffers: the params, and the 64-bit index check's flag where the kernel has one (`_checked`)."""
+        return len(lk.params) + bool(_checked(lk))
 
     def render_kernel(self, name: str, params: list[KernelParam], body: list[str], used: set[DType]) -> str:
         k: _Kernel = self._tls.k
