@@ -4,15 +4,32 @@ renders and compiles; without the option nothing runs; an unknown kind is a usag
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+from devicekit import settings
 
 from .conftest import FIXTURES
 
 # no hypothesis plugin: the kit has no hypothesis test, and the plugin imports hypothesis at every run's end (~1 s)
 KIT = ("-m", "pytest", "--pyargs", "devicekit.testing", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
        "-rfEs")
+
+# The default run bounds what another run covers; DEVICEKIT_SLOW=1 runs every kit in full (docs/testing.md, "What the
+# default run bounds"). The kit's `devicekit info --json` check (a fresh process that probes every plugin, ~6 s) runs
+# in ACME's kit; test_info_json_lists_every_kind_the_kit_runs_on checks the other kinds' rows from one such process.
+# PYTHON's random kernels are compared with PYTHON itself (2 seeds: the path runs); ACME renders with the CPU plugin's
+# C renderer, whose random kernels the CI fuzz checks by the hundred (tests/reliability/test_fuzz.py): 4 seeds.
+SLOW = settings.get("DEVICEKIT_SLOW")
+BOUNDS = {"PYTHON": ("--devicekit-seeds=2", "-k", "not info_json"), "ACME": ("--devicekit-seeds=4",),
+          # hostile names: plugins/cuda/tests/test_cuda_hostile_names.py renders and host-compiles every case, NVRTC
+          # compiles a quarter of them; the library kernels compile with NVRTC there and in test_cuda_nvrtc_oldest.py
+          "CUDA": ("-k", "not info_json and not hostile_names")}
+
+
+def _bounds(device: str) -> tuple[str, ...]:
+    return () if SLOW else BOUNDS[device]
 
 
 def _counts(out: str) -> dict[str, int]:
@@ -22,7 +39,7 @@ def _counts(out: str) -> dict[str, int]:
 
 @pytest.mark.parametrize("device", ["PYTHON", "ACME"])  # CPU's kit run is plugins/cpu/tests/test_conformance.py
 def test_kit_passes(run_py, device):
-    p = run_py(*KIT, f"--devicekit-device={device}")
+    p = run_py(*KIT, *_bounds(device), f"--devicekit-device={device}")
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
     counts = _counts(p.stdout)
     assert counts.get("passed", 0) >= 60, counts
@@ -38,11 +55,27 @@ def test_kit_for_a_kind_that_cannot_run_here(run_py):
     cuda = [d for d in dk.devices() if d.kind == "CUDA"]
     if not cuda or cuda[0].available:
         pytest.skip("needs the CUDA plugin installed on a machine without a CUDA driver")
-    p = run_py(*KIT, "--devicekit-device=CUDA")
+    p = run_py(*KIT, *_bounds("CUDA"), "--devicekit-device=CUDA")
     assert p.returncode == 0, p.stdout[-4000:]
     counts = _counts(p.stdout)
     assert counts.get("passed", 0) >= 20, counts  # hooks, render and compile of every library kernel
     assert "CUDA cannot run here: no CUDA driver" in p.stdout
+
+
+def test_info_json_lists_every_kind_the_kit_runs_on(run_py):
+    """The kit's test_devicekit_info_json_lists_the_kind, for every kind whose kit run the default run bounds
+    (PYTHON, CPU, CUDA) and ACME, from one `devicekit info --json` process instead of one per kit run."""
+    from devicekit.testing.conformance import device_info
+    p = run_py("-m", "devicekit.cli", "info", "--json")
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    for kind in ("PYTHON", "CPU", "CUDA", "ACME"):
+        info = device_info(kind)
+        assert kind in rep["kinds"], sorted(rep["kinds"])
+        k = rep["kinds"][kind]
+        assert k["plugin"] == info.plugin, (kind, k["plugin"], info.plugin)
+        assert k["available"] == (info.available or k["available"]), kind
+        assert [p["name"] for p in k["pairs"]], f"info lists {kind}'s compiler pairs"
 
 
 def test_kit_without_the_option_runs_nothing(run_py):
