@@ -92,17 +92,23 @@ def _failures(reg: Registry) -> set[tuple[str, str]]:
     return {(f.plugin, f.phase) for f in reg.failures()}
 
 
+# the listing leg is the file's longest (~15 s: a discovery per parsed value): in PARTS parts, every setting in one,
+# so that the suite's two workers share it
+PARTS = 3
+
+
 @pytest.mark.filterwarnings("ignore::devicekit.compile.cache.CacheWarning")  # CACHE_DIR=../../etc/passwd: said, right
-def test_a_device_listing_under_each_hostile_value_fails_by_name_or_blames_no_plugin(monkeypatch, tmp_path):
+@pytest.mark.parametrize("part", range(PARTS))
+def test_a_device_listing_under_each_hostile_value_fails_by_name_or_blames_no_plugin(monkeypatch, tmp_path, part):
     """The end-to-end leg: values that parse are handed to real discovery (every installed plugin probed). In a
     scratch directory with a scratch cache: remembered probe answers are written per environment, and a hostile
-    DEVICEKIT_CACHE_DIR such as 'é' is a relative path."""
+    DEVICEKIT_CACHE_DIR such as 'é' is a relative path. Part `part` takes every PARTS-th setting."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DEVICEKIT_CACHE_DIR", str(tmp_path / "cache"))
     base = Registry()
     base.devices()
     clean = _failures(base)
-    for name in NAMES:
+    for name in NAMES[part::PARTS]:
         if name in NOT_DURING_DISCOVERY:
             continue
         for raw in HOSTILE:
