@@ -87,3 +87,33 @@ def test_run_py_has_both_rows_and_their_bars():
 def test_an_unknown_profile_is_named():
     with pytest.raises(ValueError, match="profile must be one of quick, standard, large, got 'huge'"):
         more_cases.cases("huge")
+
+
+def test_the_fused_rows_copy_reads_as_many_distinct_sources():
+    """The copy the fused row is held to launches from COPY_SOURCES sources in turn (each launch reads bytes the
+    last did not: the fused row's read set), the one-source copy always from one; both copy right."""
+    import devicekit as dk
+    run = runpy.run_path(os.path.join(ROOT, "bench", "run.py"), run_name="bench_run")
+    g = run["bench_bandwidth"].__globals__
+    g["COPY_N"] = 4096
+    made, seen = [], []
+
+    class D:
+        cpu = dk.device("CPU")
+
+        def buf(self, a):
+            return dk.Buffer(self.cpu, a.size, dk.dtypes.float32).copyin(a)
+
+        def empty(self, n):
+            made.append(dk.Buffer(self.cpu, n, dk.dtypes.float32))
+            return made[-1]
+
+    def best(f, reps, warmup=0):  # each launch's output, not its time
+        seen.append([(f(), made[-1].numpy()[:8].tobytes())[1] for _ in range(reps)])
+        return 1e-3
+
+    g["best"] = best
+    assert run["bench_bandwidth"](D()) == (1e-3, 1e-3, 1e-3)
+    one, turns = seen[0], seen[1]
+    assert g["COPY_SOURCES"] == 3 and len(set(one)) == 1 and len(set(turns)) == 3, (one, turns)
+    assert turns[:3] == turns[3:6]  # in turn, as the fused row reads its three inputs every launch
