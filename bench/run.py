@@ -71,6 +71,16 @@ LIMITS_MS = {"new kernel: render+compile+load": 10.0, "cached kernel: render+com
              "launch of a*b+c, n=16 (Plan.run, per launch)": 0.0003}
 COPY_N = 16 << 20  # the copy-bandwidth row: 64 MB of float32, the size of the fused row's arrays
 COPY_SOURCES = 3  # the fused row's inputs: the copy it is held to reads as many distinct bytes
+# seconds of quiet before each column's timing: a thread pool that ran last keeps spinning on the cores after its
+# call (OpenBLAS ~0.1 s, its THREAD_TIMEOUT of 2^28 cycles; devicekit's DEVICEKIT_CPU_SPIN_US 1 ms), and the next
+# column's threads share the cores with it (the MLP forward right after numpy's: 860-980 us against 600-660)
+SETTLE_S = 0.25
+WARMUP_S = 0.1  # then each column's calls warm for this long before the timed ones (pools wake, pages settle)
+
+
+def settle() -> None:
+    """Let the pools of the column timed last go idle, so that each column starts on quiet cores."""
+    time.sleep(SETTLE_S)
 
 
 # ------------------------------------------------------------------ devicekit
@@ -81,6 +91,8 @@ class DK:
         self.dk, self.dtypes = dk, dtypes
         self.cpu = dk.device("CPU")
         self.pair = self.cpu.pair_names[0]
+        from devicekit_cpu import spinpool  # a process's first split launch builds the native pool on a thread of
+        spinpool.ready()  # its own (~30-50 ms on one core; the Python pool runs the chunks meanwhile): built first
         infos = dk.devices()
         self.accel, self.accel_notes = {}, bench_devices.notes(infos)  # the OPENCL and WEBGPU columns, where they run
         for kind, note in zip(ACCELS, self.accel_notes):
@@ -136,7 +148,8 @@ def bench_case(dk, tg, case, reps, peers, compare: bool = True) -> dict:
     peer's or another device's that does not is reported as "wrong", not timed."""
     inputs = case.inputs()
     prepared = prepare(case, dk.cpu, inputs)
-    t_dk = best(prepared.launch, reps)
+    settle()
+    t_dk = best(prepared.launch, reps, warmup_s=WARMUP_S)
     want = case.reference(inputs)
     err = case.check(prepared.output(), want)
     assert not err, f"{case.title}: {err}"
@@ -147,12 +160,14 @@ def bench_case(dk, tg, case, reps, peers, compare: bool = True) -> dict:
         row.update(accel_times(dk, case, inputs, want, max(2, reps // 3)))
     if not compare:
         return row
-    row["numpy"] = best(lambda: case.reference(inputs), reps)
+    settle()
+    row["numpy"] = best(lambda: case.reference(inputs), reps, warmup_s=WARMUP_S)
     for peer in bench_peers.PEERS:
         if peer not in peers:
             row[peer] = "not run (--peers)"
             continue
-        pt = bench_peers.time_peer(peer, case, inputs, want, reps)
+        settle()
+        pt = bench_peers.time_peer(peer, case, inputs, want, reps, warmup_s=WARMUP_S)
         row[peer] = pt.seconds if pt.seconds is not None else pt.note
     if isinstance(tg, str):
         row["tinygrad"] = "not installed" if tg.startswith("not installed") else "unavailable"
@@ -160,6 +175,7 @@ def bench_case(dk, tg, case, reps, peers, compare: bool = True) -> dict:
         row["tinygrad"] = "no version"
     else:
         fn, arrays = case.tinygrad(inputs)
+        settle()
         row["tinygrad"] = tg_time(tg, fn, tuple(tg[0](a).realize() for a in arrays), reps)
     return row
 
@@ -176,7 +192,8 @@ def accel_times(dk, case, inputs, want, reps) -> dict:
             continue
         try:
             prep = prepare(case, dev, inputs)
-            t = best(prep.launch, reps)
+            settle()
+            t = best(prep.launch, reps, warmup_s=WARMUP_S)
             err = case.check(prep.output(), want)
             out[kind] = t if not err else f"wrong: {err}"
         except Exception as e:  # noqa: BLE001 - one device failing one case leaves the rest of the table

@@ -93,3 +93,30 @@ def test_every_case_has_a_peer_version():
     """A case added to the shared definition gets the peers' version of its product, not a "no version" cell."""
     for case in cases(profile="quick", proposals=True):
         assert bench_peers._base(case.name) in ("fma", "sum", "softmax", "matmul", "gather"), case.name
+
+
+
+def test_best_warms_for_warmup_s_then_times_reps(monkeypatch):
+    """bench/run.py warms every column for WARMUP_S before timing (a woken pool's first tens of milliseconds):
+    `best` keeps calling until that long has passed, then times `reps` calls; a peer's timing passes it on."""
+    import time
+
+    from devicekit.bench import definition
+    calls = []
+
+    def fn():
+        calls.append(time.perf_counter())
+        time.sleep(0.005)
+
+    definition.best(fn, reps=2, warmup=1, warmup_s=0.05)
+    assert len(calls) >= 2 + 0.05 / 0.006, len(calls)  # ~10 warm calls of 5 ms, then the 2 timed
+    calls.clear()
+    definition.best(fn, reps=2, warmup=1)
+    assert len(calls) == 3
+    seen = {}
+    monkeypatch.setattr(definition, "best", lambda *a, **k: seen.update(k) or 1.0)
+    monkeypatch.setattr(bench_peers, "version_for", lambda peer, name: lambda d: np.zeros(1))
+    monkeypatch.setattr(bench_peers, "missing", lambda peer: None)
+    case = next(c for c in cases(quick=True) if c.name == "fma")
+    got = bench_peers.time_peer("numba", case, {}, np.zeros(1), reps=3, warmup_s=0.1)
+    assert got.seconds == 1.0 and seen.get("warmup_s") == 0.1, (got, seen)

@@ -329,12 +329,17 @@ def cases(quick: bool = False, profile: str | None = None, proposals: bool = Fal
 
 
 # ------------------------------------------------------------------ timing
-def best(fn: Callable[[], float | None], reps: int = 5, warmup: int = 1, budget: float | None = None) -> float:
-    """Best time of up to `reps` calls (at least one) after `warmup` untimed calls, stopping early once `budget`
-    seconds are spent. A call that returns a positive float (a device's own measurement) counts that, anything
-    else (None, an array) the wall clock."""
-    for _ in range(warmup):
+def best(fn: Callable[[], float | None], reps: int = 5, warmup: int = 1, budget: float | None = None,
+         warmup_s: float = 0.0) -> float:
+    """Best time of up to `reps` calls (at least one) after `warmup` untimed calls, and more until `warmup_s`
+    seconds of them have passed (a thread pool that has just woken, or another's still spinning on the cores, slows
+    the first tens of milliseconds of calls), stopping early once `budget` seconds are spent. A call that returns a
+    positive float (a device's own measurement) counts that, anything else (None, an array) the wall clock."""
+    start = time.perf_counter()
+    done = 0
+    while done < warmup or time.perf_counter() - start < warmup_s:
         fn()
+        done += 1
     best_t, spent, n = float("inf"), 0.0, 0
     while n < reps and (n == 0 or budget is None or spent < budget):
         t0 = time.perf_counter()

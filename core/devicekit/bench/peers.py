@@ -298,9 +298,10 @@ def _numpy(x: Any) -> np.ndarray:
 
 
 def time_peer(peer: Peer, case: Any, inputs: dict[str, Any], want: np.ndarray, reps: int = 5,
-              budget: float | None = None) -> PeerTime:
+              budget: float | None = None, warmup_s: float = 0.0) -> PeerTime:
     """The peer's best time on `case` (a definition.BenchCase) after a warm-up call whose result must match
-    numpy's (`want`) within the case's tolerance; otherwise a PeerTime with the reason and no time."""
+    numpy's (`want`) within the case's tolerance (and `warmup_s` seconds more of calls, as `best`'s); otherwise a
+    PeerTime with the reason and no time."""
     from .definition import best
     why = missing(peer)
     if why is not None:
@@ -313,7 +314,7 @@ def time_peer(peer: Peer, case: Any, inputs: dict[str, Any], want: np.ndarray, r
         err = case.check(_numpy(got), want)
         if err:
             return PeerTime(None, f"wrong: {err}")
-        return PeerTime(best(lambda: (fn(inputs), None)[1], reps, warmup=1, budget=budget))
+        return PeerTime(best(lambda: (fn(inputs), None)[1], reps, warmup=1, budget=budget, warmup_s=warmup_s))
     except Exception as e:  # noqa: BLE001 - one peer failing on one case leaves the rest of the table
         return PeerTime(None, f"failed: {type(e).__name__}: {str(e).strip().splitlines()[0][:80] if str(e) else ''}")
 
