@@ -200,11 +200,6 @@ class CStyleRenderer(Renderer):
         bfloat16). Metal: 'constant float& name'."""
         return f"{self.render_dtype(dt)} {name}"
 
-    def buffer_slots(self, lk) -> int:
-        """What counts against `max_buffers` (the walk checks it): the kernel's buffers. Metal: its vars too, which
-        take slots of the same buffer table."""
-        return len(lk.params)
-
     def render_preamble(self, used: set[DType]) -> str:
         """Text before the kernel: includes, typedefs for the vector types in `used`, helpers."""
         return ""

@@ -60,11 +60,7 @@ class KernelParam:
 
 
 def walk(rend: CStyleRenderer, lk, name: str) -> str:
-    """The source of linear kernel `lk` with entry symbol `name`, in `rend`'s language (its hooks). A kernel past the
-    renderer's `max_buffers` (counted by its `buffer_slots`) is one KernelError for every C-like GPU language."""
-    if rend.max_buffers is not None and (slots := rend.buffer_slots(lk)) > rend.max_buffers:
-        raise KernelError(f"kernel {lk.name!r} needs {slots} buffer slots; {rend.device or type(rend).__name__} "
-                          f"allows at most {rend.max_buffers} (max_buffers)")
+    """The source of linear kernel `lk` with entry symbol `name`, in `rend`'s language (its hooks)."""
     uops = list(lk.uops)
     pos = {u: i for i, u in enumerate(uops)}
     uses: dict[UOp, list[int]] = {}

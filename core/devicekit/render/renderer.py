@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from ..ir.dtypes import DType, dtypes
 from ..ir.ops import ALU, Ops
+from ..ir.uop import KernelError
 from .program_spec import ProgramSpec
 
 
@@ -88,6 +89,9 @@ class Renderer(ABC):
         from .prepare import prepare, shared_bytes
         caps = self.capabilities
         lk = prepare(kernel, caps, name, self.device, f"{type(self).__name__}.render")
+        if self.max_buffers is not None and (slots := self.buffer_slots(lk)) > self.max_buffers:
+            raise KernelError(f"kernel {lk.name!r} needs {slots} buffer slots; {self.device or type(self).__name__} "
+                              f"allows at most {self.max_buffers} (max_buffers)")
         name = name or lk.name
         symbol = self.entry_symbol(name)
         src = self.render_linear(lk, symbol)
@@ -99,6 +103,12 @@ class Renderer(ABC):
                            outs=lk.outs, ins=lk.ins, kernel=kernel, checks=lk.checks,
                            meta=(*meta, ("opts", lk.opts)) if lk.opts else meta,
                            symbol="" if symbol == name else symbol)
+
+    def buffer_slots(self, lk) -> int:
+        """What counts against `max_buffers` (checked by `render` for every renderer that declares one): the
+        kernel's buffers. Metal: its vars too, which take slots of the same buffer table; WGSL: its index check's
+        flag buffer."""
+        return len(lk.params)
 
     def entry_symbol(self, name: str) -> str:
         """The entry point's symbol for kernel `name`, passed to `render_linear` and kept as ProgramSpec.symbol.
