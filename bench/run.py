@@ -450,6 +450,19 @@ def fmt_t(t: float | None) -> str:
     return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.2f} ms"
 
 
+def shown_args(argv: list[str]) -> list[str]:
+    """The command line as bench/README.md shows it: without `--json FILE` (the runner's file, not the project's)."""
+    shown, skip = [], False
+    for a in argv:
+        if skip or a.startswith("--json="):
+            skip = False
+            continue
+        skip = a == "--json"
+        if not skip:
+            shown.append(a)
+    return shown
+
+
 def update_readme(cpu_model: str, table: str) -> None:
     """Write `table` into bench/README.md's block for this CPU model (a new "### <model>" section before "## Notes"
     the first time): one table per model, so that a regression on one host stays visible next to the others."""
@@ -457,7 +470,7 @@ def update_readme(cpu_model: str, table: str) -> None:
         text = f.read()
     begin, end = BEGIN.format(cpu_model), END.format(cpu_model)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    body = f"\n_Last run: {stamp}, `python bench/run.py {' '.join(sys.argv[1:])}`._\n\n{table}\n"
+    body = f"\n_Last run: {stamp}, `python bench/run.py {' '.join(shown_args(sys.argv[1:]))}`._\n\n{table}\n"
     if begin in text:
         a, b = text.index(begin) + len(begin), text.index(end)
         text = text[:a] + body + text[b:]

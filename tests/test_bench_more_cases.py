@@ -117,3 +117,13 @@ def test_the_fused_rows_copy_reads_as_many_distinct_sources():
     one, turns = seen[0], seen[1]
     assert g["COPY_SOURCES"] == 3 and len(set(one)) == 1 and len(set(turns)) == 3, (one, turns)
     assert turns[:3] == turns[3:6]  # in turn, as the fused row reads its three inputs every launch
+
+
+def test_the_readme_shows_the_command_without_the_json_file():
+    """bench/README.md's "Last run" line shows the command, never the runner's own --json file (a path of its
+    machine)."""
+    run = runpy.run_path(os.path.join(ROOT, "bench", "run.py"), run_name="bench_run")
+    shown = run["shown_args"]
+    assert shown(["--json", "/somewhere/b.json", "--update-readme"]) == ["--update-readme"]
+    assert shown(["--only", "sum", "--json=/x.json"]) == ["--only", "sum"]
+    assert shown(["--quick", "--peers", "numba"]) == ["--quick", "--peers", "numba"]
