@@ -14,6 +14,7 @@ from devicekit import ir
 from devicekit.ir.dtypes import dtypes
 from devicekit.ir.uop import KernelError
 from devicekit.render.cstyle import CStyleRenderer
+from devicekit.testing.conformance import wide_kernel
 from devicekit_cuda.renderer import CUDARenderer
 from devicekit_metal.renderer import MetalRenderer
 from devicekit_opencl.renderer import OpenCLRenderer
@@ -66,20 +67,6 @@ def test_bool_memory_reads_any_nonzero_byte_as_true(tmp_path):
     subprocess.run(["cc", "-O2", "-w", "-o", str(tmp_path / "k"), str(tmp_path / "k.c")], check=True)
     out = subprocess.run([str(tmp_path / "k")], check=True, capture_output=True, text=True).stdout
     assert out.split() == ["0", "1", "1", "1"]
-
-
-def wide_kernel(nbuf: int, nvars: int = 0):
-    k = ir.KernelBuilder("wide")
-    bufs = [k.param(f"b{j}", dtypes.float32, size=4, writable=j == 0) for j in range(nbuf)]
-    vs = [k.var(f"v{j}", lo=0, hi=3) for j in range(nvars)]
-    i = k.range(4, kind="global")
-    total = bufs[1][i] if nbuf > 1 else 0.0
-    for b in bufs[2:]:
-        total = total + b[i]
-    for v in vs:
-        total = total + bufs[1][v]
-    bufs[0][i] = total
-    return k.build()
 
 
 @pytest.mark.parametrize("renderer", [CUDARenderer(), MetalRenderer(), OpenCLRenderer()], ids=lambda r: r.device)

@@ -87,3 +87,20 @@ def gather_kernel(name: str = "dk_conf_gather", index_dtype: Any = None, **build
     i = k.range(n, "global")
     out[i] = x[idx[i]]
     return k.build(**build)
+
+
+def wide_kernel(nbuf: int, nvars: int = 0, name: str = "wide") -> Any:
+    """b0 = the sum of b1..b(nbuf-1) (plus b1 read at each of `nvars` vars): nbuf buffer params and nvars int vars,
+    every access in bounds (no bounds-check record), for a renderer's `max_buffers` / `buffer_slots`."""
+    from devicekit import ir
+    k = ir.KernelBuilder(name)
+    bufs = [k.param(f"b{j}", dtypes.float32, size=4, writable=j == 0) for j in range(nbuf)]
+    vs = [k.var(f"v{j}", lo=0, hi=3) for j in range(nvars)]
+    i = k.range(4, kind="global")
+    total = bufs[1][i] if nbuf > 1 else 0.0
+    for b in bufs[2:]:
+        total = total + b[i]
+    for v in vs:
+        total = total + bufs[1][v]
+    bufs[0][i] = total
+    return k.build()

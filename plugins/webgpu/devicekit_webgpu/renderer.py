@@ -302,7 +302,7 @@ class WGSLRenderer(CStyleRenderer):
             if dt.name not in TYPE_MAP or (dt == dtypes.float16 and not self.fp16):
                 raise KernelError(f"WEBGPU does not support {dt.name} buffers (param {p.name!r})")
             params[self.user_name(p.name)] = (i, dt, i in written)
-        wide = bool(_checked(lk))  # the buffer limit, flag included: the base's check (buffer_slots)
+        wide = bool(_checked(lk))  # the buffer limit, flag included: Renderer.render's check (buffer_slots)
         for v in lk.vars:
             if v.scalar is not None and v.dtype.name not in UNIFORM_TYPES:
                 raise KernelError(f"WEBGPU does not support {v.scalar.name} scalar {v.name!r} (passed as "
