@@ -10,7 +10,8 @@ kernels on OPENCL and WEBGPU where they run, in one run. See bench/README.md (sc
     python bench/run.py --only fused,sum # a subset: fused sum naive-sum matmul matmul-default naive searched softmax gather
                                          # gather-unchecked mlp jacobi compile interop wavefront launch import
                                          # bandwidth (with fused or jacobi: the copy bandwidth and the row's
-                                         # fraction of it)
+                                         # fraction of it) peak (with matmul or mlp: the FMA peak and the
+                                         # row's fraction of it)
 """
 
 from __future__ import annotations
@@ -442,6 +443,33 @@ def short(note: str | None) -> str:
     return note.split(":")[0].split(" (")[0]
 
 
+def peak_rows(rows: list, by_name: dict) -> list[tuple[str, float | None, str]]:
+    """The host's float32 multiply-add peak (devicekit_cpu.fma_peak: registers only, one thread and every thread),
+    measured after the columns, on settled cores; then the compute-bound rows as fractions of it, devicekit's and
+    the best peer's, and the fraction a row's bar asks of devicekit (the peer's fraction x the bar)."""
+    from devicekit_cpu import fma_peak
+    from devicekit_cpu.hostinfo import num_threads
+    settle()
+    one, every = fma_peak.peak(1), fma_peak.peak(num_threads())
+    out = [("float32 FMA peak, one thread (registers only)", None, f"{one / 1e9:.0f} GFLOP/s"),
+           (f"float32 FMA peak, {num_threads()} threads", None, f"{every / 1e9:.0f} GFLOP/s")]
+    for case_name in ("matmul", "mlp"):
+        case = by_name[case_name]
+        row = next((r[1] for r in rows if r[0] == case.title), None)
+        if row is None or not isinstance(row.get("devicekit"), float):
+            continue
+        t = row["devicekit"]
+        top = bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in PEERS})
+        detail = f"{case.work / t / 1e9:.0f} GFLOP/s = {case.work / t / every:.2f} of the peak"
+        if top is not None:
+            frac = case.work / top[1] / every
+            detail += f"; best peer ({top[0]}) {frac:.2f}"
+            if case.title in BARS:
+                detail += f": the bar {BARS[case.title][1]}x asks {frac * BARS[case.title][1]:.2f}"
+        out.append((f"{case.title}: fraction of the FMA peak", t, detail))
+    return out
+
+
 def fmt_t(t: float | None) -> str:
     if t is None:
         return "n/a"
@@ -575,6 +603,8 @@ def main() -> int:
             rate = by_name["jacobi"].work / jacobi
             singles.append(("jacobi 5-point 4096^2: fraction of the copy bandwidth", jacobi,
                             f"{rate / 1e9:.1f} GB/s (2 x 64 MB) = {rate / bw:.2f} of devicekit's copy"))
+    if want("peak") or want("matmul") or want("mlp"):
+        singles += peak_rows(rows, by_name)
     if want("compile"):
         new, upgraded, hit, memo, parts = bench_compile(dk, reps)
         detail = (f"{parts['tier']} build: render {fmt_t(parts['render'])}, compile {fmt_t(parts['compile'])}, "

@@ -127,3 +127,36 @@ def test_the_readme_shows_the_command_without_the_json_file():
     assert shown(["--json", "/somewhere/b.json", "--update-readme"]) == ["--update-readme"]
     assert shown(["--only", "sum", "--json=/x.json"]) == ["--only", "sum"]
     assert shown(["--quick", "--peers", "numba"]) == ["--quick", "--peers", "numba"]
+
+
+def test_the_compute_rows_are_read_as_fractions_of_the_measured_fma_peak(monkeypatch):
+    """peak_rows measures the FMA peak on one thread and on every thread (devicekit_cpu.fma_peak, run for real),
+    then reads the matmul and MLP rows against the all-threads figure: devicekit's fraction, the best peer's, and
+    what the row's bar asks (the peer's fraction x the bar)."""
+    from devicekit_cpu import fma_peak
+    from devicekit_cpu.hostinfo import num_threads
+    run = runpy.run_path(os.path.join(ROOT, "bench", "run.py"), run_name="bench_run")
+    g = run["peak_rows"].__globals__
+    g["SETTLE_S"] = 0.0
+    measured = []
+    real = fma_peak.peak
+
+    def peak(threads=1, seconds=0.2, rounds=3):
+        measured.append((threads, real(threads, seconds=0.01, rounds=1)))
+        return 1e11 * threads  # the arithmetic below is checked against round figures
+    monkeypatch.setattr(fma_peak, "peak", peak)
+    by_name = {c.name: c for c in more_cases.cases("large")}
+    by_name["matmul"] = type("C", (), {"title": "matmul 1024 f32", "work": 2.0 * 1024 ** 3})()
+    mlp = by_name["mlp"]
+    rows = [(mlp.title, {"devicekit": mlp.work / 2.4e11, "numpy": mlp.work / 1.5e11, "torch": mlp.work / 1.8e11,
+                         "numba": "not installed"})]
+    out = run["peak_rows"](rows, by_name)
+    assert [t for t, _ in measured] == [1, num_threads()] and all(r > 0 for _, r in measured)
+    every = 1e11 * num_threads()
+    assert out[0] == ("float32 FMA peak, one thread (registers only)", None, "100 GFLOP/s")
+    assert out[1][2] == f"{every / 1e9:.0f} GFLOP/s"
+    assert len(out) == 3  # the matmul row did not run: no fraction for it
+    name, t, detail = out[2]
+    assert name == f"{mlp.title}: fraction of the FMA peak" and t == rows[0][1]["devicekit"]
+    assert detail == (f"240 GFLOP/s = {2.4e11 / every:.2f} of the peak; best peer (torch) {1.8e11 / every:.2f}: "
+                      f"the bar 1.2x asks {1.8e11 / every * 1.2:.2f}")
