@@ -7,6 +7,7 @@ kernels on OPENCL and WEBGPU where they run, in one run. See bench/README.md (sc
     python bench/run.py --peers numba,torch,jax.jit   # a subset of the peers (default: all; a missing one's column
                                                        # says "not installed")
     python bench/run.py --update-readme  # also writes the table into bench/README.md
+    python bench/run.py --rounds 3       # each row's columns timed 3 times in turn, each one's best kept (default 2)
     python bench/run.py --only fused,sum # a subset: fused sum naive-sum matmul matmul-default naive searched softmax gather
                                          # gather-unchecked mlp jacobi compile interop wavefront launch import
                                          # bandwidth (with fused or jacobi: the copy bandwidth and the row's
@@ -142,7 +143,32 @@ ROWS = {"fused": "fma", "sum": "sum", "naive-sum": "sum-naive", "matmul": "matmu
 NAIVE_SUM_BAR = 1.1  # issue 36: the obvious `o[0] = x[r].sum(r)` within 1.1x of kernels.reduce's two stages
 
 
+ROUNDS = 2  # each row's columns are timed this many times in turn (--rounds), each column's best kept
+
+
 def bench_case(dk, tg, case, reps, peers, compare: bool = True) -> dict:
+    """`bench_case_once` ROUNDS times in turn (devicekit, numpy, each peer, OPENCL, WEBGPU, then again), each
+    column's best kept (`merge_rounds`): on a shared machine a slow minute then hits every column, not one."""
+    return merge_rounds([bench_case_once(dk, tg, case, reps, peers, compare) for _ in range(ROUNDS)])
+
+
+def merge_rounds(rounds: list[dict]) -> dict:
+    """One row from the rounds of a row: a column's least time where every round timed it; a round's "wrong ..." or
+    "error ..." wherever one says so (a result that was wrong once is wrong), else the first round's note."""
+    out = {}
+    for col in rounds[0]:
+        vals = [r.get(col) for r in rounds]
+        bad = next((v for v in vals if isinstance(v, str) and v.startswith(("wrong", "error", "failed"))), None)
+        if bad is not None:
+            out[col] = bad
+        elif all(isinstance(v, float) for v in vals):
+            out[col] = min(vals)
+        else:
+            out[col] = next((v for v in vals if not isinstance(v, float)), vals[0])
+    return out
+
+
+def bench_case_once(dk, tg, case, reps, peers, compare: bool = True) -> dict:
     """{column: best time (seconds) or the reason there is none} of one case of devicekit.bench.definition (the
     definition `devicekit bench` uses, here at its "large" sizes): devicekit, then (when `compare`) each peer and the
     OPENCL and WEBGPU devices. Every result is checked against numpy: devicekit's must match (else an error), a
@@ -510,11 +536,15 @@ def update_readme(cpu_model: str, table: str) -> None:
 
 
 def main() -> int:
+    global ROUNDS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--update-readme", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--json", help="also write the results as JSON to this path")
+    ap.add_argument("--rounds", type=int, choices=range(1, 10), metavar="N",
+                    help=f"time each row's columns N times in turn, each column's best kept (default {ROUNDS}; "
+                         "--quick: 1)")
     ap.add_argument("--peers", default=",".join(bench_peers.PEERS),
                     help=f"the peers to run besides numpy and tinygrad (default: {','.join(bench_peers.PEERS)})")
     args = ap.parse_args()
@@ -525,6 +555,7 @@ def main() -> int:
     only = set(filter(None, args.only.split(",")))
     want = (lambda name: not only or name in only)
     reps = 3 if args.quick else 15  # best-of: many short runs find the quiet moments of a shared machine
+    ROUNDS = args.rounds if args.rounds is not None else 1 if args.quick else ROUNDS
 
     load0 = f"{os.getloadavg()[0]:.2f}"
     cpu_model = bench_machine.cpu_model()

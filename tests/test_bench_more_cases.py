@@ -160,3 +160,28 @@ def test_the_compute_rows_are_read_as_fractions_of_the_measured_fma_peak(monkeyp
     assert name == f"{mlp.title}: fraction of the FMA peak" and t == rows[0][1]["devicekit"]
     assert detail == (f"240 GFLOP/s = {2.4e11 / every:.2f} of the peak; best peer (torch) {1.8e11 / every:.2f}: "
                       f"the bar 1.2x asks {1.8e11 / every * 1.2:.2f}")
+
+
+def test_each_rows_columns_are_timed_in_rounds_and_each_keeps_its_best():
+    """bench_case times every column ROUNDS times in turn (devicekit, the peers, then again) and keeps each
+    column's least time; a result that was wrong in any round stays wrong, a note (not installed) stays a note."""
+    run = runpy.run_path(os.path.join(ROOT, "bench", "run.py"), run_name="bench_run")
+    g = run["bench_case"].__globals__
+    script = iter([{"devicekit": 2.0, "numpy": 1.0, "numba": "not installed", "torch": 3.0, "jax.jit": 1.0},
+                   {"devicekit": 1.5, "numpy": 1.2, "numba": "not installed", "torch": "wrong: max abs error 1",
+                    "jax.jit": 0.5}])
+    calls = []
+
+    def once(dk, tg, case, reps, peers, compare=True):
+        calls.append(compare)
+        return next(script)
+    g["bench_case_once"] = once
+    assert g["ROUNDS"] == 2
+    row = run["bench_case"](None, None, None, 3, set(), compare=True)
+    assert calls == [True, True]
+    assert row == {"devicekit": 1.5, "numpy": 1.0, "numba": "not installed", "torch": "wrong: max abs error 1",
+                   "jax.jit": 0.5}
+    merge = run["merge_rounds"]
+    assert merge([{"x": "error: boom"}, {"x": 1.0}]) == {"x": "error: boom"}
+    assert merge([{"x": 1.0}]) == {"x": 1.0}
+    assert merge([{"x": "unavailable"}, {"x": "wrong: max abs error 2"}]) == {"x": "wrong: max abs error 2"}
