@@ -28,6 +28,8 @@ import numpy as np
 from devicekit.compile.subproc import run_compiler
 from devicekit.errors import CompileError
 
+from .hostpch import pch_include
+
 SHIM_DIR = Path(__file__).parent / "shim"
 _SHIM_ARGS = ["-x", "c++", "-std=c++17", f"-I{SHIM_DIR}"]
 
@@ -263,9 +265,10 @@ class HostKernel:
         cpp.write_text(src)
         std = ["-std=c++20", "-pthread"] if self.threaded else ["-std=c++17"]
         # -O0: a kernel is built per check and run once on small data; the build is most of the cost (IEEE semantics
-        # are the same: SSE, no contraction, no fast-math)
-        cmd = [compiler, *std, "-O0", "-fPIC", "-shared", "-fno-fast-math", "-ffp-contract=off",
-               f"-I{SHIM_DIR}", "-Wno-attributes", "-o", str(so), str(cpp)]
+        # are the same: SSE, no contraction, no fast-math); the shim's headers precompiled (hostpch.py)
+        flags = [*std, "-O0", "-fPIC", "-fno-fast-math", "-ffp-contract=off", "-Wno-attributes"]
+        pch = pch_include(compiler, flags, SHIM_DIR, ("DK_HOST_THREADS=1",) if self.threaded else ())
+        cmd = [compiler, *flags, "-shared", *pch, f"-I{SHIM_DIR}", "-o", str(so), str(cpp)]
         p = run_compiler(cmd, what=os.path.basename(compiler))
         if p.returncode != 0:
             raise HostCheckError(f"host compile of {spec.name} failed:\n{p.stderr}\n--- source ---\n{src}")
