@@ -19,12 +19,13 @@ KIT = ("-m", "pytest", "--pyargs", "devicekit.testing", "-q", "-p", "no:cachepro
 # The default run bounds what another run covers; DEVICEKIT_SLOW=1 runs every kit in full (docs/testing.md, "What the
 # default run bounds"). The kit's `devicekit info --json` check (a fresh process that probes every plugin, ~6 s) runs
 # in ACME's kit; test_info_json_lists_every_kind_the_kit_runs_on checks the other kinds' rows from one such process.
-# PYTHON's random kernels are compared with PYTHON itself (2 seeds: the path runs); ACME renders with the CPU plugin's
+# PYTHON's random kernels and library kernels are compared with PYTHON itself (2 seeds, every third case of the
+# per-kernel checks with --devicekit-sample=3: the paths run; the CPU kit runs every case); ACME renders with the CPU plugin's
 # C renderer, whose random kernels the CI fuzz checks by the hundred (tests/reliability/test_fuzz.py): 4 seeds, and
 # the checks of what that renderer and a C compiler make of names and memory order (hostile names, target-language
 # keywords, memory order: the CPU kit's, and tests/reliability's hostile names on both CPU pairs) are left to the CPU.
 SLOW = settings.get("DEVICEKIT_SLOW")
-BOUNDS = {"PYTHON": ("--devicekit-seeds=2", "-k", "not info_json"),
+BOUNDS = {"PYTHON": ("--devicekit-seeds=2", "--devicekit-sample=3", "-k", "not info_json"),
           "ACME": ("--devicekit-seeds=4", "-k", "not hostile_names and not keywords_as_names and not memory_order"),
           # hostile names: plugins/cuda/tests/test_cuda_hostile_names.py renders and host-compiles every case, NVRTC
           # compiles a quarter of them; the library kernels compile with NVRTC there and in test_cuda_nvrtc_oldest.py
@@ -67,12 +68,15 @@ def test_kit_for_a_kind_that_cannot_run_here(run_py):
 
 def test_info_json_lists_every_kind_the_kit_runs_on(run_py):
     """The kit's test_devicekit_info_json_lists_the_kind, for every kind whose kit run the default run bounds
-    (PYTHON, CPU, CUDA) and ACME, from one `devicekit info --json` process instead of one per kit run."""
+    (PYTHON, CPU, CUDA, OPENCL and WEBGPU where their plugins are installed) and ACME, from one `devicekit info
+    --json` process instead of one per kit run."""
+    import devicekit as dk
     from devicekit.testing.conformance import device_info
     p = run_py("-m", "devicekit.cli", "info", "--json")
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
-    for kind in ("PYTHON", "CPU", "CUDA", "ACME"):
+    installed = {d.kind for d in dk.devices()}
+    for kind in ("PYTHON", "CPU", "CUDA", "ACME", *({"OPENCL", "WEBGPU"} & installed)):
         info = device_info(kind)
         assert kind in rep["kinds"], sorted(rep["kinds"])
         k = rep["kinds"][kind]
@@ -145,3 +149,24 @@ def test_kit_never_writes_the_users_cache(tmp_path):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     assert _counts(p.stdout).get("passed", 0) >= 5, p.stdout[-2000:]
     assert not (tmp_path / "xdg" / "devicekit").exists(), list((tmp_path / "xdg").rglob("*"))
+
+
+def test_sample_runs_every_kth_case_of_the_per_kernel_checks_only(run_py):
+    """--devicekit-sample=3 (the bound of the secondary devices' kits) keeps cases 0, 3, 6, ... of each per-kernel
+    check and every other check; without it (what a vendor runs) every case is collected; 0 is a usage error."""
+    from devicekit.testing.pytest_plugin import SAMPLED
+
+    def collected(*extra: str) -> list[str]:
+        p = run_py(*KIT, "--devicekit-device=PYTHON", "--co", *extra)
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+        return [line.split("::", 1)[1] for line in p.stdout.splitlines() if "::" in line]
+
+    whole, sampled = collected(), collected("--devicekit-sample=3")
+    assert set(sampled) < set(whole)
+    for name in {t.split("[")[0] for t in whole}:
+        cases = [t for t in whole if t.split("[")[0] == name]
+        want = cases[::3] if name in SAMPLED and len(cases) > 1 else cases
+        assert [t for t in sampled if t.split("[")[0] == name] == want, name
+    assert all(any(t.startswith(f"{n}[") and t not in sampled for t in whole) for n in SAMPLED), "each one is cut"
+    p = run_py(*KIT, "--devicekit-device=PYTHON", "--devicekit-sample=0")
+    assert p.returncode == 4 and "--devicekit-sample must be >= 1, got 0" in p.stderr, p.stderr[-2000:]

@@ -8,6 +8,13 @@ import pytest
 
 MARKER = "devicekit_conformance"
 
+# The kit's per-kernel checks: one case per kernel (library kernels, memory-order kernels, hand-written sources),
+# each compiling and running a kernel of its own. `--devicekit-sample=K` runs every K-th case of these; every other
+# check (hooks, memory, launches, errors, sizes, dtypes, names, interrupt, limits: what is particular to a device) and
+# the render and compile of every library kernel still run whole.
+SAMPLED = ("test_library_kernel_matches_reference", "test_memory_order_matches_reference",
+           "test_memory_order_compiles", "test_handwritten_source_matches_numpy")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("devicekit", "devicekit conformance kit")
@@ -19,6 +26,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--devicekit-fuzz", metavar="N", type=int, default=0,
                     help="also run the differential fuzzer (devicekit.testing.fuzz) on N kernels against the device "
                          "under test, every compiler pair vs PYTHON (default 0: off)")
+    group.addoption("--devicekit-sample", metavar="K", type=int, default=1,
+                    help="run every K-th case of the kit's per-kernel checks (library kernels, memory-order kernels, "
+                         "hand-written sources) and every other check whole: for a suite that runs every case on "
+                         "another device already (default 1: the whole kit)")
     group.addoption("--devicekit-fuzz-seed", metavar="S", type=int, default=0,
                     help="the first fuzz seed (default 0): seeds S..S+N-1")
 
@@ -61,6 +72,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _private_cache(config)  # set at configure already; kept for a caller that skipped it
     if (err := _known_device(spec_text)) is not None:
         raise pytest.UsageError(err)
+    _sample(config, items)
+
+
+def _sample(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """--devicekit-sample=K: deselects all but every K-th case (0, K, 2K, ...) of each SAMPLED check."""
+    k = config.getoption("devicekit_sample", 1)
+    if k < 1:
+        raise pytest.UsageError(f"--devicekit-sample must be >= 1, got {k}")
+    if k == 1:
+        return
+    seen: dict[tuple[str, str], int] = {}
+    keep, drop = [], []
+    for item in items:
+        name = getattr(item, "originalname", item.name)
+        if item.get_closest_marker(MARKER) and name in SAMPLED and hasattr(item, "callspec"):
+            i = seen[(str(item.path), name)] = seen.get((str(item.path), name), -1) + 1
+            if i % k:
+                drop.append(item)
+                continue
+        keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def _private_cache(config: pytest.Config) -> None:

@@ -16,8 +16,13 @@ from devicekit import settings
 from devicekit_metal.hostcheck import cxx, libclang_available
 
 # the kit's hostile-name and keyword checks build a kernel each (a g++ run on the fake Mac): every name with
-# DEVICEKIT_SLOW=1, in the default run the plugin's own test_metal_hostile_names.py covers names (render + emulation)
-SKIP = "" if settings.get("DEVICEKIT_SLOW") else " and not hostile_names_match_reference and not keywords_as_names"
+# DEVICEKIT_SLOW=1, in the default run the plugin's own test_metal_hostile_names.py covers names (render + emulation).
+# Likewise every third case of the per-kernel checks (library kernels, memory order: --devicekit-sample=3) and 2
+# random kernels of 6: test_metal_kernels.py runs every corpus and library kernel and 16 random kernels through the
+# same host emulation, and the CPU kit every case on the CPU; DEVICEKIT_SLOW=1 runs them all here
+SLOW = settings.get("DEVICEKIT_SLOW")
+SKIP = "" if SLOW else " and not hostile_names_match_reference and not keywords_as_names"
+BOUND = ["--devicekit-seeds=6"] if SLOW else ["--devicekit-seeds=2", "--devicekit-sample=3"]
 
 BOOT = """
 import importlib.util, sys
@@ -25,7 +30,7 @@ spec = importlib.util.spec_from_file_location("devicekit_metal_fake", {fake!r})
 fake = importlib.util.module_from_spec(spec); spec.loader.exec_module(fake)
 fake.install()
 import pytest
-sys.exit(pytest.main(["--pyargs", "devicekit.testing", "--devicekit-device=METAL", "--devicekit-seeds=6", "-q",
+sys.exit(pytest.main(["--pyargs", "devicekit.testing", "--devicekit-device=METAL", *{bound!r}, "-q",
                       "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rfEs", "-W", "ignore::Warning",
                       # `devicekit info --json` runs in a fresh process, where there is no fake Mac
                       "-k", "not info_json{skip}"]))
@@ -38,7 +43,7 @@ sys.exit(pytest.main(["--pyargs", "devicekit.testing", "--devicekit-device=METAL
 def test_conformance_kit_on_a_fake_mac(tmp_path):
     fake = str(Path(__file__).with_name("fake_metal.py"))
     env = dict(os.environ, DEVICEKIT_CACHE_DIR=str(tmp_path / "cache"))
-    p = subprocess.run([sys.executable, "-c", BOOT.format(fake=fake, skip=SKIP)], capture_output=True, text=True, cwd=tmp_path,
+    p = subprocess.run([sys.executable, "-c", BOOT.format(fake=fake, skip=SKIP, bound=BOUND)], capture_output=True, text=True, cwd=tmp_path,
                        env=env, timeout=1200, check=False)
     tail = (p.stdout + p.stderr)[-6000:]
     assert p.returncode == 0, tail
