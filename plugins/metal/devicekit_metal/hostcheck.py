@@ -28,7 +28,7 @@ import numpy as np
 from devicekit.compile.subproc import run_compiler
 from devicekit.errors import CompileError
 
-from .hostpch import pch_include
+from .hostpch import libclang_pch, pch_include
 
 SHIM_DIR = Path(__file__).parent / "shim"
 _SHIM_ARGS = ["-x", "c++", "-std=c++17", f"-I{SHIM_DIR}"]
@@ -69,8 +69,9 @@ def syntax_check(src: str, filename: str = "kernel.metal") -> list[str]:
     import clang.cindex as ci
     index = ci.Index.create()
     name = filename if filename.endswith(".cpp") else filename + ".cpp"
-    args = [*_SHIM_ARGS, *_builtin_include_args(), "-Wno-unknown-attributes", "-fsyntax-only"]
-    tu = index.parse(name, args=args,
+    args = [*_SHIM_ARGS, *_builtin_include_args(), "-Wno-unknown-attributes"]
+    pch = libclang_pch(args, SHIM_DIR) if src.lstrip().startswith("#include <metal_stdlib>") else []
+    tu = index.parse(name, args=[*args, *pch, "-fsyntax-only"],
                      unsaved_files=[(name, src)], options=0)
     errs = []
     for d in tu.diagnostics:

@@ -1,5 +1,6 @@
 """The host emulation's precompiled shim (devicekit_metal/hostpch.py): g++ really reads it in HostKernel's own build,
-for the sequential and the threaded harness, and a kernel built with it computes what it computes without."""
+for the sequential and the threaded harness, and a kernel built with it computes what it computes without; the
+libclang syntax check reads its own precompiled shim and reports the same errors, at the same lines."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 from devicekit import ir
 from devicekit.ir import dtypes
 from devicekit_metal import hostcheck, hostpch
-from devicekit_metal.hostcheck import HostKernel, cxx
+from devicekit_metal.hostcheck import HostKernel, cxx, libclang_available, syntax_check
 from devicekit_metal.renderer import MetalRenderer
 
-pytestmark = pytest.mark.skipif(cxx() is None or not hostpch._is_gcc(cxx() or ""),
-                                reason="the precompiled shim is g++'s (clang++ builds read the headers)")
+needs_gcc = pytest.mark.skipif(cxx() is None or not hostpch._is_gcc(cxx() or ""),
+                               reason="the precompiled shim is g++'s (clang++ builds read the headers)")
 
 
 def _saxpy():
@@ -42,6 +43,7 @@ def _blocksum():
     return k.build()
 
 
+@needs_gcc
 @pytest.mark.parametrize("make", [_saxpy, _blocksum], ids=["sequential", "threaded"])
 def test_the_host_build_reads_the_precompiled_shim(make, tmp_path, monkeypatch):
     """HostKernel's own g++ command, run again with -H: the first header g++ reads is the .gch ('!' = used; 'x' =
@@ -59,6 +61,7 @@ def test_the_host_build_reads_the_precompiled_shim(make, tmp_path, monkeypatch):
     assert first.startswith("! ") and first.endswith("metal_stdlib.gch"), p.stderr[:600]
 
 
+@needs_gcc
 @pytest.mark.parametrize("make", [_saxpy, _blocksum], ids=["sequential", "threaded"])
 def test_a_kernel_computes_the_same_with_and_without_it(make, tmp_path, monkeypatch):
     spec = MetalRenderer().render(make())
@@ -77,3 +80,19 @@ def test_a_kernel_computes_the_same_with_and_without_it(make, tmp_path, monkeypa
     np.testing.assert_array_equal(outs[0], outs[1])
     want = ins[0] * np.float32(2.5) + ins[1] if make is _saxpy else ins[0].reshape(3, 64).sum(axis=1)
     np.testing.assert_allclose(outs[1], want, rtol=1e-5)
+
+
+@pytest.mark.skipif(libclang_available() is not None, reason="needs libclang")
+def test_the_syntax_check_reads_its_precompiled_shim_and_reports_the_same(monkeypatch):
+    src = MetalRenderer().render(_blocksum()).src
+    assert src.startswith("#include <metal_stdlib>")
+    bad = src.replace("dku_out[", "dku_nosuch[", 1)
+    line = next(i for i, t in enumerate(bad.splitlines(), 1) if "dku_nosuch" in t)
+    seen = []
+    real = hostpch.libclang_pch
+    monkeypatch.setattr(hostcheck, "libclang_pch", lambda *a: seen.append(real(*a)) or seen[-1])
+    with_pch = syntax_check(src), syntax_check(bad)
+    assert seen and all(p and p[0] == "-include-pch" for p in seen), seen
+    monkeypatch.setattr(hostpch, "ENABLED", False)
+    assert (syntax_check(src), syntax_check(bad)) == with_pch
+    assert with_pch[0] == [] and any(e.startswith(f"{line}:") and "dku_nosuch" in e for e in with_pch[1]), with_pch
