@@ -106,3 +106,62 @@ def test_where_the_exact_value_is_not_finite_a_finite_math_compiler_is_indetermi
     assert_matches(np.array([0.0, 5.0, 2.0], np.float32), want, dt.float32, "o", also=also)
     ints = np.array([1, 2], np.int32)
     assert _indeterminate_ok(ints, ints, ints + 1, dt.int32).tolist() == [2, 3]
+
+
+def test_the_wide_reference_says_whether_a_value_on_the_way_was_not_finite():
+    """evaluate_wide_finite: False when an op computed an inf or NaN anywhere (sqrt of a negative, 1 / 0)
+    even where a later op absorbs it into a finite result; True for a kernel whose every computed value is finite
+    (loads and constants are read, not computed)."""
+    from devicekit.ir.uop import UOp
+    from devicekit.reference.wide import evaluate_wide_finite
+    absorbed = _kernel(lambda a, b: ir.maximum(UOp.const(dt.float32, 0.0), (ir.sqrt(a) + b) - ir.sqrt(a)), dt.float32)
+    arrays = {"a": np.array([-1.4, 4.0], np.float32), "b": np.array([1.0, 1.0], np.float32),
+              "o": np.zeros(2, np.float32)}
+    out, finite = evaluate_wide_finite(absorbed, arrays, {"n": 2})
+    assert not finite and out["o"].tolist() == [0.0, 1.0]  # max(0, NaN) is 0 (docs/ir.md): finite, yet indeterminate
+    arrays["a"] = np.array([1.0, 4.0], np.float32)
+    assert evaluate_wide_finite(absorbed, arrays, {"n": 2})[1]
+    by_zero = _kernel(lambda a, b: (b / (a - 1.0)) * 0.0, dt.float32)  # 1 / 0 = inf, inf * 0 = NaN
+    one = {"a": np.array([1.0], np.float32), "b": np.array([1.0], np.float32), "o": np.zeros(1, np.float32)}
+    assert not evaluate_wide_finite(by_zero, one, {"n": 1})[1]
+    assert evaluate_wide_finite(by_zero, {**one, "a": np.array([2.0], np.float32)}, {"n": 1})[1]
+
+
+def test_a_nan_absorbed_on_the_way_leaves_a_finite_math_compilers_result_uncompared():
+    """Fuzz seed 46075 (profile mixed) on WEBGPU: max(0, fma(1, sqrt(x), 1) - sqrt(x)) of a negative x is 0 exactly
+    (a NaN second operand drops out of the max), 1 on lavapipe, which folds (s + 1) - s to 1 under WGSL's finite math. Its
+    result is indeterminate (docs/ir.md): not compared, and counted (`Runner.indeterminate`); the same result from a
+    compiler that does not reassociate is a mismatch."""
+    from devicekit.ir.ops import Ops
+    from devicekit.ir.uop import UOp, make_alu
+    from devicekit.testing.fuzz import Runner
+    try:
+        runner = Runner("WEBGPU")
+    except Exception as e:  # noqa: BLE001 - no adapter here
+        pytest.skip(f"WEBGPU unavailable: {e}")
+    if runner.compile_only:
+        pytest.skip("WEBGPU cannot run here (no adapter)")
+    k = ir.KernelBuilder("fz46075")
+    n = k.var("n", 1, 64)
+    x = k.param("x", dt.float32, n)
+    o = k.param("o", dt.float32, n, writable=True)
+    i = k.range(n, "global")
+    one = ir.vectorize(*[UOp.const(dt.float32, 1.0)] * 4)
+    s = make_alu(Ops.SQRT, (ir.vectorize(x[i], *[UOp.const(dt.float32, 0.0)] * 3),))
+    o[i] = ir.maximum(UOp.const(dt.float32, 0.0), (make_alu(Ops.MULACC, (one, s, one)) - s).gep(0))
+    kern = k.build()
+    inputs = {"x": np.array([-1.38, 0.25], np.float32), "n": 2}
+    label = next(iter(runner.targets))
+    want = runner.reference(type("Case", (), {"kernel": kern, "inputs": inputs})())
+    got = runner._run(kern, runner.targets[label], inputs)
+    assert want["o"].tolist() == [0.0, 1.0]
+    if got["o"][0] == 0.0:
+        pytest.skip("this adapter computes the NaN exactly (it folds nothing away)")
+    assert runner.check_one(label, kern, inputs, want) is None and runner.indeterminate == 1
+    compiler = runner.targets[label].compiler
+    type(compiler).reassociates = False
+    try:
+        bad = runner.check_one(label, kern, inputs, want)
+    finally:
+        type(compiler).reassociates = True
+    assert bad is not None and bad[0] == "mismatch"

@@ -52,6 +52,7 @@ class Report:
     optimized: int = 0  # kernels the heuristic optimizer rewrote on some target (ir/optimize.py)
     tiered: int = 0  # kernels that ran on a quick build and then on their final build (same bits required)
     retiled: int = 0  # optimized kernels checked again with random other tiles (dk.search's candidates)
+    indeterminate: int = 0  # checks not compared: an inf or NaN on the way, on a finite-math target (docs/ir.md)
     pool: tuple[str, ...] = ()  # --fit: the dtypes the generators were kept to
 
     def merge(self, other: Report) -> None:
@@ -59,6 +60,7 @@ class Report:
         self.optimized += other.optimized
         self.tiered += other.tiered
         self.retiled += other.retiled
+        self.indeterminate += other.indeterminate
         self.pool = self.pool or other.pool
         for mine, theirs in ((self.checks, other.checks), (self.unsupported, other.unsupported)):
             for t, c in theirs.items():
@@ -92,6 +94,7 @@ class Runner:
         self._made = 0
         self.tiered = 0  # kernels checked on both tiers
         self.retiled = 0  # kernels the optimizer rewrote, checked again with other tiles (Kernel.with_tiles)
+        self.indeterminate = 0  # checks on a finite-math target whose float results met an inf or NaN on the way
         self.unsupported: dict[str, int] = {}  # target -> kernels it refused as unsupported (not findings)
         self.render_only = self.compile_only and not self._can_compile()
 
@@ -174,7 +177,7 @@ class Runner:
         if isinstance(want, IndexError):
             return "mismatch", f"the reference raised IndexError ({want}); the target returned results"
         loose = _loosest_float(kernel)
-        wide = None
+        wide, finite, excused = None, True, False
         for p in kernel.params:
             if p.writable:
                 dt = loose if p.dtype.is_float and loose is not None and tolerance(loose) > tolerance(p.dtype) \
@@ -184,7 +187,12 @@ class Runner:
                 except AssertionError as e:
                     if not getattr(getattr(target, "compiler", None), "reassociates", False):
                         return "mismatch", str(e)
-                    wide = wide if wide is not None else _wide_reference(kernel, inputs, want)
+                    if wide is None:
+                        wide, finite = _wide_reference(kernel, inputs, want)
+                    if not finite and p.dtype.is_float:  # an inf or NaN on the way: indeterminate from there on
+                        self.indeterminate += not excused
+                        excused = True
+                        continue
                     try:  # each element: the exact value or the real-number one it approximates (reference/wide.py)
                         assert_matches(got[p.name], want[p.name], dt, p.name,
                                        also=_indeterminate_ok(got[p.name], want[p.name], wide[p.name], p.dtype))
@@ -245,16 +253,18 @@ def _indeterminate_ok(got, want, wide, dtype):
     return np.where(np.isfinite(_as_f64(want, dtype)), wide, got)
 
 
-def _wide_reference(kernel, inputs: dict, want: dict) -> dict:
+def _wide_reference(kernel, inputs: dict, want: dict) -> tuple[dict, bool]:
     """kernel's results with its float arithmetic in float64 (reference/wide.py), from the case's inputs (an
-    output the case leaves out starts zeroed, as `dk.run` allocates it, sized like the exact reference's)."""
+    output the case leaves out starts zeroed, as `dk.run` allocates it, sized like the exact reference's), and
+    whether every float value computed on the way was finite: where one was not, a compiler that assumes finite math
+    may give anything for the float results (docs/ir.md), which are then not compared (`Runner.indeterminate`)."""
     import numpy as np
 
-    from devicekit.reference.wide import evaluate_wide
+    from devicekit.reference.wide import evaluate_wide_finite
     names = {p.name for p in kernel.params}
     arrays = {k: np.asarray(v) for k, v in inputs.items() if k in names}
     arrays.update((n, np.zeros_like(np.asarray(want[n]))) for n in names - arrays.keys())
-    return evaluate_wide(kernel, arrays, {k: v for k, v in inputs.items() if k not in names})
+    return evaluate_wide_finite(kernel, arrays, {k: v for k, v in inputs.items() if k not in names})
 
 
 def tier_difference(quick, final) -> str:
@@ -308,6 +318,7 @@ def fuzz_seeds(seeds: Iterable[int], kind: str = "CPU", pairs: Iterable[str] | N
     rep.unsupported = dict(runner.unsupported)
     rep.tiered = runner.tiered
     rep.retiled = runner.retiled
+    rep.indeterminate = runner.indeterminate
     rep.seconds = time.perf_counter() - t0
     return rep
 
@@ -440,7 +451,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{rep.seconds:.1f} s; checked {rate}; optimized {rep.optimized}; "
           f"on both tiers {rep.tiered}; "
           f"retiled {rep.retiled}; {len(rep.findings)} findings"
-          + (f"; refused as unsupported (not findings): {rep.unsupported}" if rep.unsupported else ""))
+          + (f"; refused as unsupported (not findings): {rep.unsupported}" if rep.unsupported else "")
+          + (f"; not compared, an inf or NaN on the way on a finite-math target: {rep.indeterminate}"
+             if rep.indeterminate else ""))
     for f in rep.findings:
         print(f"  seed {f.seed} {f.target} {f.kind}: {f.message.splitlines()[0][:300]}")
     if rep.findings and not args.no_shrink:
