@@ -116,3 +116,22 @@ def test_a_non_ascii_digit_is_no_device_index():
     """'CPU:١' (ARABIC-INDIC DIGIT ONE) was read as CPU:1 by the spec's \\d."""
     with pytest.raises(ValueError, match="invalid device spec"):
         dk.device("CPU:١")
+
+
+def test_size_expressions_of_one_text_share_code_but_each_names_its_own_vars():
+    """compile_sym compiles `lambda v: ...` once per text (symfn._lambda_code); two expressions that read the same
+    positions (n // (m - 4) and k // (j - 4)) share it, yet each function's division check names its own
+    expression and values (its own globals), and computes from the values it is given."""
+    from devicekit import ir
+    from devicekit.ir import symfn
+    kb = ir.KernelBuilder("sym_share")
+    n, m, k, j = (kb.var(x, 0, 100) for x in "nmkj")
+    f = symfn.compile_sym(n // (m - 4), ("n", "m"))
+    before = symfn._lambda_code.cache_info().hits
+    g = symfn.compile_sym(k // (j - 4), ("k", "j"))
+    assert symfn._lambda_code.cache_info().hits == before + 1
+    assert f((8, 5)) == 8 and g((9, 7)) == 3
+    with pytest.raises(LaunchError, match=r"size expression k // \(j - 4\) divides by zero for k=9, j=4"):
+        g((9, 4))
+    with pytest.raises(LaunchError, match=r"size expression n // \(m - 4\) divides by zero for n=8, m=4"):
+        f((8, 4))

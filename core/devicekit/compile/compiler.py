@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import time
@@ -28,6 +29,13 @@ def short_identity(ident: str, limit: int = 100) -> str:
         out = out[:limit].rstrip() + " ..."
     return out
 
+
+
+@functools.lru_cache(maxsize=64)
+def source_digest(src: str) -> str:
+    """sha256 of a source, hex: the cache key's last part. Remembered for the last 64 sources (a str keeps its hash,
+    so a lookup of the same object is O(1)): loading one kernel asked for it up to four times."""
+    return hashlib.sha256(src.encode()).hexdigest()
 
 @dataclass(frozen=True)
 class CompiledSpec:
@@ -121,13 +129,14 @@ class Compiler(ABC):
         (DEVICEKIT_TIERS=0) or when this compiler has no quick tier for the source; else the quick build (through
         the cache under `quick_identity()`), a CompiledSpec with `tier="quick"`."""
         from .. import settings
-        if (not self.use_cache or not settings.get("DEVICEKIT_TIERS") or spec.get_meta("source_ctx") is not None
-                or not self.quick_tier(spec.src)):
+        if not self.use_cache or not settings.get("DEVICEKIT_TIERS") or spec.get_meta("source_ctx") is not None:
             return self.compile(spec)
         ident = self.identity()
-        if (lib := self._cache().get(self.cache_key(spec))) is not None:
-            dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")
-            return CompiledSpec(spec, lib, ident, trusted=True, from_cache=True)
+        if (lib := self._cache().get(self.cache_key(spec))) is not None:  # first: asking for a quick tier reads
+            dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")  # the whole source (the
+            return CompiledSpec(spec, lib, ident, trusted=True, from_cache=True)  # llvm pair's regex: ~150 us)
+        if not self.quick_tier(spec.src):
+            return self.compile(spec)
         quick = self.quick_identity()
         return self._cached_build(spec, quick, self._key(spec, quick), self.quick_compile_src, tier="quick")
 
@@ -143,7 +152,7 @@ class Compiler(ABC):
 
     @staticmethod
     def _key(spec: ProgramSpec, ident: str) -> CacheKey:
-        return CacheKey(spec.device, Compiler._ctx_ident(spec, ident), hashlib.sha256(spec.src.encode()).hexdigest())
+        return CacheKey(spec.device, Compiler._ctx_ident(spec, ident), source_digest(spec.src))
 
     def _cache(self) -> CompileCache:
         return self.cache if self.cache is not None else default_cache()

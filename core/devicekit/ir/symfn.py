@@ -7,7 +7,9 @@ divisors (checked non-zero where the expression is made) keep the unchecked path
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from types import CodeType
 
 from ..errors import LaunchError
 from .ops import Ops
@@ -94,5 +96,12 @@ def compile_sym(x, var_names: tuple[str, ...], fallback: int | None = None) -> C
             raise _divided_by_zero(x, var_names, v)
         return _cmod(a, b)
 
-    return eval(f"lambda v: {expr[x]}",  # our own text
+    return eval(_lambda_code(expr[x]),  # our own text
                 {"_cdiv": _cdiv, "_cmod": _cmod, "max": max, "_zdiv": zdiv, "_zmod": zmod})
+
+
+@functools.lru_cache(maxsize=1024)
+def _lambda_code(body: str) -> CodeType:
+    """`lambda v: body`, compiled once per text: a program's load compiles a few, and kernels of one shape share
+    them (~25 us each)."""
+    return compile(f"lambda v: {body}", "<devicekit size expression>", "eval")

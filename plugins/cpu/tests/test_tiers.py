@@ -203,3 +203,22 @@ def test_tier_difference_compares_bits():
     assert "1 of 4" in tier_difference(a, np.array([1.0, np.nan, 0.0, np.nextafter(np.float32(2), 3)], np.float32))
     assert tier_difference(np.arange(3), np.arange(3)) == ""
     assert "shape/dtype" in tier_difference(np.arange(3), np.arange(4))
+
+
+def test_a_kernel_whose_final_bytes_are_cached_loads_them_without_asking_for_a_quick_tier(tmp_path, monkeypatch):
+    """first_build looks the final bytes up first: the quick-tier question reads the whole LLVM source with a regex
+    (~150 us of each cached kernel's load, issue 36's bar of 0.5 ms for one); a new kernel still asks, and starts
+    quick. The source's digest is computed once for both lookups (`source_digest`)."""
+    from devicekit.compile.compiler import source_digest
+    dev = _device(tmp_path)
+    comp = dev.compiler
+    asked = []
+    real = comp.quick_tier
+    monkeypatch.setattr(comp, "quick_tier", lambda src: asked.append(src) or real(src))
+    spec = dev.renderer.render(kernels.elementwise("a * b - c * 5.0", name="tier_hit"))
+    assert comp.first_build(spec).tier == "quick" and len(asked) == 1
+    comp.compile(spec)  # the final bytes, as the upgrade stores them
+    before = source_digest.cache_info().hits
+    got = comp.first_build(spec)
+    assert got.tier == "final" and got.from_cache and len(asked) == 1
+    assert source_digest.cache_info().hits > before
