@@ -85,15 +85,18 @@ def test_library_kernels_are_the_same_on_every_machine(monkeypatch):
     assert _tile(kernels.all_kernels()["matmul"]()) == (8, 5)  # 24 x 20: 8 rows, lanes shrunk from 8 to divide 20
 
 
-@pytest.mark.parametrize("regs, dtype, M, N, tile", [(2048, dtypes.float32, 64, 64, (8, 2)),
+@pytest.mark.parametrize("regs, dtype, M, N, tile", [(2048, dtypes.float32, 64, 64, (6, 4)),  # 4 panels: wide
+                                                     (2048, dtypes.float32, 64, 32, (8, 2)),  # 2 panels
                                                      (2048, dtypes.float64, 64, 64, (4, 2)),
                                                      (2048, dtypes.float32, 64, 48, (16, 1)),  # 3 panels: odd
+                                                     (2048, dtypes.float32, 4, 64, (4, 2)),  # M under a wide tile
                                                      (512, dtypes.float32, 64, 64, (4, 1)), (0, dtypes.float32, 64, 64, (4, 1))])
 def test_panels_tile_spans_two_panels_where_the_registers_allow(regs, dtype, M, N, tile):
     """Several accumulators per row (issue 36 item 3): where half the register file holds 8+ accumulators, a
     default panels tile is rows x 2 panels (two b vectors a k step, 2 x rows multiply-adds: 1024^3 float32 on one
-    Rocket Lake thread 12.7-14.3 ms CPU time against 15.8-17.1 for 16 x 1); an odd panel count or an explicit tm
-    keeps one panel. Each k step loads one contiguous vector per panel."""
+    Rocket Lake thread 12.7-14.3 ms CPU time against 15.8-17.1 for 16 x 1); where three quarters of it hold 24
+    (AVX-512, float32) and the panels come in fours, 6 rows x 4 panels (`_wide_tile`); an odd panel count or an
+    explicit tm keeps one panel. Each k step loads one contiguous vector per panel."""
     from devicekit.ir.linearize import lower
     dev = dataclasses.replace(CPU_LIKE, vector_register_bytes=regs)
     mm = kernels.matmul(M, N, 8, dtype, b_layout="panels", device=dev)
@@ -104,16 +107,17 @@ def test_panels_tile_spans_two_panels_where_the_registers_allow(regs, dtype, M, 
     assert len(kernels.matmul(M, N, 8, dtype, b_layout="panels", device=dev, tm=2).sink.src) == 2 * 16
 
 
-@pytest.mark.parametrize("M, N, K", [(16, 64, 8), (24, 60, 7), (8, 20, 5), (40, 96, 17)])
-def test_two_panel_tiles_match_numpy(M, N, K):
-    """pack_b + the two-panel tile (ragged N in the second panel included) is relu(a @ b + bias), on the CPU
-    device and the PYTHON reference."""
+@pytest.mark.parametrize("M, N, K, tile", [(16, 64, 8, (6, 4)), (24, 60, 7, (6, 4)), (8, 20, 5, (8, 2)),
+                                           (40, 96, 17, (8, 2)), (13, 64, 9, (6, 4)), (100, 128, 33, (6, 4))])
+def test_two_panel_tiles_match_numpy(M, N, K, tile):
+    """pack_b + the two- and four-panel tiles (ragged N in the last panel, and a wide tile's rows past M: 16, 13
+    and 100 rows are not a multiple of 6) is relu(a @ b + bias), on the CPU device and the PYTHON reference."""
     dev = dataclasses.replace(CPU_LIKE, vector_register_bytes=2048)
     rng = np.random.default_rng(M + N + K)
     a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
     bias = rng.standard_normal(N).astype(np.float32)
     mm = kernels.mlp_layer(M, N, K, b_layout="panels", device=dev)
-    assert len(mm.sink.src) == 256  # 8 rows x 2 panels x 16 lanes
+    assert len(mm.sink.src) == tile[0] * tile[1] * 16  # rows x panels x 16 lanes
     for run_on in ("CPU", "PYTHON"):
         if run_on == "CPU":
             pytest.importorskip("devicekit_cpu")
@@ -268,3 +272,23 @@ def test_a_panels_matmul_of_one_column_tile_splits_its_rows():
     assert one[0] > 1 and one[1] == 1, one
     many = global_extents(kernels.matmul(256, 64, 512, b_layout="panels", tm=8, tn=16, device=cpu))
     assert many[:2] == [4, 32], many
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_default_panels_tiles_match_numpy_on_random_shapes(seed):
+    """The default panels tile of an AVX-512 register file (6 x 4 where the panels come in fours, else 8 x 2 or 16 x
+    1) at random M, N, K, bias and relu or not: rows past M and columns past N are computed and never stored."""
+    pytest.importorskip("devicekit_cpu")
+    rng = np.random.default_rng(4600 + seed)
+    M, N, K = (int(x) for x in rng.integers(1, 90, 3))
+    dev = dataclasses.replace(CPU_LIKE, vector_register_bytes=2048)
+    a, b = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((K, N)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32)
+    relu = bool(seed % 2)
+    kern = kernels.mlp_layer(M, N, K, b_layout="panels", device=dev) if relu else \
+        kernels.matmul(M, N, K, bias=True, b_layout="panels", device=dev)
+    bp = dk.run(kernels.pack_b(K, N), device="CPU", b=b.reshape(-1))["bp"]
+    c = np.full(M * N, np.nan, np.float32)  # what a tile must not store to stays NaN: none is left
+    out = dk.run(kern, device="CPU", a=a.reshape(-1), bp=bp, bias=bias, c=c)["c"].reshape(M, N)
+    want = a @ b + bias
+    np.testing.assert_allclose(out, np.maximum(want, 0) if relu else want, rtol=1e-4, atol=1e-4)

@@ -48,6 +48,22 @@ def pack_b(K: int, N: int, dtype: DType = dtypes.float32, tn: int = 16, name: st
 # 15.9-18.0, OpenBLAS 13.7-15.0; rows 8 x 2 x 16 31.6-33.3 against 16 x 16's 38)
 PANELS_PER_TILE = 2
 PANEL_GROUP_BYTES = 256 << 10  # b panels a thread keeps in its L2 while every row tile passes
+WIDE_PANELS = 4  # panels of a wide tile (`_wide_tile`)
+
+
+def _wide_tile(accs_half: int, nj: int, M: int) -> tuple[int, int] | None:
+    """(rows, panels) of a default panels tile whose accumulators fill three quarters of the vector registers, BLIS's
+    share on AVX-512 (24 of 32 zmm): WIDE_PANELS panels of 6 rows where half the file holds 16 panel accumulators
+    (AVX-512's 32 x 64 bytes, Intel's and Zen's alike), so a k step loads 4 b vectors and 6 a values for 24
+    multiply-adds where the 8 x 2 tile loaded 2 and 8 for 16. Rows need not divide M (the last tile reads row M - 1
+    again and stores nothing past M). On two Rocket Lake threads, alternating in one process (quiet): the MLP's
+    256 x 784 -> 512 layer 0.63-0.66 ms against the 8 x 2 tile's 0.68-0.71, 1024^3 7.17-7.27 against 7.39-7.82.
+    None (the half-file rule) where the file holds fewer (AVX2: unmeasured there), the panels do not come in fours,
+    or M is shorter than a tile."""
+    three_quarters = accs_half * 3 // 2
+    if three_quarters < 6 * WIDE_PANELS or nj % WIDE_PANELS or M < three_quarters // WIDE_PANELS:
+        return None
+    return three_quarters // WIDE_PANELS, WIDE_PANELS
 
 
 def _panel_group(nj: int, panel_bytes: int) -> int:
@@ -183,9 +199,10 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     `b_layout="panels"` (default tn 16): param `bp` is `pack_b(K, N, tn=tn)`'s output, so each k step reads one
     contiguous vector; N need not divide by tn (the last panel's extra columns are computed and not stored), the
     fastest form (a weight packed once). Its default tm fills half the vector registers (4 without a device: AVX2's
-    rule). On a 2-core EPYC this ran a 1024^3 float32 matmul 2.3x faster than the rows layout (bench/run.py has
-    the figures). With enough panels they are walked in groups (`_panel_group`), the group outermost. Either way
-    tm shrinks to divide M."""
+    rule); where three quarters of them hold 24 accumulators (AVX-512, float32) and the panels come in fours, the
+    tile is 6 rows x 4 panels (`_wide_tile`), whose rows need not divide M. On a 2-core EPYC this ran a 1024^3
+    float32 matmul 2.3x faster than the rows layout (bench/run.py has the figures). With enough panels they are
+    walked in groups (`_panel_group`), the group outermost. Otherwise tm shrinks to divide M."""
     _check_dims("matmul", M=M, N=N, K=K)
     if b_layout not in ("rows", "panels"):
         raise ValueError(f"matmul b_layout must be 'rows' or 'panels', got {b_layout!r}")
@@ -201,12 +218,18 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
         tn = _pick_tile(N, min(_register_lanes(device, acc_t.itemsize) if tn is None else tn, 16))
     nj = -(-N // tn)
     pp = 1  # column blocks a tile spans: PANELS_PER_TILE where half the register file holds 8+ accumulators
+    wide = None
     if tm is None:
         accs_fit = _panel_rows(device, tn, acc_t.itemsize)
-        if auto and (panels or known) and accs_fit >= 4 * PANELS_PER_TILE and nj % PANELS_PER_TILE == 0:
-            pp = PANELS_PER_TILE
-        tm = accs_fit // pp if panels or known else 8
-    tm = _pick_tile(M, tm)
+        if panels and auto and known and (wide := _wide_tile(accs_fit, nj, M)) is not None:
+            tm, pp = wide
+        else:
+            if auto and (panels or known) and accs_fit >= 4 * PANELS_PER_TILE and nj % PANELS_PER_TILE == 0:
+                pp = PANELS_PER_TILE
+            tm = accs_fit // pp if panels or known else 8
+    if wide is None:
+        tm = _pick_tile(M, tm)
+    tiles_i = -(-M // tm)  # a wide tile's rows need not divide M: the last tile's extra rows read row M - 1
     if not panels and auto and _packs(device) and (kern := _packed(M, N, K, dtype, acc_t, device, epilogue, bias,
                                                                     name)) is not None:
         return kern
@@ -218,15 +241,15 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     tiles_j = nj // pp
     group = _panel_group(tiles_j, K * tn * pp * dtype.itemsize) if panels else 1
     if group > 1:  # panel groups outermost (split across threads), then row tiles, then the group's panels
-        jb, i, jj = k.range(tiles_j // group, "global"), k.range(M // tm, "global"), k.range(group, "global")
+        jb, i, jj = k.range(tiles_j // group, "global"), k.range(tiles_i, "global"), k.range(group, "global")
         jt = jb * group + jj
     elif panels and tiles_j > 1:  # each panel tile outermost, every row tile of a past it while it sits in L2
         # (row tiles outermost streamed all of bp once per row tile: 2048^3 one thread 147-165 ms, 0.60x OpenBLAS)
         jt = k.range(tiles_j, "global")
-        i = k.range(M // tm, "global")
+        i = k.range(tiles_i, "global")
     else:  # rows first, and with one panel tile (an MLP's 10-wide layer) so too: the first range is what a CPU
         # splits across threads (256 x 10 x 512 on two Rocket Lake threads: 26-27 us on one, 18-19 split)
-        i, jt = k.range(M // tm, "global"), k.range(tiles_j, "global")
+        i, jt = k.range(tiles_i, "global"), k.range(tiles_j, "global")
     r = k.range(K, "reduce")
     f = (lambda v: v.cast(acc_t)) if acc_t != dtype else (lambda v: v)
     js = [jt * pp + q for q in range(pp)] if pp > 1 else [jt]  # the tile's panels (rows: its column block)
@@ -234,15 +257,20 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
     for j in js:
         bv = [f(b[(j * K + r) * tn + y] if panels else b[r * N + j * tn + y]) for y in range(tn)]
         brows.append(ir.vectorize(*bv) if tn > 1 else bv[0])
+    ragged_rows = tiles_i * tm != M
     accs = []
     for x in range(tm):
-        ax = f(a[(i * tm + x) * K + r])
+        if ragged_rows:  # rows past M read row M - 1 (r < K: in a), computed and never stored
+            ax = f(a.load(ir.minimum(i * tm + x, M - 1) * K + r, unchecked=True))
+        else:
+            ax = f(a[(i * tm + x) * K + r])
         av = ir.vectorize(*([ax] * tn)) if tn > 1 else ax
         accs.append([(av * brow).sum(r) for brow in brows])
     # only with panels: the last panel's columns past N are computed, never stored; the gate col < N is the bounds
-    # check of those stores (r < K, col < N: in b, bias and c), so they need no run-time one
+    # check of those stores (r < K, col < N: in b, bias and c), so they need no run-time one; so the gate row < M
     ragged = N % tn != 0
     for x in range(tm):
+        row_ok = (i * tm + x < M) if ragged_rows else None
         for q, j in enumerate(js):
             for y in range(tn):
                 v = accs[x][q].gep(y) if tn > 1 else accs[x][q]
@@ -252,8 +280,9 @@ def matmul(M: int, N: int, K: int, dtype: DType = dtypes.float32, tm: int | None
                     v = v + f(bias_p[col] if keep is None else bias_p.load(col, gate=keep, default=0, unchecked=True))
                 if epilogue is not None:
                     v = epilogue(v, col)
-                c.store((i * tm + x) * N + col, v.cast(dtype) if acc_t != dtype else v, gate=keep,
-                        unchecked=keep is not None)
+                gate = keep if row_ok is None else row_ok if keep is None else row_ok & keep
+                c.store((i * tm + x) * N + col, v.cast(dtype) if acc_t != dtype else v, gate=gate,
+                        unchecked=gate is not None)
     return k.build()
 
 
