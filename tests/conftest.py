@@ -74,3 +74,16 @@ def fixture_venv(tmp_path_factory, request) -> FixtureVenv:
     cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider: the wheels go next to the venv
     wheels = Path(cache.mkdir("devicekit-fixture-wheels")) if cache is not None else None
     return FixtureVenv(layered_venv(tmp_path_factory, wheels, _fixture_dirs(), FIXTURES, "fixture-venv"))
+
+
+@pytest.fixture
+def webgpu_runner():
+    """The fuzzer's Runner for WEBGPU on a real adapter (lavapipe here); skips, saying why, where none runs."""
+    from devicekit.testing.fuzz import Runner
+    try:
+        runner = Runner("WEBGPU")
+    except Exception as e:  # noqa: BLE001 - no adapter here
+        pytest.skip(f"WEBGPU unavailable: {e}")
+    if runner.compile_only:
+        pytest.skip("WEBGPU cannot run here (no adapter)")
+    return runner

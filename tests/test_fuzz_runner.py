@@ -21,17 +21,12 @@ def test_the_compile_only_probe_skips_kernels_the_kind_refuses():
     assert runner._can_compile()
 
 
-def test_a_documented_data_limit_is_unsupported_not_a_finding():
+def test_a_documented_data_limit_is_unsupported_not_a_finding(webgpu_runner):
     """WEBGPU refuses, at launch and by name (DataRangeError), int64 data outside int32 (WGSL has no 64-bit ints):
     fuzz seeds 51124 and 51152 of profile mixed were counted as findings ("error: ValueError") before."""
     from devicekit.errors import DataRangeError
     from devicekit.testing.fuzzgen import make_case
-    try:
-        runner = Runner("WEBGPU")
-    except Exception as e:  # noqa: BLE001 - no adapter here
-        pytest.skip(f"WEBGPU unavailable: {e}")
-    if runner.compile_only:
-        pytest.skip("WEBGPU cannot run here (no adapter)")
+    runner = webgpu_runner
     case = make_case(51124, "mixed")
     label = next(iter(runner.targets))
     with pytest.raises(DataRangeError, match="outside int32"):

@@ -57,19 +57,13 @@ def test_an_element_may_match_either_reference_never_neither():
         assert_matches(np.array([-0.0, np.nan, 6.0], np.float32), exact, dt.float32, "o", also=wide)
 
 
-def test_the_fuzzer_applies_it_only_to_a_reassociating_compiler():
+def test_the_fuzzer_applies_it_only_to_a_reassociating_compiler(webgpu_runner):
     """On lavapipe (WEBGPU), seed 30073 gave -0 where float32 gives NaN and seed 94093 0 where the exact value is
     -inf: accepted (widened reference, indeterminate non-finite values) because WGSL's compiler reassociates and
     assumes finite math; the same results from a compiler that says it does not are a mismatch."""
-    from devicekit.testing.fuzz import Runner
     from devicekit.testing.fuzzgen import make_case
     from devicekit.testing.random_kernels import _mismatches
-    try:
-        runner = Runner("WEBGPU")
-    except Exception as e:  # noqa: BLE001 - no adapter here
-        pytest.skip(f"WEBGPU unavailable: {e}")
-    if runner.compile_only:
-        pytest.skip("WEBGPU cannot run here (no adapter)")
+    runner = webgpu_runner
     label = next(iter(runner.targets))
     compiler = runner.targets[label].compiler
     assert compiler.reassociates
@@ -127,20 +121,14 @@ def test_the_wide_reference_says_whether_a_value_on_the_way_was_not_finite():
     assert evaluate_wide_finite(by_zero, {**one, "a": np.array([2.0], np.float32)}, {"n": 1})[1]
 
 
-def test_a_nan_absorbed_on_the_way_leaves_a_finite_math_compilers_result_uncompared():
+def test_a_nan_absorbed_on_the_way_leaves_a_finite_math_compilers_result_uncompared(webgpu_runner):
     """Fuzz seed 46075 (profile mixed) on WEBGPU: max(0, fma(1, sqrt(x), 1) - sqrt(x)) of a negative x is 0 exactly
     (a NaN second operand drops out of the max), 1 on lavapipe, which folds (s + 1) - s to 1 under WGSL's finite math. Its
     result is indeterminate (docs/ir.md): not compared, and counted (`Runner.indeterminate`); the same result from a
     compiler that does not reassociate is a mismatch."""
     from devicekit.ir.ops import Ops
     from devicekit.ir.uop import UOp, make_alu
-    from devicekit.testing.fuzz import Runner
-    try:
-        runner = Runner("WEBGPU")
-    except Exception as e:  # noqa: BLE001 - no adapter here
-        pytest.skip(f"WEBGPU unavailable: {e}")
-    if runner.compile_only:
-        pytest.skip("WEBGPU cannot run here (no adapter)")
+    runner = webgpu_runner
     k = ir.KernelBuilder("fz46075")
     n = k.var("n", 1, 64)
     x = k.param("x", dt.float32, n)
