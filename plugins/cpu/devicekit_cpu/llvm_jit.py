@@ -7,6 +7,7 @@ Imported only when a CPU device or the "llvm" pair is built.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import os
@@ -51,6 +52,19 @@ def _after_fork_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                         after_in_child=_after_fork_in_child)
+
+EXIT_WAIT_S = 10.0  # the longest an exiting interpreter waits for a thread inside LLVM
+
+
+def _hold_at_exit() -> None:
+    """The interpreter exits between LLVM calls only: a daemon thread still inside LLVM when the process ran its C++
+    static destructors crashed it (SIGSEGV or SIGBUS after the script's last line, ~1 run in 75 under load: the
+    spin pool's build, started by a script's first split launch, was still emitting its code). Exit waits for the
+    call in flight (up to EXIT_WAIT_S) and keeps LOCK, so no thread starts another."""
+    LOCK.acquire(timeout=EXIT_WAIT_S)
+
+
+atexit.register(_hold_at_exit)
 
 
 @functools.cache
