@@ -469,6 +469,17 @@ def short(note: str | None) -> str:
     return note.split(":")[0].split(" (")[0]
 
 
+def fastest(row: dict, cols) -> tuple[str, float] | None:
+    """(column, time) of the fastest of `cols` that has a time in `row`; None where none has."""
+    return bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in cols})
+
+
+def bar_peers(title: str) -> tuple[tuple[str, ...], float]:
+    """(the columns a row's bar is held against, the ratio it asks) of a row in BARS."""
+    against, need = BARS[title]
+    return (PEERS if against == "every" else against), need
+
+
 def peak_rows(rows: list, by_name: dict) -> list[tuple[str, float | None, str]]:
     """The host's float32 multiply-add peak (devicekit_cpu.fma_peak: registers only, one thread and every thread),
     measured after the columns, on settled cores; then the compute-bound rows as fractions of it, devicekit's and
@@ -485,15 +496,13 @@ def peak_rows(rows: list, by_name: dict) -> list[tuple[str, float | None, str]]:
         if row is None or not isinstance(row.get("devicekit"), float):
             continue
         t = row["devicekit"]
-        top = bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in PEERS})
+        top = fastest(row, PEERS)
         detail = f"{case.work / t / 1e9:.0f} GFLOP/s = {case.work / t / every:.2f} of the peak"
         if top is not None:
             detail += f"; best peer ({top[0]}) {case.work / top[1] / every:.2f}"
         if case.title in BARS:  # the peers the bar is held against (matmul: numpy's BLAS)
-            against, need = BARS[case.title]
-            against = PEERS if against == "every" else against
-            vs = bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in against})
-            if vs is not None:
+            against, need = bar_peers(case.title)
+            if (vs := fastest(row, against)) is not None:
                 detail += f"; the bar ({need}x {vs[0]}) asks {case.work / vs[1] / every * need:.2f}"
         out.append((f"{case.title}: fraction of the FMA peak", t, detail))
     return out
@@ -716,13 +725,12 @@ def main() -> int:
                 cells.append(short(v))
                 if v and (v.startswith(("wrong", "error", "failed"))):
                     footnotes.append(f"- {name}, {col}: {v}")
-        top = bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in PEERS})
+        top = fastest(row, PEERS)
         ratio = "n/a" if top is None else f"{top[1] / t_dk:.2f}x ({top[0]})"
         bar = ""
         if name in BARS:
-            against, need = BARS[name]
-            against = PEERS if against == "every" else against
-            vs = bench_peers.best_peer({k: row.get(k) if isinstance(row.get(k), float) else None for k in against})
+            against, need = bar_peers(name)
+            vs = fastest(row, against)
             bar = f"≥{need}x vs {'every peer' if against is PEERS else '/'.join(against)}: " + (
                 "n/a" if vs is None else ("ok" if vs[1] / t_dk >= need else "MISSED") + f" ({vs[1] / t_dk:.2f}x)")
         lines.append(f"| {name} | {fmt_t(t_dk)} | {' | '.join(cells)} | {ratio} | {bar} |")

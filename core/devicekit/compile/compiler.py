@@ -30,12 +30,12 @@ def short_identity(ident: str, limit: int = 100) -> str:
     return out
 
 
-
 @functools.lru_cache(maxsize=64)
 def source_digest(src: str) -> str:
     """sha256 of a source, hex: the cache key's last part. Remembered for the last 64 sources (a str keeps its hash,
     so a lookup of the same object is O(1)): loading one kernel asked for it up to four times."""
     return hashlib.sha256(src.encode()).hexdigest()
+
 
 @dataclass(frozen=True)
 class CompiledSpec:
@@ -132,9 +132,10 @@ class Compiler(ABC):
         if not self.use_cache or not settings.get("DEVICEKIT_TIERS") or spec.get_meta("source_ctx") is not None:
             return self.compile(spec)
         ident = self.identity()
-        if (lib := self._cache().get(self.cache_key(spec))) is not None:  # first: asking for a quick tier reads
-            dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")  # the whole source (the
-            return CompiledSpec(spec, lib, ident, trusted=True, from_cache=True)  # llvm pair's regex: ~150 us)
+        # the final bytes first: asking for a quick tier reads the whole source (the llvm pair's regex: ~150 us)
+        if (lib := self._cache().get(self.cache_key(spec))) is not None:
+            dprint(2, f"compile cache hit for {spec.name} ({short_identity(ident)})")
+            return CompiledSpec(spec, lib, ident, trusted=True, from_cache=True)
         if not self.quick_tier(spec.src):
             return self.compile(spec)
         quick = self.quick_identity()

@@ -368,10 +368,13 @@ def _operands(u: UOp) -> tuple[UOp, ...]:
 
 
 def run_kernel(kernel: Kernel, storage: list[np.ndarray], var_vals: dict[str, int],
-               interpreter: type[Interpreter] = Interpreter) -> None:
-    """Execute `kernel` in place on `storage` (one uint8/typed host array per param, in param order)."""
+               interpreter: type[Interpreter] = Interpreter) -> Interpreter:
+    """Execute `kernel` in place on `storage` (one uint8/typed host array per param, in param order); the
+    interpreter that ran it (what it noted on the way: `WideInterpreter.nonfinite`)."""
     from .triangles import rectangular
-    interpreter(rectangular(kernel, var_vals), storage, var_vals).run()
+    interp = interpreter(rectangular(kernel, var_vals), storage, var_vals)
+    interp.run()
+    return interp
 
 
 def evaluate(kernel: Kernel, arrays: dict[str, Any], **vars_: int) -> dict[str, np.ndarray]:

@@ -55,14 +55,8 @@ def evaluate_wide_finite(kernel, arrays: dict[str, Any], var_vals: dict[str, int
     """`evaluate_wide`, and whether every float value it computed on the way was finite (WideInterpreter.nonfinite
     unset): the fuzzer's test for results a finite-math compiler leaves indeterminate (docs/ir.md)."""
     storage = [np.ascontiguousarray(arrays[p.name]).copy().view(np.uint8).reshape(-1) for p in kernel.params]
-    seen: list[WideInterpreter] = []
-
-    class Tracked(WideInterpreter):
-        def __init__(self, *args: Any) -> None:
-            super().__init__(*args)
-            seen.append(self)
-    run_kernel(kernel, storage, dict(var_vals), Tracked)
-    return {p.name: s.view(p.dtype.np) for p, s in zip(kernel.params, storage)}, not any(i.nonfinite for i in seen)
+    interp = run_kernel(kernel, storage, dict(var_vals), WideInterpreter)
+    return {p.name: s.view(p.dtype.np) for p, s in zip(kernel.params, storage)}, not interp.nonfinite
 
 
 __all__ = ["WideInterpreter", "evaluate_wide", "evaluate_wide_finite"]

@@ -190,7 +190,6 @@ class Runner:
                     if wide is None:
                         wide, finite = _wide_reference(kernel, inputs, want)
                     if not finite and p.dtype.is_float:  # an inf or NaN on the way: indeterminate from there on
-                        self.indeterminate += not excused
                         excused = True
                         continue
                     try:  # each element: the exact value or the real-number one it approximates (reference/wide.py)
@@ -198,6 +197,7 @@ class Runner:
                                        also=_indeterminate_ok(got[p.name], want[p.name], wide[p.name], p.dtype))
                     except AssertionError as e2:
                         return "mismatch", str(e2)
+        self.indeterminate += excused
         return None
 
     @staticmethod

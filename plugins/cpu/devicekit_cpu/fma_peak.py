@@ -52,13 +52,8 @@ def source(lanes: int, chains: int) -> str:
 @functools.cache
 def _function() -> tuple[object, ctypes._CFuncPtr, int]:
     """(the JIT library that owns the code, the ctypes function, flops an iteration)."""
-    from .llvm_compiler import optimized_object
     lanes, chains = _shape()
-    _, cpu, features = llvm_jit.host()
-    tm = llvm_jit.target_machine(cpu, features, 3)
-    with llvm_jit.LOCK:
-        obj = optimized_object(tm, 0, source(lanes, chains))
-    lib, addr = llvm_jit.link_object(obj, SYMBOL)
+    lib, addr = llvm_jit.link_object(llvm_jit.emit_object(source(lanes, chains), 3), SYMBOL)
     fn = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)(addr)  # the GIL is released
     return lib, fn, 2 * lanes * chains
 
